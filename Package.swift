@@ -1,0 +1,84 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+// One settings loop for every Swift target: Swift 6 language mode with strict
+// concurrency, and `any` spelled out for existentials.
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .treatAllWarnings(as: .error),
+]
+
+let package = Package(
+    name: "Spool",
+    platforms: [.macOS(.v15), .iOS(.v18)],
+    products: [
+        .library(name: "Spool", targets: ["Spool"]),
+        .library(name: "SpoolSync", targets: ["SpoolSync"]),
+        .library(name: "SpoolCollector", targets: ["SpoolCollector"]),
+        .executable(name: "spool", targets: ["spool"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
+    ],
+    targets: [
+        // System libraries: zstd (compression), ISA-L (CRC-32C), zlib (gzip bodies).
+        .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"]), .brew(["zstd"])]),
+        .systemLibrary(name: "CISAL", pkgConfig: "libisal", providers: [.apt(["libisal-dev"]), .brew(["isa-l"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+
+        // The storage engine: no network, no server dependency.
+        .target(
+            name: "Spool",
+            dependencies: [
+                "CZstd", "CISAL",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
+        // The sync worker and its HTTP uploader (URLSession).
+        .target(
+            name: "SpoolSync",
+            dependencies: [
+                "Spool", "CZstd", "CZlib",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
+        // The reference collector: an HTTP server for tests, the demo and benchmarks.
+        .target(
+            name: "SpoolCollector",
+            dependencies: [
+                "Spool", "CZstd", "CZlib",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The Spool half of the benchmark scenarios, shared by `spool bench` and Benchmarks/.
+        .target(
+            name: "SpoolBench",
+            dependencies: ["Spool", "SpoolSync", "SpoolCollector", "CZstd"]
+        ),
+        .executableTarget(
+            name: "spool",
+            dependencies: [
+                "Spool", "SpoolSync", "SpoolCollector", "SpoolBench",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "SpoolTests", dependencies: ["Spool"], resources: [.copy("Golden")]),
+        .testTarget(name: "SpoolSyncTests", dependencies: ["Spool", "SpoolSync", "SpoolCollector"]),
+        .testTarget(name: "SpoolCollectorTests", dependencies: ["Spool", "SpoolCollector"]),
+        // Tests that run the `spool` binary as real child processes (crash tests, CLI).
+        .testTarget(name: "SpoolCLITests", dependencies: ["Spool"]),
+    ]
+)
+
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + strict
+}

@@ -1,0 +1,71 @@
+import Logging
+import Synchronization
+
+/// Consumer names and offset files: validation, loading at open, and the per-log cache.
+enum Consumers {
+    /// 1 to 64 characters from `[A-Za-z0-9._-]`, not starting with a dot.
+    static func validate(_ name: String) throws {
+        let bytes = Array(name.utf8)
+        let valid = !bytes.isEmpty && bytes.count <= 64 && bytes[0] != UInt8(ascii: ".") && bytes.allSatisfy { c in
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A)
+                || c == UInt8(ascii: ".") || c == UInt8(ascii: "_") || c == UInt8(ascii: "-")
+        }
+        guard valid else {
+            throw SpoolError(.invalidConsumerName, "consumer name \"\(name.prefix(80))\" is invalid: use 1 to 64 characters from A-Z a-z 0-9 . _ - (not starting with a dot)")
+        }
+    }
+
+    static func directory(of logDirectory: String) -> String { logDirectory + "/" + Format.consumersDirectory }
+    static func path(of name: String, logDirectory: String) -> String {
+        directory(of: logDirectory) + "/" + name + Format.offsetSuffix
+    }
+
+    /// Reads every consumer's offset. An offset file with no valid slot (zero-length, torn,
+    /// garbage) is reset to `firstSeq`, the oldest stored record: re-delivery, never a jump forward.
+    static func loadOffsets(directory: String, firstSeq: UInt64, report: inout RecoveryReport, logger: Logger) throws -> [String: UInt64] {
+        let consumersDirectory = self.directory(of: directory)
+        guard DirectoryIO.exists(consumersDirectory) else { return [:] }
+        var offsets = [String: UInt64]()
+        for file in try DirectoryIO.list(consumersDirectory) {
+            if file.hasSuffix(Format.temporarySuffix) {
+                try DirectoryIO.remove(consumersDirectory + "/" + file)
+                report.removedTemporaryFiles.append(Format.consumersDirectory + "/" + file)
+                continue
+            }
+            guard file.hasSuffix(Format.offsetSuffix) else { continue }
+            let name = String(file.dropLast(Format.offsetSuffix.count))
+            guard (try? validate(name)) != nil else { continue }
+            let path = consumersDirectory + "/" + file
+            if let slot = try OffsetFile.read(path) {
+                offsets[name] = slot.nextSeq
+            } else {
+                logger.warning("a consumer's offset file is unreadable; it restarts at the oldest stored record", metadata: [
+                    "consumer": "\(name)", "path": "\(path)", "restartSeq": "\(firstSeq)",
+                ])
+                report.resetConsumers.append(name)
+                try OffsetFile.create(path, directory: consumersDirectory, nextSeq: firstSeq, permissions: 0o600)
+                offsets[name] = firstSeq
+            }
+        }
+        return offsets
+    }
+}
+
+/// The consumers of one open log, one instance per name.
+final class ConsumerCache: Sendable {
+    private let consumers = Mutex<[String: Consumer]>([:])
+
+    func consumer(named name: String, log: EventLog) throws -> Consumer {
+        try Consumers.validate(name)
+        return try consumers.withLock { cache in
+            if let existing = cache[name] { return existing }
+            let consumer = try Consumer(name: name, log: log)
+            cache[name] = consumer
+            return consumer
+        }
+    }
+
+    func closeAll() {
+        consumers.withLock { $0.removeAll() }
+    }
+}

@@ -1,0 +1,83 @@
+/// Every constant of Spool's on-disk format, in one place. FORMAT.md explains each.
+///
+/// All integers are little-endian. Offsets are from the start of the structure.
+enum Format {
+    // MARK: Files
+
+    /// Segment files are named by the seq of their first record, zero-padded to 20 digits.
+    static let segmentSuffix = ".seg"
+    static let segmentNameDigits = 20
+    static let metaFileName = "META"
+    static let lockFileName = "LOCK"
+    static let consumersDirectory = "consumers"
+    static let offsetSuffix = ".offset"
+    static let temporarySuffix = ".tmp"
+
+    // MARK: Segment header (64 bytes)
+
+    /// "SPOOLSEG"
+    static let segmentMagic: [UInt8] = Array("SPOOLSEG".utf8)
+    static let segmentVersion: UInt16 = 1
+    static let segmentHeaderSize = 64
+    // 0: magic[8] | 8: version u16 | 10: header size u16 | 12: reserved u32 (0)
+    // 16: base seq u64 | 24: created ms i64 | 32: log id [16] | 48: reserved [12] (0)
+    // 60: CRC-32C of bytes 0..<60
+
+    // MARK: Block header (40 bytes)
+
+    /// "SPBK"
+    static let blockMagic: [UInt8] = Array("SPBK".utf8)
+    static let blockHeaderSize = 40
+    // 0: magic[4] | 4: codec u8 | 5: flags u8 | 6: reserved u16 (0)
+    // 8: first seq u64 | 16: record count u32 | 20: stored length u32
+    // 24: raw length u32 | 28: dictionary id u32 | 32: payload CRC-32C u32
+    // 36: header CRC-32C of bytes 0..<36
+
+    /// Codec 0: the records area is stored as is.
+    static let codecNone: UInt8 = 0
+    /// Codec 1: the records area is one zstd frame.
+    static let codecZstd: UInt8 = 1
+    /// Flags bit 0: the stored payload is encrypted (see FORMAT.md; reserved in version 1).
+    static let flagEncrypted: UInt8 = 1
+
+    /// The largest records area any block may have: a 64 MiB record plus its framing.
+    static let maxRawLength = 64 * 1024 * 1024 + 64
+    /// The largest stored payload any block may have (zstd's bound on `maxRawLength`, rounded up).
+    static let maxStoredLength = 65 * 1024 * 1024
+    /// The most records one block may hold.
+    static let maxRecordsPerBlock = 16 * 1024 * 1024
+
+    // MARK: Offset file (two 32-byte slots at offsets 0 and 512)
+
+    /// "SPOF"
+    static let offsetMagic: [UInt8] = Array("SPOF".utf8)
+    static let offsetVersion: UInt16 = 1
+    static let offsetSlotSize = 32
+    static let offsetSlotStride = 512
+    static let offsetFileSize = 1024
+    // 0: magic[4] | 4: version u16 | 6: reserved u16 (0) | 8: generation u64
+    // 16: next seq u64 | 24: reserved u32 (0) | 28: CRC-32C of bytes 0..<28
+
+    // MARK: META file (64 bytes)
+
+    /// "SPOOLMET"
+    static let metaMagic: [UInt8] = Array("SPOOLMET".utf8)
+    static let metaVersion: UInt16 = 1
+    static let metaSize = 64
+    // 0: magic[8] | 8: version u16 | 10: reserved u16 (0) | 12: reserved u32 (0)
+    // 16: log id [16] | 32: created ms i64 | 40: reserved [20] (0) | 60: CRC-32C of bytes 0..<60
+
+    /// The name of the segment whose first record is `baseSeq`.
+    static func segmentName(_ baseSeq: UInt64) -> String {
+        let digits = String(baseSeq)
+        return String(repeating: "0", count: segmentNameDigits - digits.count) + digits + segmentSuffix
+    }
+
+    /// The base seq a segment file name stands for, or nil if the name is not a segment's.
+    static func baseSeq(ofSegmentNamed name: String) -> UInt64? {
+        guard name.hasSuffix(segmentSuffix) else { return nil }
+        let digits = name.utf8.dropLast(segmentSuffix.utf8.count)
+        guard digits.count == segmentNameDigits, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return UInt64(String(decoding: digits, as: UTF8.self))
+    }
+}

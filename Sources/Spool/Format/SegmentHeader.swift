@@ -1,0 +1,93 @@
+/// The 64-byte header at the start of every segment file. See FORMAT.md, "Segment files".
+struct SegmentHeader: Equatable {
+    var baseSeq: UInt64
+    var createdMillis: Int64
+    var logID: LogID
+
+    func encoded() -> [UInt8] {
+        var out = [UInt8]()
+        out.reserveCapacity(Format.segmentHeaderSize)
+        out.append(contentsOf: Format.segmentMagic)
+        out.appendLE(Format.segmentVersion)
+        out.appendLE(UInt16(Format.segmentHeaderSize))
+        out.appendLE(UInt32(0))
+        out.appendLE(baseSeq)
+        out.appendLE(createdMillis)
+        out.append(contentsOf: logID.bytes)
+        out.append(contentsOf: repeatElement(0, count: 12))
+        out.appendLE(CRC32C.checksum(out))
+        return out
+    }
+
+    enum Invalid: Error, Equatable { case short, badMagic, badChecksum, unsupportedVersion(UInt16) }
+
+    static func parse(_ bytes: UnsafeRawBufferPointer) -> Result<SegmentHeader, Invalid> {
+        guard bytes.count >= Format.segmentHeaderSize else { return .failure(.short) }
+        for i in 0..<8 where bytes[i] != Format.segmentMagic[i] { return .failure(.badMagic) }
+        let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<60]))
+        guard crc == loadLE(bytes, 60, as: UInt32.self) else { return .failure(.badChecksum) }
+        let version = loadLE(bytes, 8, as: UInt16.self)
+        guard version == Format.segmentVersion, loadLE(bytes, 10, as: UInt16.self) == UInt16(Format.segmentHeaderSize) else {
+            return .failure(.unsupportedVersion(version))
+        }
+        return .success(SegmentHeader(
+            baseSeq: loadLE(bytes, 16, as: UInt64.self),
+            createdMillis: loadLE(bytes, 24, as: Int64.self),
+            logID: LogID(bytes: Array(bytes[32..<48]))))
+    }
+}
+
+/// The 64-byte META file: the log's identity. See FORMAT.md, "META".
+struct MetaRecord: Equatable {
+    var logID: LogID
+    var createdMillis: Int64
+
+    func encoded() -> [UInt8] {
+        var out = [UInt8]()
+        out.append(contentsOf: Format.metaMagic)
+        out.appendLE(Format.metaVersion)
+        out.appendLE(UInt16(0))
+        out.appendLE(UInt32(0))
+        out.append(contentsOf: logID.bytes)
+        out.appendLE(createdMillis)
+        out.append(contentsOf: repeatElement(0, count: 20))
+        out.appendLE(CRC32C.checksum(out))
+        return out
+    }
+
+    static func parse(_ bytes: [UInt8]) -> MetaRecord? {
+        guard bytes.count == Format.metaSize, Array(bytes[0..<8]) == Format.metaMagic else { return nil }
+        return bytes.withUnsafeBytes { raw in
+            guard CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[0..<60])) == loadLE(raw, 60, as: UInt32.self),
+                  loadLE(raw, 8, as: UInt16.self) == Format.metaVersion else { return nil }
+            return MetaRecord(logID: LogID(bytes: Array(bytes[16..<32])), createdMillis: loadLE(raw, 32, as: Int64.self))
+        }
+    }
+}
+
+/// One slot of a consumer's offset file. See FORMAT.md, "Consumer offsets".
+struct OffsetSlot: Equatable {
+    var generation: UInt64
+    var nextSeq: UInt64
+
+    func encoded() -> [UInt8] {
+        var out = [UInt8]()
+        out.reserveCapacity(Format.offsetSlotSize)
+        out.append(contentsOf: Format.offsetMagic)
+        out.appendLE(Format.offsetVersion)
+        out.appendLE(UInt16(0))
+        out.appendLE(generation)
+        out.appendLE(nextSeq)
+        out.appendLE(UInt32(0))
+        out.appendLE(CRC32C.checksum(out))
+        return out
+    }
+
+    static func parse(_ bytes: UnsafeRawBufferPointer) -> OffsetSlot? {
+        guard bytes.count >= Format.offsetSlotSize else { return nil }
+        for i in 0..<4 where bytes[i] != Format.offsetMagic[i] { return nil }
+        guard CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<28])) == loadLE(bytes, 28, as: UInt32.self),
+              loadLE(bytes, 4, as: UInt16.self) == Format.offsetVersion else { return nil }
+        return OffsetSlot(generation: loadLE(bytes, 8, as: UInt64.self), nextSeq: loadLE(bytes, 16, as: UInt64.self))
+    }
+}

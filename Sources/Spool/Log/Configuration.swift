@@ -1,0 +1,107 @@
+/// Every setting of a log, in one `Sendable` value with documented defaults.
+///
+/// The configuration is validated once, by ``EventLog/open(directory:configuration:logger:)``;
+/// an invalid value is refused with ``SpoolError/Code/invalidConfiguration`` and a
+/// message that names the field.
+public struct Configuration: Sendable {
+    /// What the log does when a new block would take it past ``Configuration/maxBytes``.
+    public enum CapPolicy: String, Sendable, CaseIterable {
+        /// Delete the oldest sealed segments, even unconsumed ones; every consumer moves past
+        /// them and the dropped ranges are counted and reported. The default.
+        case dropOldest
+        /// Refuse new appends with ``SpoolError/Code/full``; nothing stored is touched.
+        case rejectNew
+    }
+
+    /// Uncompressed bytes of records gathered into one block before it is sealed.
+    /// The default is 64 KiB. Range: 1 KiB ... 16 MiB.
+    public var blockSize: Int = 64 * 1024
+    /// How long a partly filled block may wait for more records before it is written,
+    /// when no caller waits on it. The default is 10 ms. Range: 0 ... 60 s.
+    public var linger: Duration = .milliseconds(10)
+    /// The zstd compression level of blocks. The default is 1. Range: zstd's own (-7 ... 22).
+    public var compressionLevel: Int32 = 1
+    /// A segment is rolled once it holds this many bytes. The default is 16 MiB. Range: 64 KiB ... 1 GiB.
+    public var segmentSize: Int = 16 * 1024 * 1024
+    /// A segment is also rolled once its first block is this old, if set. The default is `nil` (no age roll).
+    public var segmentMaxAge: Duration? = nil
+    /// The largest record `append` accepts. The default is 1 MiB. Range: 1 byte ... 64 MiB.
+    public var maxRecordSize: Int = 1024 * 1024
+    /// Appended bytes held in memory, not yet written, before `append` waits for the writer
+    /// (backpressure: memory stays bounded). The default is 16 MiB; at least `2 × blockSize`.
+    public var maxPendingBytes: Int = 16 * 1024 * 1024
+    /// A cap on the log's bytes on disk (segments plus what is pending), if set. The default is `nil`.
+    public var maxBytes: Int? = nil
+    /// What happens at the cap. The default is ``CapPolicy/dropOldest``.
+    public var capPolicy: CapPolicy = .dropOldest
+    /// Records older than this are expired: readers skip and count them. The default is `nil`.
+    public var maxAge: Duration? = nil
+    /// A calendar expiry rule (Google Analytics': a hit must arrive by 4 a.m. of the next day
+    /// in the reporting time zone). The default is `nil`.
+    public var reportingDeadline: ReportingDeadline? = nil
+    /// Permission bits of files Spool creates. The default is `0o600` (owner only).
+    public var fileMode: UInt16 = 0o600
+    /// Permission bits of directories Spool creates. The default is `0o700` (owner only).
+    public var directoryMode: UInt16 = 0o700
+
+    public init() {}
+
+    /// Checks every field, naming the first that is out of range.
+    public func validate() throws {
+        func fail(_ field: String, _ why: String) -> SpoolError {
+            SpoolError(.invalidConfiguration, "Configuration.\(field) \(why)")
+        }
+        guard (1024...16 * 1024 * 1024).contains(blockSize) else {
+            throw fail("blockSize", "is \(blockSize); it must be between 1 KiB and 16 MiB")
+        }
+        guard linger >= .zero, linger <= .seconds(60) else {
+            throw fail("linger", "is \(linger); it must be between 0 and 60 seconds")
+        }
+        guard (-7...22).contains(compressionLevel) else {
+            throw fail("compressionLevel", "is \(compressionLevel); zstd accepts -7 ... 22")
+        }
+        guard (64 * 1024...1024 * 1024 * 1024).contains(segmentSize) else {
+            throw fail("segmentSize", "is \(segmentSize); it must be between 64 KiB and 1 GiB")
+        }
+        if let age = segmentMaxAge, age <= .zero {
+            throw fail("segmentMaxAge", "is \(age); it must be positive or nil")
+        }
+        guard (1...64 * 1024 * 1024).contains(maxRecordSize) else {
+            throw fail("maxRecordSize", "is \(maxRecordSize); it must be between 1 byte and 64 MiB")
+        }
+        guard maxPendingBytes >= 2 * blockSize, maxPendingBytes >= 2 * maxRecordSize else {
+            throw fail("maxPendingBytes", "is \(maxPendingBytes); it must be at least twice blockSize and twice maxRecordSize")
+        }
+        if let cap = maxBytes, cap < 2 * segmentSize {
+            throw fail("maxBytes", "is \(cap); it must be at least twice segmentSize (\(segmentSize))")
+        }
+        if let age = maxAge, age <= .zero {
+            throw fail("maxAge", "is \(age); it must be positive or nil")
+        }
+        guard fileMode <= 0o777 else { throw fail("fileMode", "is \(String(fileMode, radix: 8)); it must be at most 0777") }
+        guard directoryMode <= 0o777 else { throw fail("directoryMode", "is \(String(directoryMode, radix: 8)); it must be at most 0777") }
+    }
+}
+
+/// Google Analytics' calendar rule: a record appended on day D (in `timeZone`) expires at
+/// `hour` o'clock on day D + 1.
+public struct ReportingDeadline: Sendable, Hashable {
+    /// The hour of the next day at which records expire. 0 ... 23.
+    public var hour: Int
+    /// The time zone of the reporting view, as a fixed offset from UTC in seconds.
+    public var utcOffsetSeconds: Int
+
+    public init(hour: Int, utcOffsetSeconds: Int) {
+        self.hour = hour
+        self.utcOffsetSeconds = utcOffsetSeconds
+    }
+
+    /// The instant (ms since the epoch) at which a record stamped `timestamp` expires.
+    public func expiry(ofRecordAt timestamp: Int64) -> Int64 {
+        let offset = Int64(utcOffsetSeconds) * 1000
+        let day: Int64 = 86_400_000
+        let local = timestamp + offset
+        let startOfDay = local >= 0 ? (local / day) * day : ((local - day + 1) / day) * day
+        return startOfDay + day + Int64(hour) * 3_600_000 - offset
+    }
+}

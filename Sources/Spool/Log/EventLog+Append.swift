@@ -1,0 +1,186 @@
+import Foundation
+
+extension EventLog {
+    /// Appends one record at `buffered` durability and returns its seq at once.
+    ///
+    /// The record is copied into the pending block; it reaches the file within
+    /// `Configuration.linger` or when the block fills. No system call, no compression.
+    /// If more than `Configuration.maxPendingBytes` are waiting for the writer, the call waits
+    /// for it (backpressure), so memory stays bounded.
+    /// - Throws: `.recordTooLarge` (names the size and the limit); `.full` under the `rejectNew` cap;
+    ///   the writer's error while it is stalled or failed; `.closed`.
+    /// - Complexity: O(payload size).
+    @discardableResult
+    public func append(_ payload: UnsafeRawBufferPointer) throws -> UInt64 {
+        try checkSize(payload.count)
+        let timestamp = wallClockMillis()
+        lock.lock()
+        defer { lock.unlock() }
+        return try enqueue(payload, timestamp: timestamp)
+    }
+
+    /// Appends one record at `buffered` durability. See ``append(_:)-(UnsafeRawBufferPointer)``.
+    @discardableResult
+    public func append(_ payload: [UInt8]) throws -> UInt64 {
+        try payload.withUnsafeBytes { try append($0) }
+    }
+
+    /// Appends the UTF-8 bytes of `text` at `buffered` durability.
+    @discardableResult
+    public func append(_ text: String) throws -> UInt64 {
+        var text = text
+        return try text.withUTF8 { try append(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Appends the bytes of `data` at `buffered` durability.
+    @discardableResult
+    public func append(_ data: Data) throws -> UInt64 {
+        try data.withUnsafeBytes { try append($0) }
+    }
+
+    /// Appends `value` encoded as JSON at `buffered` durability.
+    @discardableResult
+    public func append(json value: some Encodable) throws -> UInt64 {
+        try append(try JSONEncoder().encode(value))
+    }
+
+    /// Appends one record and returns once it is as durable as `durability` asks.
+    ///
+    /// `.written`: the block holding it is in the segment file (survives `kill -9`).
+    /// `.synced`: it is durable (survives power loss). Many concurrent callers share one write
+    /// and one `fdatasync` (group commit). The wait is a continuation, not a blocked thread.
+    /// - Throws: as ``append(_:)-(UnsafeRawBufferPointer)``, plus the write or sync error if the
+    ///   block could not be stored: the record is then not acknowledged.
+    @discardableResult
+    public func append(_ payload: [UInt8], durability: Durability) async throws -> UInt64 {
+        let seq = try append(payload)
+        try await waitUntil(seq, is: durability)
+        return seq
+    }
+
+    /// Appends one record and blocks the calling thread until it is as durable as `durability`
+    /// asks. Do not call it on Swift's cooperative pool; use the `async` variant there.
+    @discardableResult
+    public func appendBlocking(_ payload: [UInt8], durability: Durability) throws -> UInt64 {
+        let seq = try append(payload)
+        try waitUntilBlocking(seq, is: durability)
+        return seq
+    }
+
+    /// Returns once record `seq` (already appended) is as durable as `durability` asks.
+    ///
+    /// A pipelining producer appends at `buffered` and awaits only its latest seq.
+    public func waitUntil(_ seq: UInt64, is durability: Durability) async throws {
+        if durability == .buffered { return }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            lock.lock()
+            if let result = immediateResult(seq, durability) {
+                lock.unlock()
+                continuation.resume(with: result)
+                return
+            }
+            state.waiters.append(Waiter(seq: seq, level: durability, kind: .async(continuation)))
+            lock.wakeWriter()
+            lock.unlock()
+        }
+    }
+
+    /// Blocks until record `seq` is as durable as `durability` asks. Not for the cooperative pool.
+    public func waitUntilBlocking(_ seq: UInt64, is durability: Durability) throws {
+        if durability == .buffered { return }
+        lock.lock()
+        defer { lock.unlock() }
+        if let result = immediateResult(seq, durability) { return try result.get() }
+        let id = state.nextBlockingID
+        state.nextBlockingID += 1
+        state.waiters.append(Waiter(seq: seq, level: durability, kind: .blocking(id: id)))
+        lock.wakeWriter()
+        while true {
+            if let result = state.blockingResults.removeValue(forKey: id) { return try result.get() }
+            lock.progressWait()
+        }
+    }
+
+    /// Makes every record appended so far durable; returns when it is.
+    public func sync() async throws {
+        let target = nextSeq
+        guard target > 0 else { return }
+        try await waitUntil(target - 1, is: .synced)
+    }
+
+    /// Blocking variant of ``sync()``. Not for the cooperative pool.
+    public func syncBlocking() throws {
+        let target = nextSeq
+        guard target > 0 else { return }
+        try waitUntilBlocking(target - 1, is: .synced)
+    }
+
+    // MARK: - Internals (lock held)
+
+    @inline(__always)
+    func checkSize(_ count: Int) throws {
+        guard count <= configuration.maxRecordSize else {
+            throw SpoolError(.recordTooLarge, "a record of \(count) bytes is larger than Configuration.maxRecordSize (\(configuration.maxRecordSize) bytes)")
+        }
+    }
+
+    /// Whether a wait on `seq` can finish now: its result, or nil to wait. Lock held.
+    private func immediateResult(_ seq: UInt64, _ durability: Durability) -> Result<Void, any Error>? {
+        let mark = durability == .synced ? state.syncedThrough : state.writtenThrough
+        if seq < mark { return .success(()) }
+        if seq >= state.nextSeq {
+            return .failure(SpoolError(.invalidArgument, "seq \(seq) has not been appended (next seq is \(state.nextSeq))"))
+        }
+        switch state.status {
+        case .failed(let error), .stalled(let error): return .failure(error)
+        case .closed: return .failure(SpoolError(.closed, "the log is closed"))
+        case .open, .closing: return nil
+        }
+    }
+
+    /// Assigns the next seq and copies the record into the pending block. Lock held.
+    @inline(__always)
+    private func enqueue(_ payload: UnsafeRawBufferPointer, timestamp: Int64) throws -> UInt64 {
+        let framed = PendingBlock.framedSize(payload.count)
+        while true {
+            if let error = state.error { throw error }
+            if configuration.capPolicy == .rejectNew, let cap = configuration.maxBytes,
+               state.diskBytes + Int64(state.pendingBytes + framed) > Int64(cap) {
+                throw SpoolError(.full, "the log is at its cap: \(state.diskBytes) bytes on disk and \(state.pendingBytes) pending, Configuration.maxBytes is \(cap) (policy rejectNew)", path: directory)
+            }
+            if state.pendingBytes + framed <= configuration.maxPendingBytes { break }
+            lock.wakeWriter()
+            lock.progressWait()
+        }
+        let seq = state.nextSeq
+        state.nextSeq += 1
+        var wake = false
+        if state.current.isEmpty {
+            state.current.firstSeq = seq
+            state.current.openedAt = monotonicNanos()
+            wake = true
+        }
+        state.current.add(payload, timestamp: timestamp)
+        state.pendingBytes += framed
+        state.counters.appendedRecords += 1
+        state.counters.appendedBytes += UInt64(payload.count)
+        if state.current.raw.count >= configuration.blockSize {
+            sealCurrentBlock()
+            wake = true
+        }
+        if wake { lock.wakeWriter() }
+        return seq
+    }
+
+    /// Moves the current block to the writer's queue and starts a new one from a spare buffer. Lock held.
+    func sealCurrentBlock() {
+        guard !state.current.isEmpty else { return }
+        var next = state.spare.popLast() ?? PendingBlock()
+        next.reset(firstSeq: state.nextSeq)
+        if next.raw.capacity < configuration.blockSize {
+            next.raw.reserveCapacity(configuration.blockSize + configuration.blockSize / 4)
+        }
+        swap(&next, &state.current)
+        state.full.append(next)
+    }
+}

@@ -1,0 +1,159 @@
+import Foundation
+import Logging
+
+/// An embedded, durable, append-only event log in one directory.
+///
+/// `append` is thread-safe and cheap: it copies the payload into the pending block under a
+/// lock and returns the record's seq (dense, starting at 0, never reused). One dedicated
+/// writer thread seals pending records into blocks (zstd-compressed, CRC-32C-checksummed),
+/// writes each batch of blocks with one system call and, for the callers that ask for it,
+/// makes it durable with one `fdatasync` shared by all of them (group commit).
+///
+/// Thread-safety: every method may be called from any thread or task. Blocking calls
+/// (`appendBlocking`, `syncBlocking`, `close`, reads) must not run on Swift's cooperative pool;
+/// use the `async` variants there.
+///
+/// Lifetime: call ``close()`` when done (or use ``withEventLog(directory:configuration:logger:_:)``);
+/// the writer thread keeps the log alive until then.
+public final class EventLog: @unchecked Sendable {
+    /// The directory holding the log's files.
+    public let directory: String
+    /// The log's random 128-bit identity, made when it was created.
+    public let id: LogID
+    /// The validated configuration the log runs with.
+    public let configuration: Configuration
+    /// What opening found and repaired.
+    public let recoveryReport: RecoveryReport
+
+    let logger: Logger
+    let lock = ConditionLock()
+    /// Guarded by `lock`.
+    var state: LogState
+    let metrics: LogMetrics
+    private let directoryLock: DirectoryLock
+    let writer: SegmentWriter
+    private let consumerCache = ConsumerCache()
+
+    /// Opens the log in `directory`, creating it (mode 0700) if needed, and recovers it.
+    ///
+    /// Takes an exclusive lock on the directory, scans only the active segment, truncates a
+    /// torn last block (reported in ``recoveryReport``) and starts the writer thread.
+    /// - Throws: ``SpoolError`` `.invalidConfiguration` naming the field; `.locked` if another
+    ///   `EventLog` holds the directory; `.io`/`.diskFull` for system errors; `.unsupportedVersion`
+    ///   for files from a newer format.
+    public static func open(directory: String, configuration: Configuration = Configuration(),
+                            logger: Logger = Logger(label: "spool")) throws -> EventLog {
+        try configuration.validate()
+        try DirectoryIO.create(directory, permissions: configuration.directoryMode)
+        let directoryLock = try DirectoryLock(directory: directory, permissions: configuration.fileMode)
+        do {
+            let recovered = try Recovery.recover(directory: directory, configuration: configuration, logger: logger)
+            return try EventLog(directory: directory, configuration: configuration, logger: logger,
+                                directoryLock: directoryLock, recovered: recovered)
+        } catch {
+            directoryLock.release()
+            throw error
+        }
+    }
+
+    private init(directory: String, configuration: Configuration, logger: Logger,
+                 directoryLock: DirectoryLock, recovered: RecoveredLog) throws {
+        self.directory = directory
+        self.configuration = configuration
+        self.logger = logger
+        self.directoryLock = directoryLock
+        self.id = recovered.meta.logID
+        self.recoveryReport = recovered.report
+        // Seqs are never reused: not even one a consumer saw before a power loss cut the tail.
+        let nextSeq = max(recovered.endSeq, recovered.consumerOffsets.values.max() ?? 0)
+        var segments = recovered.segments
+        let writer = try SegmentWriter(directory: directory, configuration: configuration, logID: recovered.meta.logID,
+                                       active: segments.last, activeEndSeq: recovered.endSeq, nextSeq: nextSeq)
+        if let replaced = writer.replacedEmptySegment { segments.removeAll { $0.baseSeq == replaced } }
+        if let active = writer.activeSegment {
+            if segments.last?.baseSeq == active.baseSeq {
+                segments[segments.count - 1] = active
+            } else {
+                segments.append(active)
+            }
+        }
+        self.writer = writer
+        self.state = LogState(nextSeq: nextSeq, writtenThrough: nextSeq, syncedThrough: nextSeq, segments: segments)
+        self.state.consumerOffsets = recovered.consumerOffsets
+        self.metrics = LogMetrics(directory: directory)
+        let thread = Thread { [self] in self.writerLoop() }
+        thread.name = "spool-writer"
+        thread.qualityOfService = .userInitiated
+        thread.start()
+        logger.debug("opened log", metadata: ["directory": "\(directory)", "id": "\(id)", "nextSeq": "\(nextSeq)"])
+    }
+
+    /// The seq the next `append` will get (one past the last appended record).
+    public var nextSeq: UInt64 { lock.withLock { state.nextSeq } }
+    /// The seq of the oldest record still stored.
+    public var firstSeq: UInt64 { lock.withLock { state.firstSeq } }
+    /// Every record below this seq has been written to a segment file.
+    public var writtenThrough: UInt64 { lock.withLock { state.writtenThrough } }
+    /// Every record below this seq is durable.
+    public var syncedThrough: UInt64 { lock.withLock { state.syncedThrough } }
+
+    /// Registers `handler`, called on the writer thread after each batch of blocks is written,
+    /// with the seq just past the last written record. Keep it short and non-blocking.
+    public func observeWrites(_ handler: @escaping @Sendable (UInt64) -> Void) {
+        lock.withLock { state.observers.append(handler) }
+    }
+
+    /// Writes everything pending, stops the writer thread, and releases the directory lock.
+    ///
+    /// Blocking. Appends after `close` throw `.closed`. Closing twice is harmless.
+    /// - Throws: the write error if pending records could not be written (their count is in the message).
+    public func close() throws {
+        var failure: SpoolError?
+        lock.withLock {
+            if case .closed = state.status { return }
+            if case .closing = state.status {} else {
+                if case .stalled = state.status { state.retryAt = 0 }
+                state.status = .closing
+                lock.wakeWriter()
+            }
+            while !state.writerExited { lock.progressWait() }
+            let unwritten = state.nextSeq - state.writtenThrough
+            if unwritten > 0 {
+                failure = SpoolError(.io, "\(unwritten) appended records could not be written before close (records \(state.writtenThrough)..<\(state.nextSeq))", path: directory)
+            }
+            state.status = .closed
+        }
+        writer.close()
+        consumerCache.closeAll()
+        directoryLock.release()
+        if let failure { throw failure }
+    }
+
+    /// The consumer named `name`, created (starting at the oldest stored record) if it does not exist.
+    ///
+    /// Names are 1 to 64 characters from `[A-Za-z0-9._-]`, not starting with a dot.
+    /// Calling it twice with one name returns the same consumer.
+    /// - Throws: `.invalidConsumerName`; `.io` if its offset file cannot be created.
+    public func consumer(named name: String) throws -> Consumer {
+        try consumerCache.consumer(named: name, log: self)
+    }
+
+    /// The names of the consumers that have an offset file.
+    public var consumerNames: [String] {
+        lock.withLock { state.consumerOffsets.keys.sorted() }
+    }
+}
+
+/// Opens a log, runs `body`, and closes the log whatever happens.
+public func withEventLog<T>(directory: String, configuration: Configuration = Configuration(),
+                            logger: Logger = Logger(label: "spool"), _ body: (EventLog) throws -> T) throws -> T {
+    let log = try EventLog.open(directory: directory, configuration: configuration, logger: logger)
+    do {
+        let result = try body(log)
+        try log.close()
+        return result
+    } catch {
+        try? log.close()
+        throw error
+    }
+}

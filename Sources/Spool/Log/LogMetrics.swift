@@ -1,0 +1,89 @@
+import Metrics
+
+/// The log's swift-metrics instruments, labelled `spool_*` with a `log` dimension (the directory).
+/// With no metrics backend bootstrapped they cost next to nothing.
+struct LogMetrics {
+    let appendedRecords: Counter
+    let blocksWritten: Counter
+    let storedBytes: Counter
+    let rawBytes: Counter
+    let fsyncs: Counter
+    let droppedRecords: Counter
+    let expiredRecords: Counter
+    let segmentsDeleted: Counter
+    let diskBytes: Gauge
+    let segments: Gauge
+
+    init(directory: String) {
+        let dimensions = [("log", directory)]
+        appendedRecords = Counter(label: "spool_appended_records", dimensions: dimensions)
+        blocksWritten = Counter(label: "spool_blocks_written", dimensions: dimensions)
+        storedBytes = Counter(label: "spool_stored_bytes", dimensions: dimensions)
+        rawBytes = Counter(label: "spool_raw_bytes", dimensions: dimensions)
+        fsyncs = Counter(label: "spool_fsyncs", dimensions: dimensions)
+        droppedRecords = Counter(label: "spool_dropped_records", dimensions: dimensions)
+        expiredRecords = Counter(label: "spool_expired_records", dimensions: dimensions)
+        segmentsDeleted = Counter(label: "spool_segments_deleted", dimensions: dimensions)
+        diskBytes = Gauge(label: "spool_disk_bytes", dimensions: dimensions)
+        segments = Gauge(label: "spool_segments", dimensions: dimensions)
+    }
+
+    func recordWrite(blocks: Int, stored: Int, raw: Int, fsyncs count: Int) {
+        if blocks > 0 {
+            blocksWritten.increment(by: blocks)
+            storedBytes.increment(by: stored)
+            rawBytes.increment(by: raw)
+        }
+        if count > 0 { fsyncs.increment(by: count) }
+    }
+}
+
+/// A snapshot of a log's figures, for apps without a metrics backend.
+public struct LogStats: Sendable, Equatable {
+    /// The seq of the oldest stored record, and the seq the next append gets.
+    public var firstSeq: UInt64
+    public var nextSeq: UInt64
+    /// Every record below these seqs is written / durable.
+    public var writtenThrough: UInt64
+    public var syncedThrough: UInt64
+    /// Segment files and their bytes on disk.
+    public var segments: Int
+    public var diskBytes: Int64
+    /// Bytes appended but not yet written (framed).
+    public var pendingBytes: Int
+    /// Since open: records and payload bytes appended.
+    public var appendedRecords: UInt64
+    public var appendedBytes: UInt64
+    /// Since open: blocks written, their stored (compressed) and raw bytes, fsyncs.
+    public var blocksWritten: UInt64
+    public var storedBytes: UInt64
+    public var rawBytes: UInt64
+    public var fsyncs: UInt64
+    /// Since open: records dropped by the `dropOldest` cap before every consumer read them,
+    /// and records skipped as expired by readers.
+    public var droppedRecords: UInt64
+    public var expiredRecords: UInt64
+    /// Since open: sealed segments deleted by retention (every consumer had passed them).
+    public var retainedSegmentsDeleted: UInt64
+    /// Since open: failed writes (the writer retried them).
+    public var writeErrors: UInt64
+
+    /// Raw bytes per stored byte of the blocks written since open (0 before the first block).
+    public var compressionRatio: Double { storedBytes == 0 ? 0 : Double(rawBytes) / Double(storedBytes) }
+}
+
+extension EventLog {
+    /// The log's figures now.
+    public func stats() -> LogStats {
+        lock.withLock {
+            let c = state.counters
+            return LogStats(
+                firstSeq: state.firstSeq, nextSeq: state.nextSeq, writtenThrough: state.writtenThrough,
+                syncedThrough: state.syncedThrough, segments: state.segments.count, diskBytes: state.diskBytes,
+                pendingBytes: state.pendingBytes, appendedRecords: c.appendedRecords, appendedBytes: c.appendedBytes,
+                blocksWritten: c.blocksWritten, storedBytes: c.storedBytes, rawBytes: c.rawBytes, fsyncs: c.fsyncs,
+                droppedRecords: c.droppedRecords, expiredRecords: c.expiredRecords,
+                retainedSegmentsDeleted: c.retainedSegmentsDeleted, writeErrors: c.writeErrors)
+        }
+    }
+}

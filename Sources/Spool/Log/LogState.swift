@@ -1,0 +1,93 @@
+/// A segment file of the log, as the log's shared state knows it.
+struct SegmentInfo: Sendable, Equatable {
+    /// The seq of the segment's first record (its name).
+    var baseSeq: UInt64
+    /// Bytes of the file that hold valid data (for the active segment: what the writer has written).
+    var size: Int64
+    var name: String { Format.segmentName(baseSeq) }
+}
+
+/// Where the log is in its life.
+enum LogStatus {
+    case open
+    /// A write failed (`ENOSPC`, `EIO`, ...): the blocks stay pending and the writer retries;
+    /// new appends are refused with the error until a retry succeeds.
+    case stalled(SpoolError)
+    /// An `fsync` failed: the data it covered cannot be trusted. Writes are refused until reopen.
+    case failed(SpoolError)
+    case closing
+    case closed
+}
+
+/// A caller waiting for its record to be written or synced.
+struct Waiter {
+    enum Kind {
+        case async(CheckedContinuation<Void, any Error>)
+        case blocking(id: Int)
+    }
+    var seq: UInt64
+    var level: Durability
+    var kind: Kind
+}
+
+/// Counters behind ``LogStats``. Guarded by the log's lock.
+struct LogCounters {
+    var appendedRecords: UInt64 = 0
+    var appendedBytes: UInt64 = 0
+    var blocksWritten: UInt64 = 0
+    var storedBytes: UInt64 = 0
+    var rawBytes: UInt64 = 0
+    var fsyncs: UInt64 = 0
+    var segmentsRolled: UInt64 = 0
+    var droppedRecords: UInt64 = 0
+    var droppedSegments: UInt64 = 0
+    var expiredRecords: UInt64 = 0
+    var retainedSegmentsDeleted: UInt64 = 0
+    var writeErrors: UInt64 = 0
+}
+
+/// Everything appenders, the writer thread, readers and consumers share; guarded by `EventLog.lock`.
+struct LogState {
+    var status: LogStatus = .open
+    /// The seq the next append gets.
+    var nextSeq: UInt64
+    /// The block being filled by appends.
+    var current = PendingBlock()
+    /// Blocks filled (or lingered out) and waiting for the writer, oldest first.
+    var full: [PendingBlock] = []
+    /// Emptied blocks whose buffers are reused (no allocation on the append path once warm).
+    var spare: [PendingBlock] = []
+    /// Framed bytes appended and not yet written (current + full + being written).
+    var pendingBytes = 0
+    /// Every record below this seq is written to a segment file.
+    var writtenThrough: UInt64
+    /// Every record below this seq is durable (survives power loss).
+    var syncedThrough: UInt64
+    /// A `sync()` asked that every record below this seq be made durable.
+    var syncRequestedThrough: UInt64 = 0
+    var waiters: [Waiter] = []
+    var blockingResults: [Int: Result<Void, SpoolError>] = [:]
+    var nextBlockingID = 0
+    /// Sealed segments then the active one (last), by base seq.
+    var segments: [SegmentInfo]
+    /// When the writer, stalled by a write error, tries again (monotonic ns).
+    var retryAt: UInt64? = nil
+    var writerExited = false
+    var counters = LogCounters()
+    var observers: [@Sendable (UInt64) -> Void] = []
+    /// The committed offset (next seq to deliver) of every consumer, by name.
+    var consumerOffsets: [String: UInt64] = [:]
+
+    /// Bytes of every segment file (valid part) plus what is pending in memory.
+    var diskBytes: Int64 { segments.reduce(0) { $0 + $1.size } }
+    /// The seq of the oldest record still stored.
+    var firstSeq: UInt64 { segments.first?.baseSeq ?? nextSeq }
+
+    var error: SpoolError? {
+        switch status {
+        case .stalled(let error), .failed(let error): return error
+        case .closing, .closed: return SpoolError(.closed, "the log is closed")
+        case .open: return nil
+        }
+    }
+}

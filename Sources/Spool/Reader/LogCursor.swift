@@ -1,0 +1,152 @@
+/// Reads records in seq order across segments, from any seq, verifying every block's checksum
+/// before decompressing it, and reporting every range it cannot return as a ``ReadNotice``.
+///
+/// It reads only what the writer has published (up to `writtenThrough`), holding the log's
+/// lock only to take a snapshot, so reading never blocks appends. Not thread-safe: one owner.
+final class LogCursor {
+    private unowned let log: EventLog
+    /// The next seq to return.
+    private(set) var position: UInt64
+    private var segment: SegmentReader?
+    /// Offset of the next block to read in `segment`.
+    private var offset: Int64 = 0
+    /// Records of the last decoded block, and the index of the next one to return.
+    private var decoded: [Record] = []
+    private var decodedIndex = 0
+    private let decompressor = ZstdDecompressor()
+    private var raw: [UInt8] = []
+    /// Figures for `verify`.
+    private(set) var blocksRead = 0
+    private(set) var storedBytesRead = 0
+    private(set) var rawBytesRead = 0
+
+    init(log: EventLog, from seq: UInt64) {
+        self.log = log
+        self.position = seq
+    }
+
+    /// Moves to `seq`, reusing the decoded block when it holds `seq`.
+    func seek(to seq: UInt64) {
+        if let first = decoded.first, seq >= first.seq, seq < first.seq + UInt64(decoded.count) {
+            decodedIndex = Int(seq - first.seq)
+            position = seq
+            return
+        }
+        decoded.removeAll(keepingCapacity: true)
+        decodedIndex = 0
+        if let segment, seq < position || seq < segment.baseSeq { self.segment = nil }
+        position = seq
+    }
+
+    /// The next record or notice, or nil when everything written so far has been read.
+    func next() throws -> ReadItem? {
+        while true {
+            if decodedIndex < decoded.count {
+                let record = decoded[decodedIndex]
+                decodedIndex += 1
+                if record.seq < position { continue }
+                position = record.seq + 1
+                return .record(record)
+            }
+            let snapshot = log.lock.withLock { (log.state.segments, log.state.writtenThrough) }
+            let (segments, written) = snapshot
+            guard position < written else { return nil }
+            guard let first = segments.first else { return nil }
+            if position < first.baseSeq {
+                let notice = ReadNotice(kind: .dropped, range: position..<first.baseSeq,
+                                        detail: "deleted before this reader got to them (the cap, or retention past every consumer)")
+                position = first.baseSeq
+                segment = nil
+                return .notice(notice)
+            }
+            // The segment holding `position`: the last one whose base is at or below it.
+            guard let index = segments.lastIndex(where: { $0.baseSeq <= position }) else { return nil }
+            let info = segments[index]
+            let isActive = index == segments.count - 1
+            let segmentEnd = isActive ? written : segments[index + 1].baseSeq
+            if segment?.baseSeq != info.baseSeq {
+                segment = nil
+                do {
+                    let reader = try SegmentReader(path: log.directory + "/" + info.name, baseSeq: info.baseSeq, limit: info.size)
+                    if let problem = try reader.checkHeader(logID: log.id) {
+                        return .notice(skip(to: segmentEnd, kind: .corrupt, detail: "\(info.name): \(problem)"))
+                    }
+                    segment = reader
+                    offset = Int64(Format.segmentHeaderSize)
+                } catch let error as SpoolError where error.errno == .noSuchFileOrDirectory {
+                    continue  // deleted meanwhile (retention or the cap): take a new snapshot
+                }
+            }
+            guard let reader = segment else { continue }
+            reader.limit = info.size
+            if offset >= info.size {
+                if isActive { return nil }
+                // End of a sealed segment before its last seq: the rest is missing.
+                if position < segmentEnd {
+                    return .notice(skip(to: segmentEnd, kind: .corrupt, detail: "\(info.name) ends at offset \(offset) before record \(segmentEnd - 1)"))
+                }
+                segment = nil
+                continue
+            }
+            let read = try reader.readBlock(at: offset)
+            guard case .valid(let header) = read else {
+                let reason: String
+                if case .corrupt(let why) = read { reason = why } else { reason = "the block at offset \(offset) is cut short" }
+                if let next = try reader.resync(after: offset), next.header.firstSeq >= position {
+                    let notice = skip(to: min(next.header.firstSeq, segmentEnd), kind: .corrupt, detail: "\(info.name): \(reason); resumed at offset \(next.offset)")
+                    offset = next.offset
+                    if notice.range.isEmpty { continue }
+                    return .notice(notice)
+                }
+                if isActive { return nil }
+                return .notice(skip(to: segmentEnd, kind: .corrupt, detail: "\(info.name): \(reason); no valid block follows"))
+            }
+            if header.endSeq <= position {  // seeking: skip the block unread
+                offset += Int64(header.totalSize)
+                continue
+            }
+            if header.firstSeq > position {
+                return .notice(skip(to: min(header.firstSeq, segmentEnd), kind: .missing, detail: "\(info.name): no block holds these records"))
+            }
+            guard let records = decode(header) else {
+                let notice = skip(to: min(header.endSeq, segmentEnd), kind: .corrupt,
+                                  detail: "\(info.name) offset \(offset): the block's records do not decode")
+                offset += Int64(header.totalSize)
+                return .notice(notice)
+            }
+            offset += Int64(header.totalSize)
+            blocksRead += 1
+            storedBytesRead += header.totalSize
+            rawBytesRead += Int(header.rawLength)
+            decoded = records
+            decodedIndex = 0
+        }
+    }
+
+    /// Moves past `position..<end` and returns the notice for it.
+    private func skip(to end: UInt64, kind: ReadNotice.Kind, detail: String) -> ReadNotice {
+        let range = position..<max(position, end)
+        position = range.upperBound
+        decoded.removeAll(keepingCapacity: true)
+        decodedIndex = 0
+        return ReadNotice(kind: kind, range: range, detail: detail)
+    }
+
+    /// Decompresses and parses the verified payload of the last block read.
+    private func decode(_ header: BlockHeader) -> [Record]? {
+        guard let reader = segment else { return nil }
+        let payload = reader.payload
+        if header.codec == Format.codecNone {
+            return payload.withUnsafeBytes { decodeRecords($0, header: header) }
+        }
+        let length = Int(header.rawLength)
+        if raw.count < length { raw = [UInt8](repeating: 0, count: length) }
+        let ok = payload.withUnsafeBytes { source in
+            raw.withUnsafeMutableBytes { destination in
+                decompressor.decompress(source, into: UnsafeMutableRawBufferPointer(rebasing: destination[0..<length]))
+            }
+        }
+        guard ok else { return nil }
+        return raw.withUnsafeBytes { decodeRecords(UnsafeRawBufferPointer(rebasing: $0[0..<length]), header: header) }
+    }
+}

@@ -1,0 +1,154 @@
+import Logging
+
+/// What `EventLog.open` learned from the directory.
+struct RecoveredLog {
+    var meta: MetaRecord
+    var segments: [SegmentInfo]
+    /// The seq after the last valid record of the active segment.
+    var endSeq: UInt64
+    var consumerOffsets: [String: UInt64]
+    var report: RecoveryReport
+}
+
+/// The open-time rules: find the segments, check only the active (last) segment's blocks,
+/// cut a torn tail, read the consumers' offsets. Open time depends on the active segment's
+/// size, not on the log's.
+enum Recovery {
+    static func recover(directory: String, configuration: Configuration, logger: Logger) throws -> RecoveredLog {
+        var report = RecoveryReport()
+        var bases = [UInt64]()
+        for name in try DirectoryIO.list(directory) {
+            if let base = Format.baseSeq(ofSegmentNamed: name) {
+                bases.append(base)
+            } else if name.hasSuffix(Format.temporarySuffix) {
+                try DirectoryIO.remove(directory + "/" + name)
+                report.removedTemporaryFiles.append(name)
+            } else if name != Format.metaFileName && name != Format.lockFileName && name != Format.consumersDirectory
+                        && name != "deadletter" && name != "dictionaries" {
+                report.ignoredFiles.append(name)
+            }
+        }
+        bases.sort()
+
+        let meta = try loadOrCreateMeta(directory: directory, bases: bases, configuration: configuration, report: &report)
+
+        var segments = [SegmentInfo]()
+        for base in bases {
+            let size = try fileSize(directory + "/" + Format.segmentName(base))
+            segments.append(SegmentInfo(baseSeq: base, size: size))
+        }
+
+        var endSeq: UInt64 = 0
+        if let active = segments.last {
+            let (size, end) = try recoverActive(directory: directory, segment: active, meta: meta, configuration: configuration, report: &report, logger: logger)
+            segments[segments.count - 1].size = size
+            endSeq = end
+        }
+
+        let consumerOffsets = try Consumers.loadOffsets(directory: directory, firstSeq: segments.first?.baseSeq ?? endSeq, report: &report, logger: logger)
+        if !report.ignoredFiles.isEmpty {
+            logger.debug("ignoring files that are not part of the log", metadata: ["files": "\(report.ignoredFiles)"])
+        }
+        return RecoveredLog(meta: meta, segments: segments, endSeq: endSeq, consumerOffsets: consumerOffsets, report: report)
+    }
+
+    static func fileSize(_ path: String) throws -> Int64 {
+        let file = try FileIO.open(path, .readOnly)
+        defer { file.close() }
+        return try file.size()
+    }
+
+    /// Reads META; recreates it from a segment header when it is missing or damaged.
+    private static func loadOrCreateMeta(directory: String, bases: [UInt64], configuration: Configuration, report: inout RecoveryReport) throws -> MetaRecord {
+        let path = directory + "/" + Format.metaFileName
+        if DirectoryIO.exists(path) {
+            let file = try FileIO.open(path, .readOnly)
+            let bytes = try file.read(count: Format.metaSize + 1, at: 0)
+            file.close()
+            if bytes.count >= 10, Array(bytes[0..<8]) == Format.metaMagic {
+                let version = UInt16(bytes[8]) | UInt16(bytes[9]) << 8
+                if version > Format.metaVersion {
+                    throw SpoolError(.unsupportedVersion, "META format version \(version) is newer than this reader's (\(Format.metaVersion))", path: path)
+                }
+            }
+            if let meta = MetaRecord.parse(bytes) { return meta }
+        }
+        // Missing or damaged: the identity is also in every segment header.
+        var meta = MetaRecord(logID: .random(), createdMillis: wallClockMillis())
+        var recovered = false
+        for base in bases {
+            guard let reader = try? SegmentReader(path: directory + "/" + Format.segmentName(base), baseSeq: base, limit: Int64(Format.segmentHeaderSize)),
+                  let bytes = try? reader.file.read(count: Format.segmentHeaderSize, at: 0),
+                  case .success(let header) = bytes.withUnsafeBytes({ SegmentHeader.parse($0) }) else { continue }
+            meta = MetaRecord(logID: header.logID, createdMillis: header.createdMillis)
+            recovered = true
+            break
+        }
+        if !recovered && !bases.isEmpty {
+            // Segments exist but none has a readable header: keep a new identity, say so.
+            report.corruptions.append("META was missing or damaged and no segment header names the log; a new log id was made")
+        }
+        report.created = bases.isEmpty
+        try DirectoryIO.writeAtomically(meta.encoded(), to: path, directory: directory, permissions: configuration.fileMode)
+        return meta
+    }
+
+    /// Scans every block of the active segment, truncates a torn tail, and returns the
+    /// segment's valid size and the seq after its last record.
+    private static func recoverActive(directory: String, segment: SegmentInfo, meta: MetaRecord, configuration: Configuration,
+                                      report: inout RecoveryReport, logger: Logger) throws -> (Int64, UInt64) {
+        let path = directory + "/" + segment.name
+        let reader = try SegmentReader(path: path, baseSeq: segment.baseSeq, limit: segment.size)
+        if let problem = try reader.checkHeader(logID: meta.logID) {
+            // A segment created just before a crash may have no complete header: nothing in it
+            // was acknowledged, so it is rewritten empty.
+            let writable = try FileIO.open(path, .readWrite)
+            defer { writable.close() }
+            let validBlock = segment.size > Int64(Format.segmentHeaderSize)
+                ? try reader.resync(after: Int64(Format.segmentHeaderSize) - 1) : nil
+            if validBlock != nil {
+                throw SpoolError(.corrupt, "the active segment's header is damaged (\(problem)) but it holds valid blocks; move the file aside to open the log", path: path)
+            }
+            try writable.truncate(to: 0)
+            try writable.write(SegmentHeader(baseSeq: segment.baseSeq, createdMillis: wallClockMillis(), logID: meta.logID).encoded(), at: 0)
+            try writable.syncData()
+            if segment.size > 0 {
+                report.tornTail = .init(segment: segment.name, offset: 0, bytes: segment.size)
+            }
+            return (Int64(Format.segmentHeaderSize), segment.baseSeq)
+        }
+        var offset = Int64(Format.segmentHeaderSize)
+        var validEnd = offset
+        var endSeq = segment.baseSeq
+        while offset < segment.size {
+            switch try reader.readBlock(at: offset) {
+            case .valid(let header) where header.firstSeq >= endSeq:
+                offset += Int64(header.totalSize)
+                validEnd = offset
+                endSeq = header.endSeq
+                continue
+            case .valid, .truncated, .corrupt:
+                break
+            }
+            // Not a valid continuation. If a valid block follows, the damage is in the middle:
+            // keep everything and let readers report the range. Otherwise it is a torn tail.
+            if let next = try reader.resync(after: offset), next.header.firstSeq >= endSeq {
+                report.corruptions.append("\(segment.name): damaged bytes \(offset)..<\(next.offset) (records \(endSeq)..<\(next.header.firstSeq))")
+                offset = next.offset
+                continue
+            }
+            break
+        }
+        if validEnd < segment.size {
+            let writable = try FileIO.open(path, .readWrite)
+            defer { writable.close() }
+            try writable.truncate(to: validEnd)
+            try writable.syncData()
+            report.tornTail = .init(segment: segment.name, offset: validEnd, bytes: segment.size - validEnd)
+            logger.info("truncated a torn tail left by an interrupted write", metadata: [
+                "segment": "\(segment.name)", "offset": "\(validEnd)", "bytes": "\(segment.size - validEnd)",
+            ])
+        }
+        return (validEnd, endSeq)
+    }
+}

@@ -1,0 +1,29 @@
+/// What opening a log found and repaired. Reported through the logger too.
+public struct RecoveryReport: Sendable, Equatable {
+    /// A torn or partial last block that opening truncated: the records in it were never
+    /// acknowledged at `written` or `synced`, so nothing acknowledged was lost.
+    public struct TornTail: Sendable, Equatable {
+        /// The segment file's name.
+        public var segment: String
+        /// The offset the file was cut back to.
+        public var offset: Int64
+        /// How many bytes were cut.
+        public var bytes: Int64
+    }
+
+    /// The torn tail that was truncated, if any.
+    public var tornTail: TornTail?
+    /// Damaged stretches found inside the active segment (a valid block follows each one);
+    /// readers report them with their seq ranges.
+    public var corruptions: [String] = []
+    /// Files in the directory that are not part of the log's format (left untouched).
+    public var ignoredFiles: [String] = []
+    /// Leftover temporary files from an interrupted atomic write (removed).
+    public var removedTemporaryFiles: [String] = []
+    /// Consumers whose offset file was unreadable and was reset to the oldest stored record.
+    public var resetConsumers: [String] = []
+    /// Whether the log was created by this open.
+    public var created = false
+
+    public init() {}
+}

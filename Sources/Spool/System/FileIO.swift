@@ -1,0 +1,250 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import SystemPackage
+
+/// Thin wrappers over the system calls Spool uses. Every call retries `EINTR`, passes
+/// through the ``FaultInjection`` seam, and throws a ``SpoolError`` naming the path
+/// and the operation. Blocking: call only from the writer thread or a blocking-I/O queue.
+struct FileIO {
+    let fd: FileDescriptor
+    let path: String
+
+    enum Mode { case readOnly, readWrite, createNew(permissions: UInt16) }
+
+    static func open(_ path: String, _ mode: Mode) throws -> FileIO {
+        if case .error(let errno) = FaultInjection.check(.open, path: path) {
+            throw SpoolError.system("open", path: path, errno)
+        }
+        do {
+            let fd: FileDescriptor
+            switch mode {
+            case .readOnly:
+                fd = try FileDescriptor.open(FilePath(path), .readOnly, options: [.closeOnExec], retryOnInterrupt: true)
+            case .readWrite:
+                fd = try FileDescriptor.open(FilePath(path), .readWrite, options: [.closeOnExec], retryOnInterrupt: true)
+            case .createNew(let permissions):
+                fd = try FileDescriptor.open(FilePath(path), .readWrite, options: [.create, .exclusiveCreate, .closeOnExec],
+                                             permissions: FilePermissions(rawValue: CModeT(permissions)), retryOnInterrupt: true)
+            }
+            return FileIO(fd: fd, path: path)
+        } catch let errno as Errno {
+            throw SpoolError.system("open", path: path, errno)
+        }
+    }
+
+    func close() {
+        try? fd.close()
+    }
+
+    /// The file's size in bytes.
+    func size() throws -> Int64 {
+        var info = stat()
+        guard fstat(fd.rawValue, &info) == 0 else { throw SpoolError.system("fstat", path: path, Errno(rawValue: errno)) }
+        return Int64(info.st_size)
+    }
+
+    /// Writes all of `bytes` at `offset`, looping over short writes.
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
+        var written = 0
+        var limit = bytes.count
+        switch FaultInjection.check(.write, path: path) {
+        case .error(let errno)?: throw SpoolError.system("write", path: path, errno)
+        case .shortWrite(let count)?: limit = min(count, bytes.count)
+        case nil: break
+        }
+        while written < limit {
+            do {
+                let n = try fd.writeAll(toAbsoluteOffset: offset + Int64(written),
+                                        UnsafeRawBufferPointer(rebasing: bytes[written..<limit]))
+                written += n
+            } catch let errno as Errno {
+                throw SpoolError.system("write", path: path, errno)
+            }
+        }
+        if limit < bytes.count {
+            throw SpoolError.system("write", path: path, .noSpace)
+        }
+    }
+
+    func write(_ bytes: [UInt8], at offset: Int64) throws {
+        try bytes.withUnsafeBytes { try write($0, at: offset) }
+    }
+
+    /// Reads up to `count` bytes at `offset`; fewer only at the end of the file.
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
+        if case .error(let errno) = FaultInjection.check(.read, path: path) {
+            throw SpoolError.system("read", path: path, errno)
+        }
+        var total = 0
+        while total < buffer.count {
+            let n: Int
+            do {
+                n = try fd.read(fromAbsoluteOffset: offset + Int64(total),
+                                into: UnsafeMutableRawBufferPointer(rebasing: buffer[total...]), retryOnInterrupt: true)
+            } catch let errno as Errno {
+                throw SpoolError.system("read", path: path, errno)
+            }
+            if n == 0 { break }
+            total += n
+        }
+        return total
+    }
+
+    func read(count: Int, at offset: Int64) throws -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: count)
+        let n = try out.withUnsafeMutableBytes { try read(into: $0, at: offset) }
+        out.removeLast(count - n)
+        return out
+    }
+
+    /// Makes the file's data durable: `fdatasync` on Linux, `fcntl(F_FULLFSYNC)` on Apple platforms
+    /// (where `fsync` does not flush the drive's cache).
+    func syncData() throws {
+        if case .error(let errno) = FaultInjection.check(.sync, path: path) {
+            throw SpoolError.system("fdatasync", path: path, errno)
+        }
+        while true {
+            #if canImport(Darwin)
+            let result = fcntl(fd.rawValue, F_FULLFSYNC)
+            #else
+            let result = fdatasync(fd.rawValue)
+            #endif
+            if result == 0 { return }
+            let error = Errno(rawValue: errno)
+            if error == .interrupted { continue }
+            throw SpoolError.system("fdatasync", path: path, error)
+        }
+    }
+
+    func truncate(to size: Int64) throws {
+        if case .error(let errno) = FaultInjection.check(.truncate, path: path) {
+            throw SpoolError.system("ftruncate", path: path, errno)
+        }
+        do {
+            try fd.resize(to: size, retryOnInterrupt: true)
+        } catch let errno as Errno {
+            throw SpoolError.system("ftruncate", path: path, errno)
+        }
+    }
+}
+
+/// Directory-level operations: create, list, lock, rename, remove, and make entries durable.
+enum DirectoryIO {
+    /// Creates `path` (and missing parents) with `permissions`; an existing directory is fine.
+    static func create(_ path: String, permissions: UInt16) throws {
+        var partial = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            partial += "/" + component
+            if mkdir(partial, mode_t(permissions)) != 0 {
+                let error = Errno(rawValue: errno)
+                if error == .fileExists { continue }
+                throw SpoolError.system("mkdir", path: partial, error)
+            }
+        }
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw SpoolError.system("stat", path: path, Errno(rawValue: errno)) }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw SpoolError(.io, "is not a directory", path: path, errno: .notDirectory)
+        }
+    }
+
+    /// The names in `path`, without "." and "..".
+    static func list(_ path: String) throws -> [String] {
+        guard let dir = opendir(path) else { throw SpoolError.system("opendir", path: path, Errno(rawValue: errno)) }
+        defer { closedir(dir) }
+        var names = [String]()
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// `fsync` on the directory, so that created, renamed and deleted entries are durable.
+    static func sync(_ path: String) throws {
+        if case .error(let errno) = FaultInjection.check(.sync, path: path + "/") {
+            throw SpoolError.system("fsync directory", path: path, errno)
+        }
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw SpoolError.system("open directory", path: path, Errno(rawValue: errno)) }
+        defer { close(fd) }
+        while fsync(fd) != 0 {
+            let error = Errno(rawValue: errno)
+            if error != .interrupted { throw SpoolError.system("fsync directory", path: path, error) }
+        }
+    }
+
+    static func rename(_ from: String, to: String) throws {
+        if case .error(let errno) = FaultInjection.check(.rename, path: to) {
+            throw SpoolError.system("rename", path: to, errno)
+        }
+        guard posixRename(from, to) == 0 else { throw SpoolError.system("rename", path: to, Errno(rawValue: errno)) }
+    }
+
+    /// Removes a file; a file that is already gone is fine.
+    static func remove(_ path: String) throws {
+        if unlink(path) != 0 {
+            let error = Errno(rawValue: errno)
+            if error != .noSuchFileOrDirectory { throw SpoolError.system("unlink", path: path, error) }
+        }
+    }
+
+    static func exists(_ path: String) -> Bool {
+        access(path, F_OK) == 0
+    }
+
+    /// Writes a small file atomically: temporary file, fsync, rename over `path`, fsync the directory.
+    static func writeAtomically(_ bytes: [UInt8], to path: String, directory: String, permissions: UInt16) throws {
+        let temporary = path + Format.temporarySuffix
+        try remove(temporary)
+        let file = try FileIO.open(temporary, .createNew(permissions: permissions))
+        do {
+            try file.write(bytes, at: 0)
+            try file.syncData()
+            file.close()
+        } catch {
+            file.close()
+            try? remove(temporary)
+            throw error
+        }
+        try rename(temporary, to: path)
+        try sync(directory)
+    }
+}
+
+/// An exclusive `flock` on the directory's LOCK file, held for the life of an open log.
+final class DirectoryLock {
+    private let fd: Int32
+    let path: String
+
+    init(directory: String, permissions: UInt16) throws {
+        path = directory + "/" + Format.lockFileName
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, mode_t(permissions))
+        guard fd >= 0 else { throw SpoolError.system("open lock file", path: path, Errno(rawValue: errno)) }
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let error = Errno(rawValue: errno)
+            if error == .interrupted { continue }
+            close(fd)
+            if error == .wouldBlock {
+                throw SpoolError(.locked, "the log is open elsewhere (in this process or another); close it there first", path: directory)
+            }
+            throw SpoolError.system("flock", path: path, error)
+        }
+        self.fd = fd
+    }
+
+    func release() {
+        flock(fd, LOCK_UN)
+        close(fd)
+    }
+}
+
+/// `rename(2)`, under a name that does not collide with `DirectoryIO.rename`.
+private func posixRename(_ from: String, _ to: String) -> Int32 {
+    rename(from, to)
+}

@@ -1,0 +1,183 @@
+/// The writer thread's own state: the active segment file, the block encoder and the output
+/// buffer. Not thread-safe: only the writer thread touches it (and `close`, after the thread ended).
+final class SegmentWriter {
+    let directory: String
+    let configuration: Configuration
+    let logID: LogID
+    private let encoder: BlockEncoder
+    private var active: FileIO?
+    private(set) var activeBase: UInt64 = 0
+    private(set) var activeSize: Int64 = 0
+    /// The seq the next block in the active segment must start with.
+    private(set) var activeEndSeq: UInt64 = 0
+    private var activeOpenedAt: UInt64 = 0
+    private var activeHasBlocks = false
+    /// Encoded blocks waiting for one `write` call.
+    private var out: [UInt8] = []
+
+    /// The active segment as the log's shared state should know it.
+    var activeSegment: SegmentInfo? { active == nil ? nil : SegmentInfo(baseSeq: activeBase, size: activeSize) }
+
+    /// The base of an empty active segment that opening replaced because seqs had to skip ahead.
+    private(set) var replacedEmptySegment: UInt64?
+
+    init(directory: String, configuration: Configuration, logID: LogID, active: SegmentInfo?, activeEndSeq: UInt64, nextSeq: UInt64) throws {
+        self.directory = directory
+        self.configuration = configuration
+        self.logID = logID
+        self.encoder = BlockEncoder(level: configuration.compressionLevel)
+        out.reserveCapacity(4 * configuration.blockSize)
+        if let active, active.size <= Int64(Format.segmentHeaderSize), nextSeq != active.baseSeq {
+            // An empty active segment whose name no longer fits the next seq: replace it.
+            try DirectoryIO.remove(directory + "/" + active.name)
+            replacedEmptySegment = active.baseSeq
+            try createSegment(baseSeq: nextSeq)
+        } else if let active {
+            self.active = try FileIO.open(directory + "/" + active.name, .readWrite)
+            activeBase = active.baseSeq
+            activeSize = active.size
+            self.activeEndSeq = activeEndSeq
+            activeHasBlocks = active.size > Int64(Format.segmentHeaderSize)
+            activeOpenedAt = monotonicNanos()
+        } else {
+            try createSegment(baseSeq: nextSeq)
+        }
+    }
+
+    func close() {
+        active?.close()
+        active = nil
+    }
+
+    /// What one call to ``write(_:sync:)`` achieved.
+    struct Outcome {
+        /// Blocks now in a segment file (a prefix of the batch).
+        var blocksWritten = 0
+        /// Stored and raw bytes of those blocks.
+        var storedBytes = 0
+        var rawBytes = 0
+        /// Segments sealed by the call, with their final sizes.
+        var sealed: [SegmentInfo] = []
+        var fsyncs = 0
+        /// Whether the data written is durable.
+        var synced = false
+        /// The error that stopped the call, if any; blocks after `blocksWritten` were not stored.
+        var error: SpoolError?
+        /// True if the error came from `fdatasync` (the data it covered cannot be trusted).
+        var syncFailed = false
+    }
+
+    /// Encodes and writes `batch` in as few system calls as segment boundaries allow, rolling
+    /// segments as they fill, then makes it durable if `sync`.
+    func write(_ batch: ArraySlice<PendingBlock>, sync: Bool) -> Outcome {
+        var outcome = Outcome()
+        var encodedInOut = 0
+        var storedInOut = 0
+        var rawInOut = 0
+        do {
+            for block in batch {
+                if needsRoll(before: block) {
+                    try flush(&outcome, &encodedInOut, &storedInOut, &rawInOut)
+                    outcome.sealed.append(try roll(toBase: block.firstSeq))
+                    outcome.fsyncs += 1
+                }
+                let header = try encoder.encode(block, into: &out)
+                encodedInOut += 1
+                storedInOut += header.totalSize
+                rawInOut += block.raw.count
+                activeEndSeq = block.firstSeq + UInt64(block.count)
+                activeHasBlocks = true
+            }
+            try flush(&outcome, &encodedInOut, &storedInOut, &rawInOut)
+        } catch {
+            out.removeAll(keepingCapacity: true)
+            outcome.error = error as? SpoolError ?? SpoolError(.io, "\(error)")
+            return outcome
+        }
+        if sync, let active {
+            do {
+                try active.syncData()
+                outcome.fsyncs += 1
+                outcome.synced = true
+            } catch {
+                outcome.error = error as? SpoolError ?? SpoolError(.io, "\(error)")
+                outcome.syncFailed = true
+            }
+        }
+        return outcome
+    }
+
+    /// `fdatasync` of the active segment (for a `sync()` with nothing new to write).
+    func syncActive() throws {
+        try active?.syncData()
+    }
+
+    /// Whether a block has to start a new segment: the active one is full, too old, or the
+    /// block's seq does not continue it (seqs skipped after a power loss).
+    private func needsRoll(before block: PendingBlock) -> Bool {
+        guard activeHasBlocks else { return false }
+        if block.firstSeq != activeEndSeq { return true }
+        if activeSize + Int64(out.count) >= Int64(configuration.segmentSize) { return true }
+        if let age = configuration.segmentMaxAge {
+            let (seconds, attoseconds) = age.components
+            let nanos = UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
+            if monotonicNanos() - activeOpenedAt >= nanos { return true }
+        }
+        return false
+    }
+
+    /// Writes the output buffer to the active segment with one call. On failure the file is
+    /// cut back so no partial block is left behind.
+    private func flush(_ outcome: inout Outcome, _ blocks: inout Int, _ stored: inout Int, _ raw: inout Int) throws {
+        guard !out.isEmpty, let active else { return }
+        do {
+            try active.write(out, at: activeSize)
+        } catch {
+            try? active.truncate(to: activeSize)
+            throw error
+        }
+        activeSize += Int64(out.count)
+        out.removeAll(keepingCapacity: true)
+        outcome.blocksWritten += blocks
+        outcome.storedBytes += stored
+        outcome.rawBytes += raw
+        blocks = 0
+        stored = 0
+        raw = 0
+    }
+
+    /// Seals the active segment (fdatasync, close) and creates the next one, named `base`.
+    private func roll(toBase base: UInt64) throws -> SegmentInfo {
+        let sealed = SegmentInfo(baseSeq: activeBase, size: activeSize)
+        if let active {
+            try active.syncData()
+            active.close()
+            self.active = nil
+        }
+        try createSegment(baseSeq: base)
+        return sealed
+    }
+
+    /// Creates a segment file with its header and makes its directory entry durable before any
+    /// record in it is acknowledged.
+    private func createSegment(baseSeq: UInt64) throws {
+        let path = directory + "/" + Format.segmentName(baseSeq)
+        try DirectoryIO.remove(path)  // a leftover of an earlier failed attempt holds no acknowledged record
+        let file = try FileIO.open(path, .createNew(permissions: configuration.fileMode))
+        let header = SegmentHeader(baseSeq: baseSeq, createdMillis: wallClockMillis(), logID: logID).encoded()
+        do {
+            try file.write(header, at: 0)
+            try DirectoryIO.sync(directory)
+        } catch {
+            file.close()
+            try? DirectoryIO.remove(path)
+            throw error
+        }
+        active = file
+        activeBase = baseSeq
+        activeSize = Int64(header.count)
+        activeEndSeq = baseSeq
+        activeHasBlocks = false
+        activeOpenedAt = monotonicNanos()
+    }
+}

@@ -1,0 +1,197 @@
+extension EventLog {
+    /// The dedicated writer thread: takes sealed (or lingered-out) blocks from the shared state,
+    /// writes them outside the lock, syncs when a caller asked, then publishes the new
+    /// watermarks and completes the waiters. Appends continue while it writes (group commit).
+    func writerLoop() {
+        lock.lock()
+        while true {
+            let now = monotonicNanos()
+            switch state.status {
+            case .closed:
+                break
+            case .failed:
+                // Nothing can be trusted until reopen: fail every waiter, then idle or exit.
+                failWaiters(from: state.writtenThrough)
+                if case .closing = state.status { break }
+                lock.writerWait(until: nil)
+                continue
+            case .stalled:
+                if let retryAt = state.retryAt, retryAt > now {
+                    lock.writerWait(until: retryAt)
+                    continue
+                }
+            case .open, .closing:
+                break
+            }
+            if case .closed = state.status { break }
+            var closing = false
+            if case .closing = state.status { closing = true }
+            let urgent = closing || !state.waiters.isEmpty || state.syncRequestedThrough > state.writtenThrough
+            if !state.current.isEmpty {
+                let lingerNanos = UInt64(configuration.linger.components.seconds) * 1_000_000_000
+                    + UInt64(configuration.linger.components.attoseconds / 1_000_000_000)
+                if urgent || now >= state.current.openedAt &+ lingerNanos {
+                    sealCurrentBlock()
+                } else if state.full.isEmpty {
+                    lock.writerWait(until: state.current.openedAt &+ lingerNanos)
+                    continue
+                }
+            }
+            let wantsSync = state.waiters.contains { $0.level == .synced } || state.syncRequestedThrough > state.syncedThrough
+            if state.full.isEmpty {
+                if wantsSync && state.writtenThrough > state.syncedThrough {
+                    syncOnly()
+                    continue
+                }
+                if closing {
+                    if case .stalled = state.status {} else { break }
+                    // Stalled while closing: one last try happened; give up and report at close.
+                    break
+                }
+                lock.writerWait(until: nil)
+                continue
+            }
+            let batch = state.full
+            state.full.removeAll(keepingCapacity: true)
+            lock.unlock()
+            enforceCapBeforeWriting(batch)
+            let outcome = writer.write(batch[...], sync: wantsSync)
+            lock.lock()
+            publish(outcome, batch: batch)
+            notifyObservers()
+        }
+        state.writerExited = true
+        failWaiters(from: state.writtenThrough)
+        lock.broadcastProgress()
+        lock.unlock()
+    }
+
+    /// Makes already-written data durable when a caller asks and nothing new is pending. Lock held.
+    private func syncOnly() {
+        let target = state.writtenThrough
+        lock.unlock()
+        var failure: SpoolError?
+        do { try writer.syncActive() } catch { failure = error as? SpoolError ?? SpoolError(.io, "\(error)") }
+        lock.lock()
+        state.counters.fsyncs += 1
+        metrics.fsyncs.increment()
+        if let failure {
+            state.status = .failed(failure)
+            logger.error("fdatasync failed; the log refuses writes until it is reopened", metadata: ["error": "\(failure)"])
+            failWaiters(from: state.syncedThrough)
+        } else {
+            state.syncedThrough = max(state.syncedThrough, target)
+            if state.syncRequestedThrough <= state.syncedThrough { state.syncRequestedThrough = 0 }
+            completeWaiters()
+        }
+        lock.broadcastProgress()
+    }
+
+    /// Applies a write outcome to the shared state and wakes whoever it concerns. Lock held.
+    private func publish(_ outcome: SegmentWriter.Outcome, batch: [PendingBlock]) {
+        let written = batch.prefix(outcome.blocksWritten)
+        if let last = written.last {
+            state.writtenThrough = last.firstSeq + UInt64(last.count)
+        }
+        for block in written {
+            state.pendingBytes -= block.charge
+        }
+        state.counters.blocksWritten += UInt64(outcome.blocksWritten)
+        state.counters.storedBytes += UInt64(outcome.storedBytes)
+        state.counters.rawBytes += UInt64(outcome.rawBytes)
+        state.counters.fsyncs += UInt64(outcome.fsyncs)
+        metrics.recordWrite(blocks: outcome.blocksWritten, stored: outcome.storedBytes, raw: outcome.rawBytes, fsyncs: outcome.fsyncs)
+        // Segments: sealed ones get their final size; the active one its current size.
+        // One batch can roll more than once: a segment may be created and sealed within it.
+        for segment in outcome.sealed + [writer.activeSegment].compactMap({ $0 }) {
+            if let index = state.segments.lastIndex(where: { $0.baseSeq == segment.baseSeq }) {
+                state.segments[index].size = segment.size
+            } else {
+                state.segments.append(segment)
+            }
+        }
+        state.counters.segmentsRolled += UInt64(outcome.sealed.count)
+        if outcome.synced { state.syncedThrough = state.writtenThrough }
+        if state.syncRequestedThrough <= state.syncedThrough { state.syncRequestedThrough = 0 }
+        // Recycle the written blocks' buffers (bounded: a few blocks' worth).
+        for var block in written where state.spare.count < 8 {
+            block.reset(firstSeq: 0)
+            state.spare.append(block)
+        }
+        if let error = outcome.error {
+            state.counters.writeErrors += 1
+            // Unwritten blocks go back to the front of the queue, in order.
+            state.full.insert(contentsOf: batch.dropFirst(outcome.blocksWritten), at: 0)
+            if outcome.syncFailed {
+                state.status = .failed(error)
+                logger.error("fdatasync failed; the log refuses writes until it is reopened", metadata: ["error": "\(error)"])
+                failWaiters(from: state.syncedThrough)
+            } else {
+                if case .closing = state.status {
+                    // Closing: no more retries; close() reports how many records were not written.
+                    logger.error("write failed while closing; unwritten records are lost", metadata: ["error": "\(error)"])
+                    failWaiters(from: state.writtenThrough, with: error)
+                    state.full.removeAll()
+                    state.current.reset(firstSeq: state.nextSeq)
+                    lock.broadcastProgress()
+                    return
+                }
+                let previous = state.retryAt.map { _ in true } ?? false
+                state.status = .stalled(error)
+                state.retryAt = monotonicNanos() + (previous ? 1_000_000_000 : 100_000_000)
+                logger.warning("write failed; appends are refused until a retry succeeds", metadata: ["error": "\(error)"])
+                failWaiters(from: state.writtenThrough)
+            }
+        } else if case .stalled = state.status {
+            state.status = .open
+            state.retryAt = nil
+            logger.info("writing works again after an error")
+        }
+        completeWaiters()
+        lock.broadcastProgress()
+    }
+
+    /// Resumes the waiters whose records reached their level. Lock held.
+    func completeWaiters() {
+        guard !state.waiters.isEmpty else { return }
+        var remaining = [Waiter]()
+        var ready = [CheckedContinuation<Void, any Error>]()
+        for waiter in state.waiters {
+            let mark = waiter.level == .synced ? state.syncedThrough : state.writtenThrough
+            if waiter.seq < mark {
+                switch waiter.kind {
+                case .async(let continuation): ready.append(continuation)
+                case .blocking(let id): state.blockingResults[id] = .success(())
+                }
+            } else {
+                remaining.append(waiter)
+            }
+        }
+        state.waiters = remaining
+        for continuation in ready { continuation.resume() }
+    }
+
+    /// Fails every waiter whose record is at or after `seq` with the log's error. Lock held.
+    func failWaiters(from seq: UInt64, with explicit: SpoolError? = nil) {
+        guard !state.waiters.isEmpty else { return }
+        let error = explicit ?? state.error ?? SpoolError(.closed, "the log is closed")
+        completeWaiters()
+        for waiter in state.waiters {
+            switch waiter.kind {
+            case .async(let continuation): continuation.resume(throwing: error)
+            case .blocking(let id): state.blockingResults[id] = .failure(error)
+            }
+        }
+        state.waiters.removeAll()
+    }
+
+    /// Tells the write observers how far the log is written, outside the lock. Lock held on entry and exit.
+    private func notifyObservers() {
+        guard !state.observers.isEmpty else { return }
+        let mark = state.writtenThrough
+        let observers = state.observers
+        lock.unlock()
+        for observer in observers { observer(mark) }
+        lock.lock()
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+@testable import Spool
+
+/// A fresh directory under the system's temporary directory, removed by `cleanup()`.
+struct TemporaryDirectory {
+    let path: String
+
+    init(_ name: String = #function) {
+        let safe = name.filter { $0.isLetter || $0.isNumber }
+        path = NSTemporaryDirectory() + "spool-tests/\(safe)-\(UUID().uuidString.prefix(8))"
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    func cleanup() { try? FileManager.default.removeItem(atPath: path) }
+
+    /// The path of a file inside the directory.
+    func file(_ name: String) -> String { path + "/" + name }
+
+    /// Segment file names, sorted.
+    func segments() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { $0.hasSuffix(".seg") }.sorted()
+    }
+}
+
+/// A small configuration that rolls segments quickly.
+func smallConfiguration(blockSize: Int = 1024, segmentSize: Int = 64 * 1024) -> Configuration {
+    var configuration = Configuration()
+    configuration.blockSize = blockSize
+    configuration.segmentSize = segmentSize
+    configuration.linger = .milliseconds(1)
+    return configuration
+}
+
+/// Deterministic payloads: record i of a test is `payload(i)`.
+func payload(_ i: Int, size: Int? = nil) -> [UInt8] {
+    let text = "{\"event\":\"screen_view\",\"n\":\(i),\"screen\":\"home-\(i % 7)\",\"pad\":\"" + String(repeating: "x", count: (size ?? (i % 50))) + "\"}"
+    return Array(text.utf8)
+}
+
+/// The records (not notices) of a read.
+func records(_ items: [ReadItem]) -> [Record] {
+    items.compactMap { if case .record(let r) = $0 { return r } else { return nil } }
+}
+
+/// The notices (not records) of a read.
+func notices(_ items: [ReadItem]) -> [ReadNotice] {
+    items.compactMap { if case .notice(let n) = $0 { return n } else { return nil } }
+}
+
+/// Reads a whole file.
+func readFile(_ path: String) -> [UInt8] { Array(FileManager.default.contents(atPath: path) ?? Data()) }
+
+/// Overwrites a whole file.
+func writeFile(_ path: String, _ bytes: [UInt8]) { _ = FileManager.default.createFile(atPath: path, contents: Data(bytes)) }
+
+/// SplitMix64: a tiny seeded generator so random tests reproduce from their seed.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

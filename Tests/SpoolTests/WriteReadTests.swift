@@ -1,0 +1,167 @@
+import Foundation
+import Testing
+@testable import Spool
+
+@Suite struct WriteReadTests {
+    @Test func crc32cMatchesTheStandardCheckValue() {
+        #expect(CRC32C.checksum(Array("123456789".utf8)) == 0xE306_9283)
+        // Continuing a checksum equals checksumming the concatenation.
+        let whole = CRC32C.checksum(Array("hello, world".utf8))
+        let first = CRC32C.checksum(Array("hello, ".utf8))
+        let continued = Array("world".utf8).withUnsafeBytes { CRC32C.checksum($0, continuing: first) }
+        #expect(whole == continued)
+    }
+
+    @Test func appendedRecordsReadBackInOrderAcrossReopen() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let log = try EventLog.open(directory: dir.path, configuration: smallConfiguration())
+        for i in 0..<20000 {
+            let seq = try log.append(payload(i))
+            #expect(seq == UInt64(i))
+        }
+        try await log.sync()
+        let items = try log.readAll()
+        #expect(notices(items).isEmpty)
+        #expect(records(items).map(\.payload) == (0..<20000).map { payload($0) })
+        #expect(records(items).map(\.seq) == (0..<20000).map(UInt64.init))
+        try log.close()
+        #expect(dir.segments().count > 1, "64 KiB segments must have rolled")
+
+        let reopened = try EventLog.open(directory: dir.path, configuration: smallConfiguration())
+        #expect(reopened.nextSeq == 20000)
+        #expect(reopened.id == log.id)
+        let again = try reopened.readAll(from: 15000)
+        #expect(records(again).map(\.seq) == (15000..<20000).map(UInt64.init))
+        #expect(try reopened.append(payload(20000)) == 20000)
+        try reopened.close()
+    }
+
+    @Test func writtenAndSyncedAppendsReturnOnceStored() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let log = try EventLog.open(directory: dir.path)
+        let seq = try await log.append(payload(0), durability: .written)
+        #expect(log.writtenThrough > seq)
+        let synced = try await withThrowingTaskGroup(of: UInt64.self) { group in
+            for i in 0..<64 {
+                group.addTask { try await log.append(payload(i), durability: .synced) }
+            }
+            var seqs = [UInt64]()
+            for try await s in group { seqs.append(s) }
+            return seqs
+        }
+        #expect(Set(synced).count == 64)
+        #expect(log.syncedThrough > synced.max()!)
+        let stats = log.stats()
+        #expect(stats.fsyncs >= 1)
+        #expect(stats.fsyncs < 64, "64 concurrent synced appends share fsyncs (group commit)")
+        try log.close()
+    }
+
+    @Test func timestampsAreWallClockMilliseconds() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let before = Int64(Date().timeIntervalSince1970 * 1000)
+        let log = try EventLog.open(directory: dir.path)
+        try log.appendBlocking(payload(1), durability: .written)
+        let after = Int64(Date().timeIntervalSince1970 * 1000)
+        let record = try #require(records(try log.readAll()).first)
+        #expect(record.timestamp >= before - 1 && record.timestamp <= after + 1)
+        try log.close()
+    }
+
+    @Test func oversizedRecordIsRefusedAndNothingElseIsAffected() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        var configuration = Configuration()
+        configuration.maxRecordSize = 1000
+        let log = try EventLog.open(directory: dir.path, configuration: configuration)
+        try log.append(payload(0))
+        #expect {
+            try log.append([UInt8](repeating: 1, count: 1001))
+        } throws: { error in
+            let e = error as! SpoolError
+            return e.code == .recordTooLarge && e.message.contains("1001") && e.message.contains("1000")
+        }
+        try log.appendBlocking(payload(1), durability: .written)
+        #expect(records(try log.readAll()).map(\.seq) == [0, 1])
+        try log.close()
+    }
+
+    @Test(arguments: ["blockSize", "linger", "compressionLevel", "segmentSize", "maxRecordSize", "maxBytes", "maxPendingBytes"])
+    func invalidConfigurationNamesTheField(field: String) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        var configuration = Configuration()
+        switch field {
+        case "blockSize": configuration.blockSize = 0
+        case "linger": configuration.linger = .milliseconds(-1)
+        case "compressionLevel": configuration.compressionLevel = 99
+        case "segmentSize": configuration.segmentSize = 10
+        case "maxRecordSize": configuration.maxRecordSize = 0
+        case "maxBytes": configuration.maxBytes = 5
+        default: configuration.maxPendingBytes = 1
+        }
+        #expect {
+            try EventLog.open(directory: dir.path, configuration: configuration)
+        } throws: { error in
+            let e = error as! SpoolError
+            return e.code == .invalidConfiguration && e.message.contains(field)
+        }
+    }
+
+    @Test func secondOpenerGetsLocked() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let log = try EventLog.open(directory: dir.path)
+        #expect { try EventLog.open(directory: dir.path) } throws: { ($0 as! SpoolError).code == .locked }
+        try log.close()
+        let again = try EventLog.open(directory: dir.path)
+        try again.close()
+    }
+
+    @Test func filesAndDirectoriesArePrivate() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let logPath = dir.path + "/nested/log"
+        let log = try EventLog.open(directory: logPath)
+        try log.appendBlocking(payload(0), durability: .synced)
+        _ = try log.consumer(named: "uploader")
+        try log.close()
+        func mode(_ path: String) -> Int {
+            ((try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions]) as? Int) ?? -1
+        }
+        #expect(mode(logPath) == 0o700)
+        for name in try FileManager.default.contentsOfDirectory(atPath: logPath) where name != "consumers" {
+            #expect(mode(logPath + "/" + name) == 0o600, "\(name)")
+        }
+        #expect(mode(logPath + "/consumers/uploader.offset") == 0o600)
+    }
+
+    @Test func blockingAndAsyncSyncMakeEverythingDurable() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let log = try EventLog.open(directory: dir.path)
+        for i in 0..<100 { try log.append(payload(i)) }
+        try await log.sync()
+        #expect(log.syncedThrough == 100)
+        for i in 100..<150 { try log.append(payload(i)) }
+        try log.syncBlocking()
+        #expect(log.syncedThrough == 150)
+        try log.close()
+    }
+
+    @Test func appendAfterCloseThrowsClosed() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let log = try EventLog.open(directory: dir.path)
+        try log.append(payload(0))
+        try log.close()
+        #expect { try log.append(payload(1)) } throws: { ($0 as! SpoolError).code == .closed }
+        try log.close()
+        let reopened = try EventLog.open(directory: dir.path)
+        #expect(reopened.nextSeq == 1, "close wrote the pending record")
+        try reopened.close()
+    }
+}
