@@ -1,0 +1,138 @@
+/// Every setting of a ``SyncWorker``, in one `Sendable` value with documented defaults.
+///
+/// The defaults follow Sensors Analytics' flush (100 records or every 15 s, a 5 s floor,
+/// 50 records per request, a 30 s request timeout). The configuration is validated once,
+/// when the worker is made; ``validate()`` names the first bad field.
+public struct SyncConfiguration: Sendable {
+    /// How records are laid out in a request body.
+    public enum Encoding: String, Sendable, CaseIterable {
+        /// A JSON array of envelopes `{"id":"<log id>-<seq>","seq":…,"time":<ms>,"data":…}`,
+        /// `Content-Type: application/json`. The default.
+        case json
+        /// The same envelopes, one per line, `Content-Type: application/x-ndjson`.
+        case ndjson
+        /// A JSON array of the records themselves, `Spool-Encoding: raw`; the ids travel only in
+        /// the `Spool-Batch` header.
+        case raw
+    }
+
+    /// How a request body is compressed (`Content-Encoding`).
+    public enum Compression: String, Sendable, CaseIterable {
+        /// Sent as it is. The default.
+        case none
+        /// gzip (zlib, `Content-Encoding: gzip`).
+        case gzip
+        /// zstd (`Content-Encoding: zstd`).
+        case zstd
+    }
+
+    // MARK: Dispatch policies
+
+    /// A flush starts when this many records are pending for the consumer. The default is 100.
+    /// Range: 1 ... 1,000,000.
+    public var flushCount: Int = 100
+    /// A flush starts every `flushInterval` while the worker runs; a value ≤ 0 disables
+    /// periodic flushing (manual and count-triggered flushes only). Values below
+    /// ``minimumFlushInterval`` are raised to it. The default is 15 s.
+    public var flushInterval: Duration = .seconds(15)
+    /// The floor of ``flushInterval``. The default is 5 s. Range: 1 ms ... 1 day.
+    public var minimumFlushInterval: Duration = .seconds(5)
+
+    // MARK: Batches
+
+    /// The most records in one request. The default is 50. Range: 1 ... 100,000.
+    public var maxBatchCount: Int = 50
+    /// The most bytes of encoded (uncompressed) body in one request; a single record larger
+    /// than this is sent alone. The default is 512 KiB. Range: 1 KiB ... 256 MiB.
+    public var maxBatchBytes: Int = 512 * 1024
+    /// The body layout. The default is ``Encoding/json``.
+    public var encoding: Encoding = .json
+    /// The body compression. The default is ``Compression/none``.
+    public var compression: Compression = .none
+    /// The compression level: zlib's 1 ... 9 for gzip, zstd's -7 ... 22 for zstd.
+    /// The default is 1 (fastest for both).
+    public var compressionLevel: Int32 = 1
+
+    // MARK: Requests
+
+    /// How long one request may take before it counts as a timeout and is retried.
+    /// The default is 30 s. Range: 1 ms ... 10 min.
+    public var requestTimeout: Duration = .seconds(30)
+    /// Headers added to every request (an API key, say). `Content-Type`, `Content-Encoding`,
+    /// `Spool-Batch` and `Spool-Encoding` are set by the worker and win over these.
+    /// The default is none.
+    public var headers: [String: String] = [:]
+
+    // MARK: Failures
+
+    /// The exponential backoff between retries. The default is ``Backoff/init()``
+    /// (1 s doubling to 60 s, full jitter).
+    public var backoff: Backoff = .init()
+    /// 4xx statuses that are retried rather than treated as a poison batch: credentials and
+    /// routing problems that a person fixes, after which nothing should have been dead-lettered.
+    /// 5xx are always retried; 413 always splits. The default is 401, 403, 404, 407, 408, 425, 429.
+    public var retryableStatuses: Set<Int> = [401, 403, 404, 407, 408, 425, 429]
+    /// Whether refused records are written to the dead-letter log. When `false` they are only
+    /// counted and logged, then skipped. The default is `true`.
+    public var deadLetterEnabled: Bool = true
+
+    public init() {}
+
+    /// ``flushInterval`` after the floor: `nil` when periodic flushing is disabled.
+    public var effectiveFlushInterval: Duration? {
+        flushInterval <= .zero ? nil : max(flushInterval, minimumFlushInterval)
+    }
+
+    /// Checks every field, throwing ``SyncError/Code/invalidConfiguration`` with a message
+    /// that names the first one out of range.
+    public func validate() throws(SyncError) {
+        func fail(_ field: String, _ why: String) -> SyncError {
+            SyncError(.invalidConfiguration, "SyncConfiguration.\(field) \(why)")
+        }
+        guard (1...1_000_000).contains(flushCount) else {
+            throw fail("flushCount", "is \(flushCount); it must be between 1 and 1,000,000")
+        }
+        guard minimumFlushInterval >= .milliseconds(1), minimumFlushInterval <= .seconds(86_400) else {
+            throw fail("minimumFlushInterval", "is \(minimumFlushInterval); it must be between 1 ms and 1 day")
+        }
+        guard (1...100_000).contains(maxBatchCount) else {
+            throw fail("maxBatchCount", "is \(maxBatchCount); it must be between 1 and 100,000")
+        }
+        guard (1024...256 * 1024 * 1024).contains(maxBatchBytes) else {
+            throw fail("maxBatchBytes", "is \(maxBatchBytes); it must be between 1 KiB and 256 MiB")
+        }
+        switch compression {
+        case .gzip where !(1...9).contains(compressionLevel):
+            throw fail("compressionLevel", "is \(compressionLevel); gzip accepts 1 ... 9")
+        case .zstd where !(-7...22).contains(compressionLevel):
+            throw fail("compressionLevel", "is \(compressionLevel); zstd accepts -7 ... 22")
+        default: break
+        }
+        guard requestTimeout >= .milliseconds(1), requestTimeout <= .seconds(600) else {
+            throw fail("requestTimeout", "is \(requestTimeout); it must be between 1 ms and 10 minutes")
+        }
+        for name in headers.keys where !isToken(name) {
+            throw fail("headers", "has the invalid header name \"\(name)\"")
+        }
+        for (name, value) in headers where value.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D || $0 == 0 }) {
+            throw fail("headers", "has a line break or NUL in the value of \"\(name)\"")
+        }
+        if let status = retryableStatuses.first(where: { !(400...499).contains($0) || $0 == 413 }) {
+            throw fail("retryableStatuses", "contains \(status); only 4xx other than 413 may be listed")
+        }
+        try backoff.validate()
+    }
+}
+
+/// Whether `name` is an HTTP token (RFC 9110 §5.6.2).
+private func isToken(_ name: String) -> Bool {
+    !name.isEmpty && name.utf8.allSatisfy { byte in
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
+        default:
+            "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
+    }
+}

@@ -1,0 +1,123 @@
+import Spool
+
+/// Lays records out as a request body, straight into `[UInt8]` (no `JSONEncoder`, no
+/// intermediate strings: this is on the drain path).
+///
+/// - ``SyncConfiguration/Encoding/json``: `[<envelope>,<envelope>]`, where an envelope is
+///   `{"id":"<log id>-<seq>","seq":<seq>,"time":<ms>,"data":<data>}`.
+/// - ``SyncConfiguration/Encoding/ndjson``: `<envelope>\n` per record.
+/// - ``SyncConfiguration/Encoding/raw``: `[<data>,<data>]`.
+///
+/// `<data>` is the record's own bytes when they are one valid JSON text (checked, never
+/// re-serialised; for NDJSON its line breaks between tokens become spaces so each envelope
+/// stays on one line), and otherwise the record as a JSON string: quotes, backslashes and
+/// control characters escaped, and bytes that are not valid UTF-8 replaced with U+FFFD (JSON
+/// cannot carry them; send binary payloads base64-encoded).
+///
+/// Thread safety: a value type; use freely from any task.
+public struct BatchEncoder: Sendable {
+    /// The body layout.
+    public let encoding: SyncConfiguration.Encoding
+    private let idPrefix: [UInt8]
+
+    /// - Parameters:
+    ///   - logID: the log the records come from (their ids are `"<log id>-<seq>"`).
+    ///   - encoding: the body layout.
+    public init(logID: LogID, encoding: SyncConfiguration.Encoding) {
+        self.encoding = encoding
+        self.idPrefix = Array("{\"id\":\"\(logID)-".utf8)
+    }
+
+    /// The `Content-Type` of bodies this encoder makes.
+    public var contentType: String {
+        encoding == .ndjson ? "application/x-ndjson" : "application/json"
+    }
+
+    /// Encodes the longest prefix of `records` whose body stays within `maxBytes`, and at
+    /// least one record (a record larger than `maxBytes` is sent alone).
+    ///
+    /// - Returns: the body and how many records it holds (0 only when `records` is empty).
+    /// - Complexity: O(total payload bytes).
+    public func encode(_ records: some Collection<Record>, maxBytes: Int) -> (body: [UInt8], count: Int) {
+        var body = [UInt8]()
+        body.reserveCapacity(min(maxBytes, records.reduce(2) { $0 + $1.payload.count + 80 }))
+        let isArray = encoding != .ndjson
+        if isArray { body.append(UInt8(ascii: "[")) }
+        var count = 0
+        for record in records {
+            let mark = body.count
+            if count > 0, isArray { body.append(UInt8(ascii: ",")) }
+            append(record, to: &body)
+            if count > 0, body.count + (isArray ? 1 : 0) > maxBytes {
+                body.removeSubrange(mark...)
+                break
+            }
+            count += 1
+        }
+        if isArray { body.append(UInt8(ascii: "]")) }
+        return (body, count)
+    }
+
+    /// Appends one record in this encoding (an envelope plus its newline for NDJSON, the
+    /// envelope for JSON, the data for raw), without array punctuation.
+    public func append(_ record: Record, to body: inout [UInt8]) {
+        switch encoding {
+        case .json:
+            appendEnvelope(record, to: &body, oneLine: false)
+        case .ndjson:
+            appendEnvelope(record, to: &body, oneLine: true)
+            body.append(UInt8(ascii: "\n"))
+        case .raw:
+            Self.appendData(record.payload, to: &body, oneLine: false)
+        }
+    }
+
+    private func appendEnvelope(_ record: Record, to body: inout [UInt8], oneLine: Bool) {
+        body.append(contentsOf: idPrefix)
+        appendDecimal(record.seq, to: &body)
+        body.append(contentsOf: #"","seq":"#.utf8)
+        appendDecimal(record.seq, to: &body)
+        body.append(contentsOf: #","time":"#.utf8)
+        if record.timestamp < 0 { body.append(UInt8(ascii: "-")) }
+        appendDecimal(record.timestamp.magnitude, to: &body)
+        body.append(contentsOf: #","data":"#.utf8)
+        Self.appendData(record.payload, to: &body, oneLine: oneLine)
+        body.append(UInt8(ascii: "}"))
+    }
+
+    /// Appends a payload as JSON: its bytes if they are valid JSON, else a JSON string.
+    static func appendData(_ payload: [UInt8], to body: inout [UInt8], oneLine: Bool) {
+        payload.withUnsafeBufferPointer { bytes in
+            guard JSONValidator.isValid(bytes) else {
+                JSONString.append(bytes, to: &body)
+                return
+            }
+            guard oneLine, bytes.contains(where: { $0 == 0x0A || $0 == 0x0D }) else {
+                body.append(contentsOf: bytes)
+                return
+            }
+            // Valid JSON holds raw line breaks only as whitespace between tokens.
+            for byte in bytes { body.append(byte == 0x0A || byte == 0x0D ? 0x20 : byte) }
+        }
+    }
+}
+
+/// Appends the decimal digits of `value`.
+@inline(__always)
+func appendDecimal(_ value: UInt64, to body: inout [UInt8]) {
+    if value < 10 {
+        body.append(UInt8(ascii: "0") + UInt8(value))
+        return
+    }
+    var digits: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)  // 40 bytes ≥ 20 digits
+    withUnsafeMutableBytes(of: &digits) { buffer in
+        var remaining = value
+        var index = buffer.count
+        while remaining > 0 {
+            index -= 1
+            buffer[index] = UInt8(ascii: "0") + UInt8(remaining % 10)
+            remaining /= 10
+        }
+        body.append(contentsOf: buffer[index...])
+    }
+}

@@ -1,0 +1,65 @@
+import CZlib
+import CZstd
+
+/// Compresses request bodies: gzip through zlib (`deflateInit2` with `16 + MAX_WBITS`, which
+/// writes the gzip header and trailer) or zstd (one frame with its content size).
+///
+/// Compression of a body in memory cannot fail for a valid level; should the library report
+/// an error anyway the body is sent uncompressed (`contentEncoding` is then `nil`), which every
+/// server accepts.
+public struct BodyCompressor: Sendable {
+    /// The algorithm.
+    public let compression: SyncConfiguration.Compression
+    /// The level (zlib 1 ... 9, zstd -7 ... 22).
+    public let level: Int32
+
+    public init(compression: SyncConfiguration.Compression, level: Int32 = 1) {
+        self.compression = compression
+        self.level = level
+    }
+
+    /// The compressed body and its `Content-Encoding` (`nil` when sent as it is).
+    public func compress(_ body: [UInt8]) -> (body: [UInt8], contentEncoding: String?) {
+        switch compression {
+        case .none: return (body, nil)
+        case .gzip: return Self.gzip(body, level: level).map { ($0, "gzip") } ?? (body, nil)
+        case .zstd: return Self.zstd(body, level: level).map { ($0, "zstd") } ?? (body, nil)
+        }
+    }
+
+    static func gzip(_ input: [UInt8], level: Int32) -> [UInt8]? {
+        var stream = z_stream()
+        let status = deflateInit2_(
+            &stream, level, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY,
+            zlibVersion(), Int32(MemoryLayout<z_stream>.size))
+        guard status == Z_OK else { return nil }
+        defer { deflateEnd(&stream) }
+        let bound = Int(deflateBound(&stream, UInt(input.count)))
+        var output = [UInt8](repeating: 0, count: bound)
+        let result: Int32 = input.withUnsafeBufferPointer { source in
+            output.withUnsafeMutableBufferPointer { destination in
+                stream.next_in = UnsafeMutablePointer(mutating: source.baseAddress)
+                stream.avail_in = UInt32(source.count)
+                stream.next_out = destination.baseAddress
+                stream.avail_out = UInt32(destination.count)
+                return deflate(&stream, Z_FINISH)
+            }
+        }
+        guard result == Z_STREAM_END else { return nil }
+        output.removeSubrange(Int(stream.total_out)...)
+        return output
+    }
+
+    static func zstd(_ input: [UInt8], level: Int32) -> [UInt8]? {
+        let bound = ZSTD_compressBound(input.count)
+        var output = [UInt8](repeating: 0, count: bound)
+        let written = input.withUnsafeBytes { source in
+            output.withUnsafeMutableBytes { destination in
+                ZSTD_compress(destination.baseAddress, destination.count, source.baseAddress, source.count, level)
+            }
+        }
+        guard ZSTD_isError(written) == 0 else { return nil }
+        output.removeSubrange(written...)
+        return output
+    }
+}

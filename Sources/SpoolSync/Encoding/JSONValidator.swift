@@ -1,0 +1,201 @@
+/// A fast, allocation-free check that bytes are one JSON text (RFC 8259), UTF-8 included.
+///
+/// Used to decide whether a record is embedded as JSON (its original bytes, unchanged) or
+/// as a JSON string. Nesting deeper than ``maxDepth`` counts as invalid, so a hostile record
+/// cannot exhaust the stack. Also reports whether the text holds a line break outside its
+/// strings (which NDJSON must turn into spaces).
+struct JSONValidator {
+    /// The deepest nesting of arrays and objects accepted.
+    static let maxDepth = 256
+
+    /// Whether `bytes` is a single valid JSON text.
+    static func isValid(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var validator = JSONValidator(bytes: bytes)
+        return validator.validateText()
+    }
+
+    private let bytes: UnsafeBufferPointer<UInt8>
+    private var index = 0
+
+    private init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+    private mutating func validateText() -> Bool {
+        skipWhitespace()
+        guard value(depth: 0) else { return false }
+        skipWhitespace()
+        return index == bytes.count
+    }
+
+    private var current: UInt8? { index < bytes.count ? bytes[index] : nil }
+
+    private mutating func skipWhitespace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
+    }
+
+    private mutating func value(depth: Int) -> Bool {
+        guard let byte = current else { return false }
+        switch byte {
+        case UInt8(ascii: "{"): return object(depth: depth + 1)
+        case UInt8(ascii: "["): return array(depth: depth + 1)
+        case UInt8(ascii: "\""): return string()
+        case UInt8(ascii: "t"): return literal("true")
+        case UInt8(ascii: "f"): return literal("false")
+        case UInt8(ascii: "n"): return literal("null")
+        default: return number()
+        }
+    }
+
+    private mutating func object(depth: Int) -> Bool {
+        guard depth <= Self.maxDepth else { return false }
+        index += 1
+        skipWhitespace()
+        if current == UInt8(ascii: "}") { index += 1; return true }
+        while true {
+            guard current == UInt8(ascii: "\""), string() else { return false }
+            skipWhitespace()
+            guard current == UInt8(ascii: ":") else { return false }
+            index += 1
+            skipWhitespace()
+            guard value(depth: depth) else { return false }
+            skipWhitespace()
+            switch current {
+            case UInt8(ascii: ","): index += 1; skipWhitespace()
+            case UInt8(ascii: "}"): index += 1; return true
+            default: return false
+            }
+        }
+    }
+
+    private mutating func array(depth: Int) -> Bool {
+        guard depth <= Self.maxDepth else { return false }
+        index += 1
+        skipWhitespace()
+        if current == UInt8(ascii: "]") { index += 1; return true }
+        while true {
+            guard value(depth: depth) else { return false }
+            skipWhitespace()
+            switch current {
+            case UInt8(ascii: ","): index += 1; skipWhitespace()
+            case UInt8(ascii: "]"): index += 1; return true
+            default: return false
+            }
+        }
+    }
+
+    private mutating func literal(_ word: StaticString) -> Bool {
+        let count = word.utf8CodeUnitCount
+        guard bytes.count - index >= count else { return false }
+        let start = word.utf8Start
+        for offset in 0..<count where bytes[index + offset] != start[offset] { return false }
+        index += count
+        return true
+    }
+
+    private mutating func number() -> Bool {
+        if current == UInt8(ascii: "-") { index += 1 }
+        guard let first = current, isDigit(first) else { return false }
+        index += 1
+        if first != UInt8(ascii: "0") { skipDigits() }
+        if current == UInt8(ascii: ".") {
+            index += 1
+            guard let next = current, isDigit(next) else { return false }
+            skipDigits()
+        }
+        if current == UInt8(ascii: "e") || current == UInt8(ascii: "E") {
+            index += 1
+            if current == UInt8(ascii: "+") || current == UInt8(ascii: "-") { index += 1 }
+            guard let next = current, isDigit(next) else { return false }
+            skipDigits()
+        }
+        return true
+    }
+
+    private mutating func skipDigits() {
+        while let byte = current, isDigit(byte) { index += 1 }
+    }
+
+    private mutating func string() -> Bool {
+        index += 1
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch byte {
+            case UInt8(ascii: "\""):
+                index += 1
+                return true
+            case UInt8(ascii: "\\"):
+                index += 1
+                guard let escaped = current else { return false }
+                switch escaped {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
+                    UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                    index += 1
+                case UInt8(ascii: "u"):
+                    guard bytes.count - index > 4 else { return false }
+                    for offset in 1...4 where !isHexDigit(bytes[index + offset]) { return false }
+                    index += 5
+                default:
+                    return false
+                }
+            case 0x00..<0x20:
+                return false
+            case 0x20..<0x80:
+                index += 1
+            default:
+                guard let length = UTF8Validation.sequenceLength(bytes, at: index) else { return false }
+                index += length
+            }
+        }
+        return false
+    }
+}
+
+/// Well-formed UTF-8 (Unicode Table 3-7): no overlongs, no surrogates, nothing past U+10FFFF.
+enum UTF8Validation {
+    /// The length of the well-formed sequence starting at `index` (whose first byte is
+    /// ≥ 0x80), or `nil` if it is ill-formed.
+    @inline(__always)
+    static func sequenceLength(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int) -> Int? {
+        let (valid, length) = scan(bytes, at: index)
+        return valid ? length : nil
+    }
+
+    /// Scans the sequence at `index` (first byte ≥ 0x80): whether it is well-formed, and its
+    /// length if so, or else the length of its maximal ill-formed subpart (at least 1), the
+    /// unit that one U+FFFD replaces (as `String(decoding:as:)` does).
+    @inline(__always)
+    static func scan(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int) -> (valid: Bool, length: Int) {
+        let lead = bytes[index]
+        let needed: Int
+        var second: ClosedRange<UInt8> = 0x80...0xBF
+        switch lead {
+        case 0xC2...0xDF: needed = 1
+        case 0xE0: needed = 2; second = 0xA0...0xBF
+        case 0xE1...0xEC, 0xEE...0xEF: needed = 2
+        case 0xED: needed = 2; second = 0x80...0x9F
+        case 0xF0: needed = 3; second = 0x90...0xBF
+        case 0xF1...0xF3: needed = 3
+        case 0xF4: needed = 3; second = 0x80...0x8F
+        default: return (false, 1)
+        }
+        var offset = 1
+        while offset <= needed {
+            let range = offset == 1 ? second : 0x80...0xBF
+            guard index + offset < bytes.count, range.contains(bytes[index + offset]) else { return (false, offset) }
+            offset += 1
+        }
+        return (true, offset)
+    }
+}
+
+@inline(__always)
+private func isDigit(_ byte: UInt8) -> Bool { byte &- UInt8(ascii: "0") < 10 }
+
+@inline(__always)
+private func isHexDigit(_ byte: UInt8) -> Bool {
+    isDigit(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte | 0x20)
+}

@@ -1,0 +1,26 @@
+import Spool
+
+/// Records read from the consumer on their way to the server.
+struct SyncBatch: Sendable {
+    /// The records, in order (empty when the read only skipped dropped or expired ranges).
+    var records: [Record]
+    /// The offset a commit of this batch moves the consumer to: past its last record, and past
+    /// any range the read skipped.
+    var end: UInt64
+    /// The request, once built (a half made by a split has none until it is sent).
+    var request: UploadRequest?
+
+    init(records: [Record], end: UInt64, request: UploadRequest? = nil) {
+        self.records = records
+        self.end = end
+        self.request = request
+    }
+
+    /// Splits the batch in two halves of records (it must hold at least two).
+    func split() -> (SyncBatch, SyncBatch) {
+        precondition(records.count > 1, "only a batch of two records or more can be split")
+        let middle = records.count / 2
+        let first = Array(records[..<middle])
+        return (SyncBatch(records: first, end: first[first.count - 1].seq + 1), SyncBatch(records: Array(records[middle...]), end: end))
+    }
+}

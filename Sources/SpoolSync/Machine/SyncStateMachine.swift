@@ -1,0 +1,259 @@
+import Spool
+
+/// The sync policies as a pure state machine: events in, actions out.
+///
+/// No I/O, no clock, no randomness: time arrives with each event as a `Duration` since the
+/// driver started, and so does a random draw for the backoff's jitter. ``SyncWorker`` carries
+/// the actions out and feeds their results back as events. One operation is in flight at a
+/// time (a read, an upload, a dead-letter write or a commit), so there is one request in
+/// flight per consumer and the offset only moves forward, one batch after the other.
+///
+/// A *drain* reads a batch, uploads it, commits it, and goes on while someone wants it to:
+/// a ``SyncWorker/flush(deadline:retries:)`` caller waiting for it, or the worker running
+/// (started and not paused). It ends when a read finds nothing, at a failure, or when
+/// nobody wants more.
+struct SyncStateMachine: Sendable {
+    enum Event: Sendable {
+        /// The worker started its automatic policies.
+        case start
+        case stop
+        case pause
+        case resume
+        case setFlushInterval(Duration)
+        /// The log wrote records up to (excluding) `end`.
+        case recordsWritten(end: UInt64)
+        case timerFired(generation: Int)
+        case backoffExpired(generation: Int)
+        case flushRequested(id: Int, deadline: Duration?, retries: Int)
+        /// A read finished; a batch with no records whose `end` is not past the committed
+        /// offset means nothing is pending.
+        case readCompleted(SyncBatch)
+        case readFailed(SyncError)
+        /// A request finished; `bytes` is the size of the body sent.
+        case uploadCompleted(UploadOutcome, bytes: Int)
+        case deadLetterCompleted
+        case deadLetterFailed(SyncError)
+        case commitCompleted
+        case commitFailed(SyncError)
+    }
+
+    enum Action: Sendable {
+        case read(maxCount: Int, maxBytes: Int)
+        case upload(SyncBatch)
+        /// Write refused records to the dead-letter log (durably), with the refusal.
+        case deadLetter([Record], SyncError)
+        /// Commit the consumer so that `end` is the next record it delivers.
+        case commit(upTo: UInt64)
+        /// (Re)arm the interval timer; a fire with an older generation is ignored.
+        case scheduleTimer(at: Duration, generation: Int)
+        case cancelTimer
+        /// Wake the drain up at `until` to retry; a wake with an older generation is ignored.
+        case backoff(until: Duration, generation: Int)
+        /// Tell the flush callers `ids` how a request went.
+        case notify(ids: [Int], BatchResult)
+        /// Answer the flush caller `id`.
+        case finishFlush(id: Int, FlushReport)
+        /// Log a refusal (status and message, never payloads) as it is dead-lettered.
+        case logRefusal(SyncError, records: Int)
+    }
+
+    enum Phase: Sendable {
+        case idle
+        case reading
+        case uploading(SyncBatch)
+        case deadLettering(SyncBatch)
+        case committing(SyncBatch, CommitKind)
+        case backingOff(until: Duration)
+        case stopped
+    }
+
+    enum CommitKind: Sendable {
+        case delivered(bytes: Int)
+        case deadLettered
+        case skipped
+    }
+
+    struct Waiter: Sendable {
+        var id: Int
+        var deadline: Duration?
+        var retriesLeft: Int
+        var report = FlushReport()
+    }
+
+    var configuration: SyncConfiguration
+    var phase: Phase = .idle
+    var stats = SyncStats()
+    /// Halves of split batches waiting to be sent, and a batch waiting for its retry.
+    var queue: [SyncBatch] = []
+    var waiters: [Waiter] = []
+    var started = false
+    var paused = false
+    /// Automatic flushes (timer, count) do not start before this time.
+    var backoffUntil: Duration?
+    /// A drain was cut short by a retryable failure: the worker retries when it runs.
+    var retryOwed = false
+    var consecutiveFailures = 0
+    var writtenEnd: UInt64 = 0
+    var timerGeneration = 0
+    var backoffGeneration = 0
+
+    /// - Parameters:
+    ///   - committed: the consumer's committed offset.
+    ///   - pending: records written and not yet committed.
+    init(configuration: SyncConfiguration, committed: UInt64, pending: UInt64) {
+        self.configuration = configuration
+        stats.committed = committed
+        stats.pending = pending
+        writtenEnd = committed + pending
+    }
+
+    /// Started, not paused, not stopped: the automatic policies apply.
+    var isRunning: Bool { started && !paused && !isStopped }
+
+    var isStopped: Bool {
+        if case .stopped = phase { return true }
+        return false
+    }
+
+    var isIdle: Bool {
+        if case .idle = phase { return true }
+        return false
+    }
+
+    /// Records written and not yet committed, as far as the machine knows.
+    var pending: UInt64 { writtenEnd > stats.committed ? writtenEnd - stats.committed : 0 }
+
+    /// Handles one event.
+    ///
+    /// - Parameters:
+    ///   - event: what happened.
+    ///   - now: the time, since the driver started.
+    ///   - jitter: a uniform random draw in `0 ..< 1`, used if the event leads to a backoff.
+    /// - Returns: what the driver must do, in order.
+    mutating func handle(_ event: Event, now: Duration, jitter: Double) -> [Action] {
+        if isStopped {
+            if case .flushRequested(let id, _, _) = event {
+                var report = FlushReport()
+                report.failure = SyncError(.stopped, "the sync worker is stopped")
+                return [.finishFlush(id: id, report)]
+            }
+            return []
+        }
+        switch event {
+        case .start: return start(now: now)
+        case .stop: return stop()
+        case .pause: return pause()
+        case .resume: return resume(now: now)
+        case .setFlushInterval(let interval): return setFlushInterval(interval, now: now)
+        case .recordsWritten(let end): return recordsWritten(end: end, now: now)
+        case .timerFired(let generation): return timerFired(generation: generation, now: now)
+        case .backoffExpired(let generation): return backoffExpired(generation: generation, now: now)
+        case .flushRequested(let id, let deadline, let retries):
+            return flushRequested(Waiter(id: id, deadline: deadline, retriesLeft: max(retries, 0)), now: now)
+        case .readCompleted(let batch): return readCompleted(batch, now: now)
+        case .uploadCompleted(let outcome, let bytes): return uploadCompleted(outcome, bytes: bytes, now: now, jitter: jitter)
+        case .deadLetterCompleted: return deadLetterCompleted()
+        case .commitCompleted: return commitCompleted(now: now)
+        case .readFailed(let error), .deadLetterFailed(let error), .commitFailed(let error):
+            return haltingFailure(error, now: now, jitter: jitter)
+        }
+    }
+}
+
+// MARK: - Lifecycle and triggers
+
+extension SyncStateMachine {
+    private mutating func start(now: Duration) -> [Action] {
+        guard !started else { return [] }
+        started = true
+        // Send on launch: whatever a previous run left goes out at once.
+        return armTimer(now: now) + (pending > 0 && isIdle ? nextStep(now: now) : [])
+    }
+
+    private mutating func stop() -> [Action] {
+        phase = .stopped
+        queue.removeAll()
+        var actions: [Action] = [.cancelTimer]
+        for waiter in waiters {
+            var report = waiter.report
+            report.failure = SyncError(.stopped, "the sync worker was stopped during the flush")
+            actions.append(.finishFlush(id: waiter.id, report))
+        }
+        waiters.removeAll()
+        return actions
+    }
+
+    private mutating func pause() -> [Action] {
+        guard started, !paused else { return [] }
+        paused = true
+        timerGeneration += 1
+        return [.cancelTimer]
+    }
+
+    private mutating func resume(now: Duration) -> [Action] {
+        guard started, paused else { return [] }
+        paused = false
+        var actions = armTimer(now: now)
+        guard isIdle else { return actions }
+        if retryOwed, let until = backoffUntil, until > now {
+            backoffGeneration += 1
+            phase = .backingOff(until: until)
+            actions.append(.backoff(until: until, generation: backoffGeneration))
+        } else if retryOwed || pending >= UInt64(configuration.flushCount) {
+            actions += nextStep(now: now)
+        }
+        return actions
+    }
+
+    private mutating func setFlushInterval(_ interval: Duration, now: Duration) -> [Action] {
+        configuration.flushInterval = interval
+        guard isRunning else { return [] }
+        // Sensors Analytics' rule: a new interval flushes at once, then restarts the timer.
+        return armTimer(now: now) + (isIdle && pending > 0 ? nextStep(now: now) : [])
+    }
+
+    private mutating func recordsWritten(end: UInt64, now: Duration) -> [Action] {
+        writtenEnd = max(writtenEnd, end)
+        stats.pending = pending
+        guard isRunning, isIdle, !inBackoff(now), pending >= UInt64(configuration.flushCount) else { return [] }
+        return nextStep(now: now)
+    }
+
+    private mutating func timerFired(generation: Int, now: Duration) -> [Action] {
+        guard generation == timerGeneration, isRunning else { return [] }
+        return armTimer(now: now) + (isIdle && !inBackoff(now) && pending > 0 ? nextStep(now: now) : [])
+    }
+
+    private mutating func backoffExpired(generation: Int, now: Duration) -> [Action] {
+        guard generation == backoffGeneration, case .backingOff = phase else { return [] }
+        phase = .idle
+        return nextStep(now: now)
+    }
+
+    private mutating func flushRequested(_ waiter: Waiter, now: Duration) -> [Action] {
+        waiters.append(waiter)
+        switch phase {
+        case .idle:
+            return nextStep(now: now)
+        case .backingOff:
+            // The caller asked now: the flush starts at once, without waiting out the backoff.
+            backoffGeneration += 1
+            phase = .idle
+            return nextStep(now: now)
+        default:
+            return []  // joins the drain in progress
+        }
+    }
+
+    /// Re-arms the interval timer if periodic flushing applies, else cancels it.
+    private mutating func armTimer(now: Duration) -> [Action] {
+        timerGeneration += 1
+        guard isRunning, let interval = configuration.effectiveFlushInterval else { return [.cancelTimer] }
+        return [.scheduleTimer(at: now + interval, generation: timerGeneration)]
+    }
+
+    private func inBackoff(_ now: Duration) -> Bool {
+        if let backoffUntil, backoffUntil > now { return true }
+        return false
+    }
+}

@@ -1,0 +1,110 @@
+/// The one error type of the sync worker.
+///
+/// `code` says what kind of failure it is (compare it with the static members of
+/// ``SyncError/Code``), `message` says what happened in words a person can act on, `status`
+/// carries the HTTP status when there was one, and `cause` the error underneath (a transport
+/// error, or the ``Spool/SpoolError`` of a failed commit). Payloads never appear in an error:
+/// a server's own message is kept only truncated to ``SyncError/maxServerMessageLength``
+/// characters, with control characters replaced.
+public struct SyncError: Error, Sendable, CustomStringConvertible {
+    /// The kind of failure: an extensible set, compared with `==`.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Kind: String, Sendable {
+            case network, timeout, serverError, rateLimited, unexpectedResponse
+            case payloadTooLarge, rejected, readFailed, commitFailed, deadLetterFailed
+            case stopped, invalidConfiguration
+        }
+        private let kind: Kind
+        private init(_ kind: Kind) { self.kind = kind }
+
+        /// The transport failed: connection refused or reset, DNS, TLS, a malformed answer. Retried.
+        public static let network = Code(.network)
+        /// No answer within `SyncConfiguration.requestTimeout`. Retried.
+        public static let timeout = Code(.timeout)
+        /// The server answered 5xx, 408, or another status listed in
+        /// `SyncConfiguration.retryableStatuses`. Retried.
+        public static let serverError = Code(.serverError)
+        /// The server answered 429 Too Many Requests. Retried, honouring `Retry-After`.
+        public static let rateLimited = Code(.rateLimited)
+        /// The server answered a status that is neither success nor an error (1xx, 3xx, ≥ 600). Retried.
+        public static let unexpectedResponse = Code(.unexpectedResponse)
+        /// The server answered 413: the batch is split; a lone record is dead-lettered.
+        public static let payloadTooLarge = Code(.payloadTooLarge)
+        /// The server refused the batch with a 4xx (a poison batch): it is split until the
+        /// refused records are alone, and those are dead-lettered.
+        public static let rejected = Code(.rejected)
+        /// Reading the consumer failed (an I/O error in the log). Ends the flush.
+        public static let readFailed = Code(.readFailed)
+        /// Committing the consumer's offset failed. Ends the flush; the next flush starts again
+        /// from the offset on disk.
+        public static let commitFailed = Code(.commitFailed)
+        /// Writing refused records to the dead-letter log failed. Ends the flush; nothing is committed.
+        public static let deadLetterFailed = Code(.deadLetterFailed)
+        /// The worker was stopped before the flush finished.
+        public static let stopped = Code(.stopped)
+        /// A `SyncConfiguration` value is out of range; the message names the field.
+        public static let invalidConfiguration = Code(.invalidConfiguration)
+
+        /// Whether a failure of this kind is retried with backoff (nothing is committed, nothing lost).
+        public var isRetryable: Bool {
+            switch kind {
+            case .network, .timeout, .serverError, .rateLimited, .unexpectedResponse: true
+            default: false
+            }
+        }
+
+        public var description: String { kind.rawValue }
+    }
+
+    /// The longest server message kept in an error, in characters.
+    public static let maxServerMessageLength = 200
+
+    /// What kind of failure this is.
+    public var code: Code
+    /// What went wrong, for a person. Never contains a payload.
+    public var message: String
+    /// The HTTP status, when the server answered.
+    public var status: Int?
+    /// The server's `Retry-After`, when it sent a valid one.
+    public var retryAfter: Duration?
+    /// The error underneath, if any.
+    public var cause: (any Error)?
+
+    public init(
+        _ code: Code, _ message: String, status: Int? = nil, retryAfter: Duration? = nil,
+        cause: (any Error)? = nil
+    ) {
+        self.code = code
+        self.message = message
+        self.status = status
+        self.retryAfter = retryAfter
+        self.cause = cause
+    }
+
+    public var description: String {
+        var text = "\(code): \(message)"
+        if let status { text += " (HTTP \(status))" }
+        if let cause { text += " [\(cause)]" }
+        return text
+    }
+
+    /// A server's answer body as a short, printable message: at most
+    /// ``maxServerMessageLength`` characters, invalid UTF-8 and control characters replaced.
+    static func serverMessage(_ body: [UInt8]) -> String {
+        let prefix = body.prefix(maxServerMessageLength * 4)
+        var text = String(decoding: prefix, as: UTF8.self)
+        text = String(text.unicodeScalars.prefix(maxServerMessageLength).map { scalar -> Character in
+            scalar.properties.generalCategory == .control ? " " : Character(scalar)
+        })
+        return text.trimmingWhitespace()
+    }
+}
+
+extension String {
+    fileprivate func trimmingWhitespace() -> String {
+        var view = Substring(self)
+        while let first = view.first, first.isWhitespace { view.removeFirst() }
+        while let last = view.last, last.isWhitespace { view.removeLast() }
+        return String(view)
+    }
+}

@@ -1,0 +1,25 @@
+/// A snapshot of a worker's counters since it was made.
+public struct SyncStats: Sendable {
+    /// Requests the server accepted.
+    public var batches = 0
+    /// Records in those requests.
+    public var records = 0
+    /// Bytes of request body in those requests (after compression).
+    public var bytes = 0
+    /// Requests that failed and were (or will be) retried after a backoff.
+    public var retries = 0
+    /// Batches split in two after a 413 or a refusal.
+    public var splits = 0
+    /// Failures by kind: one per failed request, commit, read or dead-letter write.
+    public var failures: [SyncError.Code: Int] = [:]
+    /// Records moved to the dead-letter log (or skipped, with dead-lettering disabled).
+    public var deadLettered = 0
+    /// The consumer's committed offset: the next record to deliver.
+    public var committed: UInt64 = 0
+    /// Records written and not yet committed, as far as the worker knows.
+    public var pending: UInt64 = 0
+    /// The last failure, if any.
+    public var lastError: SyncError?
+
+    public init() {}
+}

@@ -1,0 +1,52 @@
+import Spool
+
+/// Turns records into requests: packs a batch within `maxBatchBytes`, encodes, compresses,
+/// and sets the headers. Pure CPU work, run off the worker's actor.
+struct RequestBuilder: Sendable {
+    let logID: LogID
+    let encoder: BatchEncoder
+    let compressor: BodyCompressor
+    let maxBytes: Int
+    let timeout: Duration
+    let extraHeaders: [String: String]
+
+    init(logID: LogID, configuration: SyncConfiguration) {
+        self.logID = logID
+        self.encoder = BatchEncoder(logID: logID, encoding: configuration.encoding)
+        self.compressor = BodyCompressor(compression: configuration.compression, level: configuration.compressionLevel)
+        self.maxBytes = configuration.maxBatchBytes
+        self.timeout = configuration.requestTimeout
+        // The worker's own headers win, whatever the case of the caller's names.
+        let reserved: Set<String> = ["content-type", "content-encoding", "content-length", "spool-batch", "spool-encoding"]
+        self.extraHeaders = configuration.headers.filter { !reserved.contains($0.key.lowercased()) }
+    }
+
+    /// The batch to send from what a read returned: the longest prefix of its records whose
+    /// body fits `maxBatchBytes` (at least one record), with its request built. Records left
+    /// over are read again after the commit.
+    func prepare(_ read: SourceBatch) -> SyncBatch {
+        guard !read.records.isEmpty else { return SyncBatch(records: [], end: read.end) }
+        let (body, count) = encoder.encode(read.records, maxBytes: maxBytes)
+        if count == read.records.count {
+            return SyncBatch(records: read.records, end: read.end, request: request(read.records, body: body))
+        }
+        let records = Array(read.records[..<count])
+        return SyncBatch(records: records, end: records[count - 1].seq + 1, request: request(records, body: body))
+    }
+
+    /// The request for exactly `records` (a half of a split batch, which always fits).
+    func request(for records: [Record]) -> UploadRequest {
+        request(records, body: encoder.encode(records, maxBytes: Int.max).body)
+    }
+
+    private func request(_ records: [Record], body: [UInt8]) -> UploadRequest {
+        let batch = BatchID(log: logID, first: records[0].seq, last: records[records.count - 1].seq)
+        let (compressed, contentEncoding) = compressor.compress(body)
+        var headers = extraHeaders
+        headers["Content-Type"] = encoder.contentType
+        headers["Spool-Batch"] = batch.description
+        if let contentEncoding { headers["Content-Encoding"] = contentEncoding }
+        if encoder.encoding == .raw { headers["Spool-Encoding"] = "raw" }
+        return UploadRequest(batch: batch, headers: headers, body: compressed, timeout: timeout)
+    }
+}

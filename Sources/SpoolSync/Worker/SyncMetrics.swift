@@ -1,0 +1,49 @@
+import Metrics
+
+/// The worker's swift-metrics counters, derived from ``SyncStats`` deltas so the two never
+/// disagree. Dimensions: `consumer`, and `outcome` for uploads (`accepted` or a
+/// ``SyncError/Code`` such as `serverError`, `rateLimited`, `payloadTooLarge`, `rejected`),
+/// `kind` for failures (every ``SyncError/Code``, commits and reads included).
+struct SyncMetrics: Sendable {
+    private let consumer: String
+    private let retries: Counter
+    private let deadLettered: Counter
+    private let records: Counter
+    private let bytes: Counter
+
+    init(consumer: String) {
+        self.consumer = consumer
+        let dimensions = [("consumer", consumer)]
+        retries = Counter(label: "spool_sync_retries_total", dimensions: dimensions)
+        deadLettered = Counter(label: "spool_sync_dead_lettered_total", dimensions: dimensions)
+        records = Counter(label: "spool_sync_records_total", dimensions: dimensions)
+        bytes = Counter(label: "spool_sync_bytes_total", dimensions: dimensions)
+    }
+
+    func record(from old: SyncStats, to new: SyncStats) {
+        uploads("accepted", new.batches - old.batches)
+        for (code, count) in new.failures {
+            let delta = count - old.failures[code, default: 0]
+            guard delta > 0 else { continue }
+            if code.isRetryable || code == .payloadTooLarge || code == .rejected {
+                uploads(code.description, delta)
+            }
+            Counter(label: "spool_sync_failures_total", dimensions: [("consumer", consumer), ("kind", code.description)])
+                .increment(by: Int64(delta))
+        }
+        increment(retries, new.retries - old.retries)
+        increment(deadLettered, new.deadLettered - old.deadLettered)
+        increment(records, new.records - old.records)
+        increment(bytes, new.bytes - old.bytes)
+    }
+
+    private func uploads(_ outcome: String, _ delta: Int) {
+        guard delta > 0 else { return }
+        Counter(label: "spool_sync_uploads_total", dimensions: [("consumer", consumer), ("outcome", outcome)])
+            .increment(by: Int64(delta))
+    }
+
+    private func increment(_ counter: Counter, _ delta: Int) {
+        if delta > 0 { counter.increment(by: Int64(delta)) }
+    }
+}

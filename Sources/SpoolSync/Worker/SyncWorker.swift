@@ -1,0 +1,306 @@
+import Foundation
+import Logging
+import Spool
+
+/// Uploads a consumer's records to a server in batches and commits them once accepted.
+///
+/// The policies live in a pure state machine; this actor is its thin driver: it carries out
+/// the machine's actions (read, upload, dead-letter, commit, arm a timer) and feeds their
+/// results back. The clock, the transport (``Uploader``) and the backoff's randomness are
+/// injected, so every policy can be tested with a manual clock.
+///
+/// - Count: when `flushCount` records are pending, a flush starts.
+/// - Interval: every `flushInterval` a flush starts (see ``setFlushInterval(_:)``).
+/// - Manual: ``flush(deadline:retries:)`` drains and reports; ``dispatch(deadline:retries:onBatch:)``
+///   also reports every request.
+/// - Launch: ``start()`` sends at once whatever a previous run left.
+/// - ``pause()`` / ``resume()`` stop and restart the automatic policies.
+///
+/// Delivery is at least once: the offset moves only after a 2xx, through the records
+/// accepted. A crash between the answer and the commit sends the batch again with the same
+/// `Spool-Batch` header and record ids, so the server can drop the duplicates.
+///
+/// ## An iOS app
+///
+/// Stop the timer in the background, drain inside a background task while time remains,
+/// and restart the timer when the app is active again (UIKit is not imported by Spool; this
+/// is the wiring in the app):
+///
+/// ```swift
+/// NotificationCenter.default.addObserver(forName: UIApplication.didEnterBackgroundNotification,
+///                                        object: nil, queue: .main) { _ in
+///     var task = UIBackgroundTaskIdentifier.invalid
+///     task = UIApplication.shared.beginBackgroundTask { UIApplication.shared.endBackgroundTask(task) }
+///     let budget = Duration.seconds(UIApplication.shared.backgroundTimeRemaining)
+///     Task {
+///         await worker.pause()
+///         // Stops starting requests when less than `requestTimeout` remains.
+///         await worker.flush(within: budget)
+///         UIApplication.shared.endBackgroundTask(task)
+///     }
+/// }
+/// NotificationCenter.default.addObserver(forName: UIApplication.didBecomeActiveNotification,
+///                                        object: nil, queue: .main) { _ in
+///     Task { await worker.resume() }
+/// }
+/// ```
+///
+/// Thread safety: an actor; call it from anywhere.
+public actor SyncWorker<C: Clock> where C.Duration == Duration {
+    private var machine: SyncStateMachine
+    private let source: any SyncSource
+    private let uploader: any Uploader
+    private let deadLetters: (any DeadLetterSink)?
+    private let clock: C
+    private let epoch: C.Instant
+    private let random: @Sendable () -> Double
+    private let wallClock: @Sendable () -> Double
+    private let logger: Logger
+    private let builder: RequestBuilder
+    private let metrics: SyncMetrics
+    private var relay: WriteRelay?
+    private var nextFlushID = 0
+    private var waiting: [Int: CheckedContinuation<FlushReport, Never>] = [:]
+    private var batchHandlers: [Int: @Sendable (BatchResult) -> Void] = [:]
+    private var timer: Task<Void, Never>?
+    private var backoff: Task<Void, Never>?
+    private var operation: Task<Void, Never>?
+    private var operationIsUpload = false
+
+    /// Makes a worker; it does nothing until ``start()`` or a flush.
+    ///
+    /// - Parameters:
+    ///   - source: the consumer to drain.
+    ///   - uploader: the transport.
+    ///   - configuration: the policies; validated here.
+    ///   - deadLetters: where refused records go. When `nil`, refused records are counted,
+    ///     logged and skipped.
+    ///   - clock: the clock of timers, backoffs, deadlines and request timeouts.
+    ///   - random: uniform draws in `0 ..< 1` for the backoff's jitter.
+    ///   - wallClock: seconds since 1970, to read `Retry-After` dates.
+    ///   - logger: where the worker logs (debug for each batch, info for refusals), never payloads.
+    /// - Throws: ``SyncError/Code/invalidConfiguration`` naming the bad field.
+    public init(
+        source: any SyncSource,
+        uploader: any Uploader,
+        configuration: SyncConfiguration = .init(),
+        deadLetters: (any DeadLetterSink)?,
+        clock: C,
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+        wallClock: @escaping @Sendable () -> Double = SyncWorker.systemWallClock,
+        logger: Logger = Logger(label: "spool.sync")
+    ) throws(SyncError) {
+        try configuration.validate()
+        var logger = logger
+        logger[metadataKey: "spool.consumer"] = "\(source.consumerName)"
+        self.machine = SyncStateMachine(
+            configuration: configuration, committed: source.committedOffset, pending: source.pendingRecords)
+        self.source = source
+        self.uploader = uploader
+        self.deadLetters = deadLetters
+        self.clock = clock
+        self.epoch = clock.now
+        self.random = random
+        self.wallClock = wallClock
+        self.logger = logger
+        self.builder = RequestBuilder(logID: source.logID, configuration: configuration)
+        self.metrics = SyncMetrics(consumer: source.consumerName)
+    }
+
+    // MARK: Lifecycle
+
+    /// Starts the automatic policies (interval timer, count trigger) and sends at once
+    /// whatever is pending, such as what a previous run left. Calling it again does nothing.
+    public func start() {
+        guard relay == nil else { return }
+        let relay = WriteRelay { [weak self] end in await self?.writesObserved(end) }
+        self.relay = relay
+        source.observeWrites { end in relay.notify(end) }
+        send(.start)
+    }
+
+    /// Stops for good: timers are cancelled, a request in flight is abandoned (not committed),
+    /// a commit or dead-letter write in flight is waited for, and waiting flushes end with
+    /// ``SyncError/Code/stopped``.
+    public func stop() async {
+        send(.stop)
+        timer?.cancel()
+        backoff?.cancel()
+        if operationIsUpload { operation?.cancel() }
+        await operation?.value
+    }
+
+    /// Stops the automatic policies (the app went to the background): no timer, no count
+    /// trigger, no automatic retry. A request in flight finishes and is committed. Manual
+    /// flushes still work.
+    public func pause() { send(.pause) }
+
+    /// Restarts the automatic policies (the app is active again): the timer restarts, and a
+    /// flush starts if a retry is owed or `flushCount` records are pending.
+    public func resume() { send(.resume) }
+
+    /// Changes the interval: a flush starts at once and the timer restarts with the new
+    /// interval (Sensors Analytics' rule). A value ≤ 0 disables periodic flushing; a value
+    /// below `minimumFlushInterval` is raised to it. While paused, it takes effect on resume.
+    public func setFlushInterval(_ interval: Duration) { send(.setFlushInterval(interval)) }
+
+    /// The interval as set (before the floor).
+    public var flushInterval: Duration { machine.configuration.flushInterval }
+
+    /// The counters so far.
+    public var stats: SyncStats { machine.stats }
+
+    // MARK: Flushing
+
+    /// Drains: uploads batch after batch until nothing is pending, an upload fails (after
+    /// `retries` retries with backoff), or the deadline is near.
+    ///
+    /// A flush starts at once, even during a backoff. It joins a drain already in progress.
+    ///
+    /// - Parameters:
+    ///   - deadline: no request starts when less than `requestTimeout` remains before it;
+    ///     the request in flight still finishes and is committed, so the offset is never
+    ///     half-committed.
+    ///   - retries: how many times a retryable failure is retried inside this flush, after its
+    ///     backoff, before the flush ends with it. The default is 0 (Sensors Analytics' rule:
+    ///     a failure ends the flush; a running worker retries later by itself).
+    /// - Returns: what was sent, and the failure that ended the flush, if any.
+    @discardableResult
+    public func flush(deadline: C.Instant? = nil, retries: Int = 0) async -> FlushReport {
+        await request(deadline: deadline, retries: retries, onBatch: nil)
+    }
+
+    /// ``flush(deadline:retries:)`` with a deadline `budget` from now (an iOS background task's
+    /// remaining time, say).
+    @discardableResult
+    public func flush(within budget: Duration, retries: Int = 0) async -> FlushReport {
+        await request(deadline: clock.now.advanced(by: budget), retries: retries, onBatch: nil)
+    }
+
+    /// Google Analytics' `dispatchWithCompletionHandler`: a flush that calls `onBatch` after
+    /// every request with ``BatchResult/good`` (more may remain), ``BatchResult/noData`` (nothing
+    /// is pending: done) or ``BatchResult/error(_:)``.
+    ///
+    /// `onBatch` is called on the worker: it must return quickly.
+    @discardableResult
+    public func dispatch(
+        deadline: C.Instant? = nil, retries: Int = 0, onBatch: @escaping @Sendable (BatchResult) -> Void
+    ) async -> FlushReport {
+        await request(deadline: deadline, retries: retries, onBatch: onBatch)
+    }
+
+    private func request(deadline: C.Instant?, retries: Int, onBatch: (@Sendable (BatchResult) -> Void)?) async -> FlushReport {
+        let id = nextFlushID
+        nextFlushID += 1
+        if let onBatch { batchHandlers[id] = onBatch }
+        let offset = deadline.map { epoch.duration(to: $0) }
+        return await withCheckedContinuation { continuation in
+            waiting[id] = continuation
+            send(.flushRequested(id: id, deadline: offset, retries: retries))
+        }
+    }
+
+    /// The current wall-clock time, in seconds since 1970.
+    @Sendable public static func systemWallClock() -> Double {
+        Date().timeIntervalSince1970
+    }
+
+    // MARK: Driving the machine
+
+    private var now: Duration { epoch.duration(to: clock.now) }
+
+    private func writesObserved(_ end: UInt64) { send(.recordsWritten(end: end)) }
+
+    private func send(_ event: SyncStateMachine.Event) {
+        let before = machine.stats
+        let actions = machine.handle(event, now: now, jitter: random())
+        metrics.record(from: before, to: machine.stats)
+        for action in actions { perform(action) }
+    }
+
+    private func perform(_ action: SyncStateMachine.Action) {
+        switch action {
+        case .read(let maxCount, let maxBytes):
+            run(upload: false) { [source, builder] in
+                let event: SyncStateMachine.Event
+                do {
+                    event = .readCompleted(builder.prepare(try await source.read(maxCount: maxCount, maxBytes: maxBytes)))
+                } catch {
+                    event = .readFailed(SyncError(.readFailed, "reading the consumer failed", cause: error))
+                }
+                return event
+            }
+        case .upload(let batch):
+            run(upload: true) { [uploader, builder, clock, wallClock, logger, retryable = machine.configuration.retryableStatuses] in
+                let request = batch.request ?? builder.request(for: batch.records)
+                let outcome: UploadOutcome
+                switch await timedUpload(request, with: uploader, clock: clock, timeout: request.timeout) {
+                case .success(let response):
+                    outcome = UploadOutcome.classify(response, retryableStatuses: retryable, now: wallClock())
+                    logger.debug("upload answered", metadata: ["spool.batch": "\(request.batch)", "spool.status": "\(response.status)", "spool.bytes": "\(request.body.count)"])
+                case .failure(let error):
+                    outcome = UploadOutcome.failed(error)
+                    logger.debug("upload failed", metadata: ["spool.batch": "\(request.batch)", "spool.error": "\(error)"])
+                }
+                return .uploadCompleted(outcome, bytes: request.body.count)
+            }
+        case .deadLetter(let records, let error):
+            run(upload: false) { [deadLetters] in
+                do {
+                    try await deadLetters?.store(records, refusedWith: error)
+                    return .deadLetterCompleted
+                } catch {
+                    return .deadLetterFailed(SyncError(.deadLetterFailed, "writing refused records to the dead-letter log failed", cause: error))
+                }
+            }
+        case .commit(let end):
+            run(upload: false) { [source] in
+                do {
+                    try await source.commit(upTo: end)
+                    return .commitCompleted
+                } catch {
+                    return .commitFailed(SyncError(.commitFailed, "committing the consumer through \(end) failed", cause: error))
+                }
+            }
+        case .scheduleTimer(let at, let generation):
+            timer?.cancel()
+            timer = wake(at: at, .timerFired(generation: generation))
+        case .cancelTimer:
+            timer?.cancel()
+            timer = nil
+        case .backoff(let until, let generation):
+            backoff?.cancel()
+            backoff = wake(at: until, .backoffExpired(generation: generation))
+            logger.debug("backing off", metadata: ["spool.until": "\(until)"])
+        case .notify(let ids, let result):
+            for id in ids { batchHandlers[id]?(result) }
+        case .finishFlush(let id, let report):
+            batchHandlers[id] = nil
+            waiting.removeValue(forKey: id)?.resume(returning: report)
+        case .logRefusal(let error, let records):
+            logger.info(
+                "server refused records; moving them to the dead-letter log",
+                metadata: ["spool.status": "\(error.status ?? 0)", "spool.records": "\(records)", "spool.reason": "\(error.message)"])
+        }
+    }
+
+    /// Runs the one operation in flight; `body` runs off the actor and returns the event
+    /// its result makes.
+    private func run(upload: Bool, _ body: @escaping @Sendable () async -> SyncStateMachine.Event) {
+        operationIsUpload = upload
+        operation = Task {
+            let event = await body()
+            self.send(event)
+        }
+    }
+
+    /// Sends `event` at `offset` unless cancelled first (a stale fire is ignored by the
+    /// machine anyway, by its generation).
+    private func wake(at offset: Duration, _ event: SyncStateMachine.Event) -> Task<Void, Never> {
+        let deadline = epoch.advanced(by: offset)
+        return Task { [clock] in
+            do { try await clock.sleep(until: deadline, tolerance: nil) } catch { return }
+            self.send(event)
+        }
+    }
+}
