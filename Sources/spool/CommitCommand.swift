@@ -1,9 +1,26 @@
 import ArgumentParser
+import Spool
 
-struct CommitCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "commit", abstract: "(under construction)")
+/// `spool commit DIR --consumer NAME --through SEQ`.
+struct CommitCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "commit",
+        abstract: "Commit a consumer's offset through a seq (durably).")
 
-    func run() async throws {
-        throw ValidationError("'spool commit' is under construction")
+    @OptionGroup var log: LogDirectory
+
+    @Option(help: "The consumer's name (created if it does not exist).")
+    var consumer: String
+
+    @Option(help: "The last seq to mark as consumed; the next read starts after it.")
+    var through: UInt64
+
+    func run() throws {
+        let eventLog = try log.open()
+        defer { try? eventLog.close() }
+        let named = try eventLog.consumer(named: consumer)
+        try named.commit(through: through)
+        print("\(consumer): committed through \(through); next seq \(named.committed)")
+        try eventLog.close()
     }
 }

@@ -1,9 +1,60 @@
 import ArgumentParser
+import Spool
 
-struct DumpCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "dump", abstract: "(under construction)")
+/// `spool dump DIR`: every record as `seq<TAB>payload`.
+struct DumpCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dump",
+        abstract: "Print records, one per line: the seq, a tab, the payload.",
+        discussion: """
+            Payloads that are not single-line UTF-8 are printed as base64: and their base64. Ranges \
+            that cannot be read (corrupt, dropped, expired, missing) are reported on standard error.
+            """)
 
-    func run() async throws {
-        throw ValidationError("'spool dump' is under construction")
+    @OptionGroup var log: LogDirectory
+
+    @Option(help: "Start at this seq (default: the oldest stored record).")
+    var from: UInt64?
+
+    @Option(help: "Start at this consumer's committed offset.")
+    var consumer: String?
+
+    @Option(help: "Stop after this many records.")
+    var limit: Int?
+
+    func validate() throws {
+        if from != nil && consumer != nil { throw ValidationError("give --from or --consumer, not both") }
+    }
+
+    func run() throws {
+        let eventLog = try log.open()
+        defer { try? eventLog.close() }
+        var start = from
+        if let consumer {
+            guard eventLog.consumerNames.contains(consumer) else {
+                throw ValidationError("the log has no consumer named \(consumer) (it has: \(eventLog.consumerNames.joined(separator: ", ")))")
+            }
+            start = try eventLog.consumer(named: consumer).committed
+        }
+        let reader = eventLog.reader(from: start)
+        var printed = 0
+        var out = ""
+        while printed < (limit ?? Int.max), let item = try reader.next() {
+            switch item {
+            case .record(let record):
+                out += "\(record.seq)\t\(printable(record.payload))\n"
+                printed += 1
+                if out.utf8.count > 64 * 1024 {
+                    Output.write(out)
+                    out.removeAll(keepingCapacity: true)
+                }
+            case .notice(let notice):
+                Output.write(out)
+                out.removeAll(keepingCapacity: true)
+                Output.error("# \(notice)")
+            }
+        }
+        Output.write(out)
+        try eventLog.close()
     }
 }
