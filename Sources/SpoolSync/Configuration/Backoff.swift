@@ -34,7 +34,7 @@ public struct Backoff: Sendable, Hashable {
     public func delay(afterFailures failures: Int, retryAfter: Duration? = nil, unit: Double) -> Duration {
         let exponent = Double(max(failures, 1) - 1)
         let ceiling = min(cap.seconds, base.seconds * pow(factor, min(exponent, 1024)))
-        let jittered = Duration.seconds(ceiling * min(max(unit, 0), 1))
+        let jittered = Duration.nanoseconds(Int64((ceiling * min(max(unit, 0), 1) * 1e9).rounded()))  // whole ns: no float noise
         guard let retryAfter else { return jittered }
         return max(jittered, min(max(retryAfter, .zero), maxRetryAfter))
     }

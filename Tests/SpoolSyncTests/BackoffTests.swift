@@ -1,0 +1,140 @@
+import Testing
+@testable import SpoolSync
+
+@Suite struct BackoffTests {
+    let backoff = Backoff()
+
+    @Test func ceilingDoublesFromTheBaseUpToTheCap() {
+        let delays = (1...9).map { backoff.delay(afterFailures: $0, unit: 1) }
+        #expect(delays == [1, 2, 4, 8, 16, 32, 60, 60, 60].map { Duration.seconds($0) })
+    }
+
+    @Test func fullJitterSpansZeroToTheCeiling() {
+        #expect(backoff.delay(afterFailures: 3, unit: 0) == .zero)
+        #expect(backoff.delay(afterFailures: 3, unit: 0.25) == .seconds(1))
+        #expect(backoff.delay(afterFailures: 3, unit: 7) == .seconds(4))  // clamped draw
+    }
+
+    @Test func baseFactorAndCapAreConfigurable() {
+        let custom = Backoff(base: .milliseconds(100), factor: 3, cap: .seconds(2))
+        let delays = (1...5).map { custom.delay(afterFailures: $0, unit: 1) }
+        #expect(delays == [.milliseconds(100), .milliseconds(300), .milliseconds(900), .seconds(2), .seconds(2)])
+    }
+
+    @Test func hugeFailureCountsStayAtTheCap() {
+        #expect(backoff.delay(afterFailures: 100_000, unit: 1) == .seconds(60))
+        #expect(backoff.delay(afterFailures: 0, unit: 1) == .seconds(1))
+    }
+
+    @Test func retryAfterIsAFloorCappedAtMaxRetryAfter() {
+        #expect(backoff.delay(afterFailures: 1, retryAfter: .seconds(30), unit: 1) == .seconds(30))
+        #expect(backoff.delay(afterFailures: 7, retryAfter: .seconds(5), unit: 1) == .seconds(60))
+        #expect(backoff.delay(afterFailures: 1, retryAfter: .seconds(86_400), unit: 0) == .seconds(3600))
+        #expect(backoff.delay(afterFailures: 1, retryAfter: .seconds(-5), unit: 0) == .zero)
+    }
+
+    @Test func validationNamesTheField() {
+        var configuration = SyncConfiguration()
+        configuration.backoff.factor = 0.5
+        #expect { try configuration.validate() } throws: { error in
+            (error as? SyncError)?.message.contains("backoff.factor") == true
+        }
+    }
+}
+
+@Suite struct RetryAfterTests {
+    // Sun, 06 Nov 1994 08:49:37 GMT
+    let date: Double = 784_111_777
+
+    @Test func delaySeconds() {
+        #expect(RetryAfter.parse("120", now: 0) == .seconds(120))
+        #expect(RetryAfter.parse(" 0 ", now: 0) == .zero)
+    }
+
+    @Test(arguments: ["Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994"])
+    func httpDateInEveryForm(value: String) {
+        #expect(RetryAfter.parseHTTPDate(value) == Int64(date))
+        #expect(RetryAfter.parse(value, now: date - 30) == .seconds(30))
+    }
+
+    @Test func dateInThePastMeansNow() {
+        #expect(RetryAfter.parse("Sun, 06 Nov 1994 08:49:37 GMT", now: date + 100) == .zero)
+    }
+
+    @Test func leapDayAndCenturyDates() {
+        #expect(RetryAfter.parseHTTPDate("Thu, 29 Feb 2024 00:00:00 GMT") == 1_709_164_800)
+        #expect(RetryAfter.parseHTTPDate("Sat, 01 Jan 2000 00:00:00 GMT") == 946_684_800)
+    }
+
+    @Test(arguments: ["", "soon", "-5", "1.5", "Sun, 06 Nov 1994 08:49 GMT", "Sun, 06 Nov 1994 08:49:37 PST", "Sun, 06 Foo 1994 08:49:37 GMT", "99999999999999"])
+    func garbageIsIgnored(value: String) {
+        #expect(RetryAfter.parse(value, now: date) == nil)
+    }
+}
+
+@Suite struct UploadOutcomeTests {
+    func classify(_ status: Int, headers: [String: String] = [:], body: String = "") -> UploadOutcome {
+        UploadOutcome.classify(
+            UploadResponse(status: status, headers: headers, body: Array(body.utf8)),
+            retryableStatuses: SyncConfiguration().retryableStatuses, now: 784_111_777)
+    }
+
+    func code(_ outcome: UploadOutcome) -> String {
+        switch outcome {
+        case .accepted: "accepted"
+        case .retry(let error): "retry(\(error.code))"
+        case .tooLarge: "tooLarge"
+        case .rejected: "rejected"
+        }
+    }
+
+    @Test func statusesMapToPolicies() {
+        #expect(code(classify(200)) == "accepted")
+        #expect(code(classify(204)) == "accepted")
+        #expect(code(classify(413)) == "tooLarge")
+        #expect(code(classify(429)) == "retry(rateLimited)")
+        #expect(code(classify(408)) == "retry(serverError)")
+        #expect(code(classify(500)) == "retry(serverError)")
+        #expect(code(classify(503)) == "retry(serverError)")
+        #expect(code(classify(401)) == "retry(serverError)")
+        #expect(code(classify(400)) == "rejected")
+        #expect(code(classify(422)) == "rejected")
+    }
+
+    @Test(arguments: [100, 302, 304, 600, 999, 0, -1])
+    func unexpectedStatusesAreRetriedNeverCommitted(status: Int) {
+        #expect(code(classify(status)) == "retry(unexpectedResponse)")
+    }
+
+    @Test func retryAfterIsReadInBothForms() {
+        guard case .retry(let seconds) = classify(429, headers: ["Retry-After": "7"]) else { Issue.record(); return }
+        #expect(seconds.retryAfter == .seconds(7))
+        guard case .retry(let date) = classify(503, headers: ["retry-after": "Sun, 06 Nov 1994 08:50:37 GMT"]) else { Issue.record(); return }
+        #expect(date.retryAfter == .seconds(60))
+        guard case .retry(let garbage) = classify(503, headers: ["Retry-After": "later"]) else { Issue.record(); return }
+        #expect(garbage.retryAfter == nil)
+    }
+
+    @Test func serverMessageIsTruncatedAndSanitised() {
+        let long = "bad\u{1}event\n" + String(repeating: "x", count: 1000)
+        guard case .rejected(let error) = classify(400, body: long) else { Issue.record(); return }
+        #expect(error.status == 400)
+        #expect(error.message.hasPrefix("the server refused the batch: bad event x"))
+        #expect(error.message.count < 260)
+        #expect(!error.message.contains("\n"))
+    }
+
+    @Test func garbageBodiesNeverCrash() {
+        let bytes: [UInt8] = [0xFF, 0xFE, 0x00, 0xC3, 0x28, 0xE2, 0x82]
+        guard case .rejected(let error) = UploadOutcome.classify(
+            UploadResponse(status: 400, body: bytes), retryableStatuses: [], now: 0) else { Issue.record(); return }
+        #expect(!error.message.isEmpty)
+    }
+
+    @Test func transportErrorsAreRetried() {
+        struct Reset: Error {}
+        guard case .retry(let error) = UploadOutcome.failed(Reset()) else { Issue.record(); return }
+        #expect(error.code == .network)
+        #expect(error.cause is Reset)
+    }
+}

@@ -1,0 +1,204 @@
+import CZlib
+import CZstd
+import Foundation
+import Spool
+import Testing
+@testable import SpoolSync
+
+@Suite struct EncoderTests {
+    static let log = LogID(bytes: Array(0..<16))
+    static let id = "000102030405060708090a0b0c0d0e0f"
+
+    func record(_ seq: UInt64, _ payload: String, time: Int64 = 1_700_000_000_123) -> Record {
+        Record(seq: seq, timestamp: time, payload: Array(payload.utf8))
+    }
+
+    func encode(_ records: [Record], _ encoding: SyncConfiguration.Encoding, maxBytes: Int = .max) -> String {
+        let (body, count) = BatchEncoder(logID: Self.log, encoding: encoding).encode(records, maxBytes: maxBytes)
+        #expect(count == records.count || maxBytes != .max)
+        return String(decoding: body, as: UTF8.self)
+    }
+
+    func data(_ payload: [UInt8]) -> String {
+        var body: [UInt8] = []
+        BatchEncoder.appendData(payload, to: &body, oneLine: false)
+        return String(decoding: body, as: UTF8.self)
+    }
+
+    @Test func jsonIsAnArrayOfEnvelopesWithTheRecordEmbedded() {
+        let body = encode([record(0, #"{"a":1}"#), record(41, "hello", time: 5)], .json)
+        #expect(body == #"[{"id":"\#(Self.id)-0","seq":0,"time":1700000000123,"data":{"a":1}},{"id":"\#(Self.id)-41","seq":41,"time":5,"data":"hello"}]"#)
+        #expect((try? JSONSerialization.jsonObject(with: Data(body.utf8))) != nil)
+    }
+
+    @Test func ndjsonIsOneEnvelopePerLine() {
+        let body = encode([record(7, "[1, 2]"), record(8, "x")], .ndjson)
+        #expect(body == "{\"id\":\"\(Self.id)-7\",\"seq\":7,\"time\":1700000000123,\"data\":[1, 2]}\n{\"id\":\"\(Self.id)-8\",\"seq\":8,\"time\":1700000000123,\"data\":\"x\"}\n")
+    }
+
+    @Test func ndjsonKeepsPrettyPrintedRecordsOnOneLine() {
+        let body = encode([record(1, "{\n  \"a\": \"x\"\r\n}")], .ndjson)
+        #expect(body == "{\"id\":\"\(Self.id)-1\",\"seq\":1,\"time\":1700000000123,\"data\":{   \"a\": \"x\"  }}\n")
+        // JSON keeps the record's bytes exactly.
+        #expect(encode([record(1, "{\n}")], .json).contains("\"data\":{\n}}"))
+    }
+
+    @Test func rawIsAnArrayOfTheRecords() {
+        #expect(encode([record(0, #"{"a":1}"#), record(1, "plain"), record(2, "3.5e2")], .raw) == #"[{"a":1},"plain",3.5e2]"#)
+    }
+
+    @Test func emptyBatchIsAnEmptyArray() {
+        #expect(encode([], .json) == "[]")
+        #expect(encode([], .ndjson) == "")
+    }
+
+    @Test func negativeTimestampsAndBigSeqs() {
+        let body = encode([record(UInt64.max, "1", time: -42)], .json)
+        #expect(body == #"[{"id":"\#(Self.id)-18446744073709551615","seq":18446744073709551615,"time":-42,"data":1}]"#)
+    }
+
+    @Test(arguments: [
+        "{}", "[]", "0", "-0", "1.25", "-1e+9", "2E-3", "true", "false", "null", "\"\"", " {\"a\" : [1, {\"b\": null}] } ",
+        "\"\\u00e9\\n\\\"\"", "\"é ☃ 😀\"", "[[[[[]]]]]",
+    ])
+    func validJSONIsEmbeddedAsItIs(text: String) {
+        #expect(data(Array(text.utf8)) == text)
+    }
+
+    @Test(arguments: [
+        "", " ", "{", "[1,]", "{\"a\"}", "{\"a\":1,}", "01", "1.", ".5", "-", "1e", "+1", "tru", "nulls", "NaN",
+        "\"unterminated", "\"bad \\x escape\"", "\"\\u12G4\"", "'single'", "{a:1}", "[1] [2]", "\"tab\there\"",
+    ])
+    func invalidJSONIsEmbeddedAsAString(text: String) throws {
+        let embedded = data(Array(text.utf8))
+        let decoded = try JSONSerialization.jsonObject(with: Data(embedded.utf8), options: .fragmentsAllowed)
+        #expect(decoded as? String == text)
+    }
+
+    @Test func stringsEscapeQuotesBackslashesAndControlCharacters() {
+        let payload: [UInt8] = Array("a\"b\\c/".utf8) + [0x08, 0x0C, 0x0A, 0x0D, 0x09, 0x00, 0x1F, 0x7F]
+        #expect(data(payload) == #""a\"b\\c/\b\f\n\r\t\u0000\u001f"# + "\u{7F}\"")
+    }
+
+    @Test func invalidUTF8BecomesReplacementCharacters() {
+        // A lone continuation, a truncated 3-byte sequence, an overlong, a surrogate, then valid text.
+        let payload: [UInt8] = [0x61, 0x80, 0x62, 0xE2, 0x82, 0x63, 0xC0, 0xAF, 0xED, 0xA0, 0x80, 0xC3, 0xA9]
+        let expected = String(decoding: payload, as: UTF8.self)
+        #expect(data(payload) == "\"\(expected)\"")
+        #expect(expected == "a\u{FFFD}b\u{FFFD}c\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}é")
+    }
+
+    @Test func invalidUTF8InsideJSONMakesItAString() throws {
+        let payload: [UInt8] = Array("{\"a\":\"".utf8) + [0xFF] + Array("\"}".utf8)
+        let embedded = data(payload)
+        #expect(embedded.hasPrefix("\"{\\\"a\\\":"))
+        #expect(try JSONSerialization.jsonObject(with: Data(embedded.utf8), options: .fragmentsAllowed) is String)
+    }
+
+    @Test func deepNestingIsAStringNotAStackOverflow() {
+        let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
+        #expect(data(Array(deep.utf8)).hasPrefix("\"[[["))
+        let fine = String(repeating: "[", count: 256) + String(repeating: "]", count: 256)
+        #expect(data(Array(fine.utf8)) == fine)
+    }
+
+    @Test func bodiesStayWithinMaxBytes() {
+        let records = (0..<10).map { record(UInt64($0), String(repeating: "a", count: 90)) }
+        let encoder = BatchEncoder(logID: Self.log, encoding: .json)
+        let one = encoder.encode(records.prefix(1), maxBytes: .max).body.count
+        for maxBytes in [one, one + 1, 2 * one, 3 * one + 5, 1000] {
+            let (body, count) = encoder.encode(records, maxBytes: maxBytes)
+            #expect(body.count <= maxBytes)
+            let more = encoder.encode(records.prefix(count + 1), maxBytes: .max).body.count
+            #expect(more > maxBytes)  // the longest prefix that fits
+            #expect((try? JSONSerialization.jsonObject(with: Data(body))) != nil)
+        }
+        for encoding in SyncConfiguration.Encoding.allCases {
+            let (body, count) = BatchEncoder(logID: Self.log, encoding: encoding).encode(records, maxBytes: 500)
+            #expect(body.count <= 500)
+            #expect(count >= 1)
+        }
+    }
+
+    @Test func aRecordLargerThanMaxBytesIsSentAlone() {
+        let big = record(0, String(repeating: "b", count: 5000))
+        let (body, count) = BatchEncoder(logID: Self.log, encoding: .json).encode([big, record(1, "1")], maxBytes: 1024)
+        #expect(count == 1)
+        #expect(body.count > 5000)
+    }
+
+    @Test func requestsCarryTheBatchHeaderAndContentType() {
+        var configuration = SyncConfiguration()
+        configuration.headers = ["X-Api-Key": "k", "content-type": "text/plain"]
+        let builder = RequestBuilder(logID: Self.log, configuration: configuration)
+        let batch = builder.prepare(SourceBatch(records: [record(3, "1"), record(4, "2")], end: 9))
+        #expect(batch.end == 9)
+        #expect(batch.request?.headers == ["Content-Type": "application/json", "Spool-Batch": "\(Self.id):3-4", "X-Api-Key": "k"])
+        #expect(batch.request?.timeout == .seconds(30))
+
+        configuration.encoding = .raw
+        configuration.compression = .gzip
+        let raw = RequestBuilder(logID: Self.log, configuration: configuration).request(for: [record(5, "x")])
+        #expect(raw.headers["Spool-Encoding"] == "raw")
+        #expect(raw.headers["Content-Encoding"] == "gzip")
+        configuration.encoding = .ndjson
+        #expect(RequestBuilder(logID: Self.log, configuration: configuration).request(for: [record(5, "x")]).headers["Content-Type"] == "application/x-ndjson")
+    }
+
+    @Test func aBatchTrimmedToFitCommitsOnlyThroughItsLastRecord() {
+        var configuration = SyncConfiguration()
+        configuration.maxBatchBytes = 1024
+        let records = (0..<10).map { record(UInt64($0), String(repeating: "c", count: 300)) }
+        let batch = RequestBuilder(logID: Self.log, configuration: configuration).prepare(SourceBatch(records: records, end: 10))
+        #expect(batch.records.count == 2)
+        #expect(batch.end == 2)
+        #expect(batch.request?.body.count ?? .max <= 1024)
+    }
+}
+
+@Suite struct CompressionTests {
+    let body = Array(String(repeating: #"{"event":"screen_view","n":12345},"#, count: 500).utf8)
+
+    @Test func gzipRoundTripsThroughZlib() throws {
+        let (compressed, encoding) = BodyCompressor(compression: .gzip, level: 6).compress(body)
+        #expect(encoding == "gzip")
+        #expect(compressed.count < body.count / 10)
+        #expect(Array(compressed.prefix(2)) == [0x1F, 0x8B])  // the gzip magic
+        #expect(try gunzip(compressed) == body)
+    }
+
+    @Test func zstdRoundTripsThroughLibzstd() {
+        let (compressed, encoding) = BodyCompressor(compression: .zstd, level: 3).compress(body)
+        #expect(encoding == "zstd")
+        #expect(compressed.count < body.count / 10)
+        var output = [UInt8](repeating: 0, count: body.count)
+        let size = compressed.withUnsafeBytes { source in
+            output.withUnsafeMutableBytes { ZSTD_decompress($0.baseAddress, $0.count, source.baseAddress, source.count) }
+        }
+        #expect(ZSTD_isError(size) == 0)
+        #expect(Array(output.prefix(size)) == body)
+    }
+
+    @Test func emptyBodiesRoundTrip() throws {
+        #expect(try gunzip(BodyCompressor(compression: .gzip).compress([]).body) == [])
+        #expect(BodyCompressor(compression: .none).compress(body).contentEncoding == nil)
+    }
+
+    func gunzip(_ input: [UInt8]) throws -> [UInt8] {
+        var stream = z_stream()
+        #expect(inflateInit2_(&stream, 16 + MAX_WBITS, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK)
+        defer { inflateEnd(&stream) }
+        var output = [UInt8](repeating: 0, count: 1 << 20)
+        let status = input.withUnsafeBufferPointer { source in
+            output.withUnsafeMutableBufferPointer { destination in
+                stream.next_in = UnsafeMutablePointer(mutating: source.baseAddress)
+                stream.avail_in = UInt32(source.count)
+                stream.next_out = destination.baseAddress
+                stream.avail_out = UInt32(destination.count)
+                return inflate(&stream, Z_FINISH)
+            }
+        }
+        #expect(status == Z_STREAM_END)
+        return Array(output.prefix(Int(stream.total_out)))
+    }
+}

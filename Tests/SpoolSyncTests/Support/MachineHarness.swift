@@ -1,0 +1,163 @@
+import Spool
+@testable import SpoolSync
+
+/// Drives a `SyncStateMachine` the way the worker does, synchronously: reads, commits and
+/// dead-letter writes happen at once against an in-memory list; uploads are answered by
+/// `respond` (or held in flight when `holdUploads` is set); timers fire on `advance`.
+struct MachineHarness {
+    var machine: SyncStateMachine
+    var records: [Record] = []
+    var committed: UInt64 = 0
+    var now: Duration = .zero
+    var jitter = 1.0
+    var timer: (at: Duration, generation: Int)?
+    var backoff: (at: Duration, generation: Int)?
+    /// The seqs of every upload, in order.
+    var uploads: [[UInt64]] = []
+    var commits: [UInt64] = []
+    var deadLettered: [UInt64] = []
+    var reports: [Int: FlushReport] = [:]
+    var results: [Int: [BatchResult]] = [:]
+    var respond: (SyncBatch) -> UploadOutcome = { _ in .accepted }
+    var holdUploads = false
+    var inFlight: SyncBatch?
+    var failCommits = 0
+    var failReads = 0
+    private var nextID = 0
+
+    init(_ configuration: SyncConfiguration = .init(), records count: Int = 0, committed: UInt64 = 0) {
+        machine = SyncStateMachine(configuration: configuration, committed: committed, pending: UInt64(count) - committed)
+        self.committed = committed
+        addRecords(count)
+    }
+
+    private mutating func addRecords(_ count: Int) {
+        for _ in 0..<count {
+            let seq = UInt64(records.count)
+            records.append(Record(seq: seq, timestamp: Int64(seq), payload: Array("{\"n\":\(seq)}".utf8)))
+        }
+    }
+
+    /// Appends `count` records and tells the machine they were written.
+    mutating func append(_ count: Int) {
+        addRecords(count)
+        send(.recordsWritten(end: UInt64(records.count)))
+    }
+
+    /// Requests a flush; returns its id (its report lands in `reports[id]`).
+    @discardableResult
+    mutating func flush(deadline: Duration? = nil, retries: Int = 0) -> Int {
+        let id = nextID
+        nextID += 1
+        results[id] = []
+        send(.flushRequested(id: id, deadline: deadline, retries: retries))
+        return id
+    }
+
+    mutating func send(_ event: SyncStateMachine.Event) {
+        var events = [event]
+        while !events.isEmpty {
+            let next = events.removeFirst()
+            for action in machine.handle(next, now: now, jitter: jitter) {
+                if let follow = perform(action) { events.append(follow) }
+            }
+        }
+    }
+
+    /// Answers the upload held in flight.
+    mutating func complete(_ outcome: UploadOutcome = .accepted) {
+        guard let batch = inFlight else { preconditionFailure("no upload in flight") }
+        inFlight = nil
+        send(.uploadCompleted(outcome, bytes: batch.records.count * 10))
+    }
+
+    /// Moves time to `target`, firing due timers and backoffs in order.
+    mutating func advance(to target: Duration) {
+        while true {
+            let candidates = [timer.map { ($0.at, true, $0.generation) }, backoff.map { ($0.at, false, $0.generation) }]
+                .compactMap { $0 }.filter { $0.0 <= target }.sorted { $0.0 < $1.0 }
+            guard let (at, isTimer, generation) = candidates.first else { break }
+            now = max(now, at)
+            if isTimer {
+                timer = nil
+                send(.timerFired(generation: generation))
+            } else {
+                backoff = nil
+                send(.backoffExpired(generation: generation))
+            }
+        }
+        now = max(now, target)
+    }
+
+    private mutating func perform(_ action: SyncStateMachine.Action) -> SyncStateMachine.Event? {
+        switch action {
+        case .read(let maxCount, let maxBytes):
+            if failReads > 0 {
+                failReads -= 1
+                return .readFailed(SyncError(.readFailed, "injected"))
+            }
+            var batch: [Record] = []
+            var bytes = 0
+            for record in records[Int(committed)...] {
+                if batch.count == maxCount || (!batch.isEmpty && bytes + record.payload.count > maxBytes) { break }
+                batch.append(record)
+                bytes += record.payload.count
+            }
+            return .readCompleted(SyncBatch(records: batch, end: batch.last.map { $0.seq + 1 } ?? committed))
+        case .upload(let batch):
+            precondition(inFlight == nil, "two uploads in flight")
+            uploads.append(batch.records.map(\.seq))
+            if holdUploads {
+                inFlight = batch
+                return nil
+            }
+            return .uploadCompleted(respond(batch), bytes: batch.records.count * 10)
+        case .deadLetter(let refused, _):
+            deadLettered += refused.map(\.seq)
+            return .deadLetterCompleted
+        case .commit(let end):
+            if failCommits > 0 {
+                failCommits -= 1
+                return .commitFailed(SyncError(.commitFailed, "injected"))
+            }
+            precondition(end >= committed, "commit went backwards")
+            committed = end
+            commits.append(end)
+            return .commitCompleted
+        case .scheduleTimer(let at, let generation):
+            timer = (at, generation)
+        case .cancelTimer:
+            timer = nil
+        case .backoff(let until, let generation):
+            backoff = (until, generation)
+        case .notify(let ids, let result):
+            for id in ids { results[id, default: []].append(result) }
+        case .finishFlush(let id, let report):
+            reports[id] = report
+        case .logRefusal:
+            break
+        }
+        return nil
+    }
+}
+
+extension SyncConfiguration {
+    /// The defaults with periodic flushing off and a big count trigger: manual only.
+    static var manual: SyncConfiguration {
+        var configuration = SyncConfiguration()
+        configuration.flushInterval = .zero
+        configuration.flushCount = 1_000_000
+        return configuration
+    }
+}
+
+extension BatchResult {
+    /// A short name, for comparing sequences of results.
+    var name: String {
+        switch self {
+        case .good: "good"
+        case .noData: "noData"
+        case .error(let error): "error(\(error.code))"
+        }
+    }
+}
