@@ -1,0 +1,142 @@
+import Foundation
+
+/// How a batch's records are laid out in its (decompressed) body.
+enum BatchFormat: Sendable, Equatable {
+    /// `application/json`: a JSON array of envelopes `{"id","seq","time","data"}`.
+    case json
+    /// `application/x-ndjson`: the same envelopes, one per line.
+    case ndjson
+    /// `application/json` with `Spool-Encoding: raw`: a JSON array of the records themselves;
+    /// element `i` has sequence number `first + i` from the `Spool-Batch` header.
+    case raw
+
+    /// The format named by the request's `Content-Type` (parameters ignored) and
+    /// `Spool-Encoding` headers; `nil` when unsupported.
+    init?(contentType: String?, spoolEncoding: String?) {
+        let mediaType = contentType?.split(separator: ";", maxSplits: 1).first.map {
+            $0.trimmingCharacters(in: .whitespaces).lowercased()
+        }
+        let encoding = spoolEncoding?.trimmingCharacters(in: .whitespaces).lowercased()
+        switch (mediaType, encoding) {
+        case ("application/json", nil), ("application/json", "envelope"): self = .json
+        case ("application/json", "raw"): self = .raw
+        case ("application/x-ndjson", nil), ("application/x-ndjson", "envelope"): self = .ndjson
+        default: return nil
+        }
+    }
+}
+
+/// A batch refused with a 4xx status and a message for the sender (never a payload).
+struct BatchRejection: Error, Sendable, Equatable {
+    var status: Int
+    var message: String
+
+    static func badRequest(_ message: String) -> BatchRejection {
+        BatchRejection(status: 400, message: message)
+    }
+}
+
+/// Turns a decompressed body into records, checking it against its `Spool-Batch` header.
+///
+/// Envelopes must carry `id` (`"<log id>-<seq>"`, the header's log), `seq`, `time` (integers)
+/// and `data`; their seqs must rise strictly, start at the header's first seq and end at its
+/// last (a batch may skip seqs its log expired, so it may hold fewer records than the range,
+/// never more). A raw batch must hold exactly one record per seq of the range. Stateless.
+enum BatchDecoder {
+    static func decode(_ body: [UInt8], format: BatchFormat, header: BatchHeader) throws(BatchRejection) -> [ReceivedRecord] {
+        guard String(validating: body, as: UTF8.self) != nil else { throw .badRequest("the body is not valid UTF-8") }
+        do {
+            switch format {
+            case .raw:
+                let elements = try JSONScanner.arrayElements(of: body, in: body.indices)
+                guard UInt64(elements.count) == header.count else {
+                    throw BatchRejection.badRequest("the body holds \(elements.count) records; Spool-Batch names \(header.count)")
+                }
+                return elements.enumerated().map { offset, range in
+                    ReceivedRecord(logID: header.logID, seq: header.seqs.lowerBound + UInt64(offset), time: nil, data: text(body, range))
+                }
+            case .json:
+                let elements = try JSONScanner.arrayElements(of: body, in: body.indices)
+                return try envelopes(body, elements, header: header)
+            case .ndjson:
+                return try envelopes(body, lines(of: body), header: header)
+            }
+        } catch let error as JSONScanError {
+            throw .badRequest("malformed JSON at byte \(error.offset): \(error.message)")
+        } catch let error as BatchRejection {
+            throw error
+        } catch {
+            throw .badRequest("malformed body")
+        }
+    }
+
+    /// The ranges of the lines of `body` that hold more than whitespace.
+    static func lines(of body: [UInt8]) -> [Range<Int>] {
+        var lines: [Range<Int>] = []
+        var start = 0
+        for index in body.indices where body[index] == UInt8(ascii: "\n") {
+            lines.append(start..<index)
+            start = index + 1
+        }
+        lines.append(start..<body.count)
+        return lines.filter { range in body[range].contains { !JSONScanner.isWhitespace($0) } }
+    }
+
+    private static func envelopes(_ body: [UInt8], _ ranges: [Range<Int>], header: BatchHeader) throws -> [ReceivedRecord] {
+        var records: [ReceivedRecord] = []
+        records.reserveCapacity(ranges.count)
+        for (index, range) in ranges.enumerated() {
+            let record = try envelope(body, range, header: header, index: index)
+            if let previous = records.last {
+                guard record.seq > previous.seq else { throw BatchRejection.badRequest("record \(index): seq \(record.seq) does not follow \(previous.seq)") }
+            } else {
+                guard record.seq == header.seqs.lowerBound else {
+                    throw BatchRejection.badRequest("the first record has seq \(record.seq); Spool-Batch starts at \(header.seqs.lowerBound)")
+                }
+            }
+            guard header.seqs.contains(record.seq) else {
+                throw BatchRejection.badRequest("record \(index): seq \(record.seq) is outside Spool-Batch \(header.seqs)")
+            }
+            records.append(record)
+        }
+        guard let last = records.last, last.seq == header.seqs.upperBound else {
+            throw BatchRejection.badRequest("the body holds \(records.count) records ending at seq \(records.last.map { String($0.seq) } ?? "none"); Spool-Batch ends at \(header.seqs.upperBound)")
+        }
+        return records
+    }
+
+    private static func envelope(_ body: [UInt8], _ range: Range<Int>, header: BatchHeader, index: Int) throws -> ReceivedRecord {
+        let members = try JSONScanner.objectMembers(of: body, in: range)
+        func member(_ name: String) throws -> Range<Int> {
+            guard let found = members.first(where: { body[$0.key].elementsEqual(name.utf8) }) else {
+                throw BatchRejection.badRequest("record \(index) has no \"\(name)\"")
+            }
+            return found.value
+        }
+        guard let seq = BatchHeader.decimal(body[try member("seq")]) else {
+            throw BatchRejection.badRequest("record \(index): seq is not an unsigned integer")
+        }
+        guard let time = signedInteger(body[try member("time")]) else {
+            throw BatchRejection.badRequest("record \(index): time is not an integer")
+        }
+        let id = try member("id")
+        let expectedID = "\"\(header.logID)-\(seq)\""
+        guard body[id].elementsEqual(expectedID.utf8) else {
+            throw BatchRejection.badRequest("record \(index): id is not \(expectedID)")
+        }
+        return ReceivedRecord(logID: header.logID, seq: seq, time: time, data: text(body, try member("data")))
+    }
+
+    private static func signedInteger(_ digits: ArraySlice<UInt8>) -> Int64? {
+        if digits.first == UInt8(ascii: "-") {
+            guard let magnitude = BatchHeader.decimal(digits.dropFirst()), magnitude <= UInt64(Int64.max) + 1 else { return nil }
+            return magnitude == UInt64(Int64.max) + 1 ? Int64.min : -Int64(magnitude)
+        }
+        return BatchHeader.decimal(digits).flatMap { Int64(exactly: $0) }
+    }
+
+    /// The compacted JSON text of a value (the body was validated as UTF-8).
+    private static func text(_ body: [UInt8], _ range: Range<Int>) -> String {
+        String(decoding: JSONScanner.compacted(body, range), as: UTF8.self)
+    }
+}

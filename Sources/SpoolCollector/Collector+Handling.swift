@@ -1,0 +1,182 @@
+import Hummingbird
+import Logging
+
+extension Collector {
+    /// Answers one request. In order: injected latency; the body is read (413 past
+    /// ``CollectorConfiguration/maxBodyBytes``); an injected reset, 429 or failure; the
+    /// payload-size rule; headers, decompression (413 past
+    /// ``CollectorConfiguration/maxDecodedBytes``) and records are checked (400 or 415);
+    /// the poison rule; then new records are recorded and the answer is
+    /// `{"accepted":N,"duplicates":M}`.
+    func handle(_ request: Request, context: CollectorRequestContext) async -> Response {
+        let (draw, stopping) = tallies.withLock { tallies in
+            tallies.stats.requests += 1
+            tallies.inFlight += 1
+            return (tallies.faults.next(), tallies.stopping)
+        }
+        defer { tallies.withLock { $0.inFlight -= 1 } }
+        if stopping {
+            return Self.answer(503, error: "the collector is shutting down", extra: [.connection: "close"])
+        }
+        guard request.method == .post else {
+            return Self.answer(405, error: "only POST is accepted", extra: [.allow: "POST"])
+        }
+        let header = Self.header(BatchHeader.name, in: request).flatMap(BatchHeader.init)
+        if draw.delay > .zero {
+            try? await Task.sleep(for: draw.delay)
+        }
+
+        let body: [UInt8]
+        switch await readBody(request) {
+        case .success(let bytes): body = bytes
+        case .failure(let rejection): return reject(rejection, header: header)
+        }
+        tallies.withLock { $0.stats.bodyBytes += body.count }
+
+        switch draw.fault {
+        case .reset:
+            tallies.withLock { $0.stats.faults.resets += 1 }
+            logger.debug("injected reset")
+            await context.closeConnection()
+            return Self.answer(500, error: "reset")
+        case .rateLimit:
+            tallies.withLock { $0.stats.faults.rateLimited += 1 }
+            logger.debug("injected rate limit")
+            let seconds = configuration.faults.retryAfterSeconds ?? 1
+            return Self.answer(429, error: "injected rate limit", extra: [.retryAfter: String(seconds)])
+        case .failure:
+            tallies.withLock { $0.stats.faults.failures += 1 }
+            logger.debug("injected failure", metadata: ["status": "\(configuration.faults.failureStatus)"])
+            let extra: HTTPFields = configuration.faults.retryAfterSeconds.map { [.retryAfter: String($0)] } ?? [:]
+            return Self.answer(configuration.faults.failureStatus, error: "injected failure", extra: extra)
+        case nil:
+            break
+        }
+        if let limit = configuration.faults.payloadTooLargeAbove, body.count > limit {
+            tallies.withLock { $0.stats.faults.payloadTooLarge += 1 }
+            return reject(BatchRejection(status: 413, message: "the body is larger than \(limit) bytes"), header: header)
+        }
+
+        let records: [ReceivedRecord]
+        do {
+            records = try decodeBatch(request, body: body, header: header)
+        } catch {
+            return reject(error, header: header)
+        }
+        if let marker = configuration.faults.poisonMarker, records.contains(where: { $0.data.contains(marker) }) {
+            tallies.withLock { $0.stats.faults.poisoned += 1 }
+            return reject(.badRequest("the batch holds a poisoned record"), header: header)
+        }
+
+        let retains = configuration.retainsRecords
+        let outcome: Result<(accepted: Int, duplicates: Int), any Error>
+        do {
+            outcome = .success(try await onLedgerQueue { ledger in
+                let (fresh, duplicates) = try ledger.record(records)
+                // Still on the ledger queue: records() keeps the output file's order.
+                self.tallies.withLock { tallies in
+                    tallies.stats.acceptedBatches += 1
+                    tallies.stats.received += fresh.count
+                    tallies.stats.duplicates += duplicates
+                    if retains { tallies.records += fresh }
+                }
+                return (fresh.count, duplicates)
+            })
+        } catch {
+            outcome = .failure(error)
+        }
+        switch outcome {
+        case .success(let counts):
+            logger.trace("batch recorded", metadata: ["accepted": "\(counts.accepted)", "duplicates": "\(counts.duplicates)"])
+            return Self.answer(200, json: #"{"accepted":\#(counts.accepted),"duplicates":\#(counts.duplicates)}"#)
+        case .failure(let error):
+            logger.error("collector output write failed", metadata: ["error": "\(error)"])
+            return Self.answer(500, error: "the collector could not write its output")
+        }
+    }
+
+    /// The body, at most ``CollectorConfiguration/maxBodyBytes`` long.
+    private func readBody(_ request: Request) async -> Result<[UInt8], BatchRejection> {
+        let limit = configuration.maxBodyBytes
+        let tooLarge = BatchRejection(status: 413, message: "the body is larger than \(limit) bytes")
+        if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {
+            return .failure(tooLarge)
+        }
+        var body: [UInt8] = []
+        do {
+            for try await buffer in request.body {
+                guard body.count + buffer.readableBytes <= limit else { return .failure(tooLarge) }
+                body += buffer.readableBytesView
+            }
+        } catch {
+            return .failure(.badRequest("the body could not be read"))
+        }
+        return .success(body)
+    }
+
+    /// Checks the headers, decompresses the body and decodes its records.
+    private func decodeBatch(_ request: Request, body: [UInt8], header: BatchHeader?) throws(BatchRejection) -> [ReceivedRecord] {
+        guard let header else {
+            throw .badRequest(Self.header(BatchHeader.name, in: request) == nil
+                ? "missing Spool-Batch header" : "invalid Spool-Batch header; expected <32 lowercase hex digits>:<first seq>-<last seq>")
+        }
+        guard let format = BatchFormat(contentType: request.headers[.contentType], spoolEncoding: Self.header("spool-encoding", in: request)) else {
+            throw BatchRejection(status: 415, message: "unsupported Content-Type or Spool-Encoding")
+        }
+        guard let coding = ContentCoding(header: request.headers[.contentEncoding]) else {
+            throw BatchRejection(status: 415, message: "unsupported Content-Encoding")
+        }
+        let decoded: [UInt8]
+        do {
+            decoded = try BodyDecoder.decode(body, coding: coding, limit: configuration.maxDecodedBytes)
+        } catch {
+            switch error {
+            case .tooLarge:
+                throw BatchRejection(status: 413, message: "the decompressed body is larger than \(configuration.maxDecodedBytes) bytes")
+            case .malformed(let why):
+                throw .badRequest(why)
+            }
+        }
+        tallies.withLock { $0.stats.decodedBytes += decoded.count }
+        return try BatchDecoder.decode(decoded, format: format, header: header)
+    }
+
+    /// Counts a refused batch and answers it.
+    private func reject(_ rejection: BatchRejection, header: BatchHeader?) -> Response {
+        tallies.withLock { tallies in
+            tallies.stats.rejectedBatches += 1
+            tallies.stats.rejectedRecords += header.map { Int(clamping: $0.count) } ?? 0
+        }
+        logger.debug("batch refused", metadata: ["status": "\(rejection.status)", "reason": "\(rejection.message)"])
+        return Self.answer(rejection.status, error: rejection.message)
+    }
+
+    /// The value of a header that has no predefined name (`name` in lowercase).
+    static func header(_ name: String, in request: Request) -> String? {
+        request.headers.first { $0.name.canonicalName == name }?.value
+    }
+
+    static func answer(_ status: Int, error message: String, extra: HTTPFields = [:]) -> Response {
+        answer(status, json: #"{"error":"\#(jsonEscaped(message))"}"#, extra: extra)
+    }
+
+    static func answer(_ status: Int, json: String, extra: HTTPFields = [:]) -> Response {
+        var headers = extra
+        headers[.contentType] = "application/json"
+        return Response(status: .init(code: status), headers: headers, body: .init(byteBuffer: ByteBuffer(string: json)))
+    }
+
+    /// `text` escaped for use inside a JSON string.
+    static func jsonEscaped(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case _ where scalar.value < 0x20: out += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count) + String(scalar.value, radix: 16)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+}

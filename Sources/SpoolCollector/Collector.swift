@@ -1,0 +1,161 @@
+import Dispatch
+import Hummingbird
+import Logging
+import Spool
+import Synchronization
+
+/// The reference collector: an HTTP server that accepts Spool batches, drops duplicates by
+/// event id, and records what it received (in memory, and optionally in an NDJSON file),
+/// with seeded fault injection for testing uploaders.
+///
+/// ```swift
+/// let collector = Collector(configuration: .init())
+/// let port = try await collector.start()
+/// // POST batches to http://127.0.0.1:\(port)/batch
+/// await collector.stop()
+/// print(collector.stats.received)
+/// ```
+///
+/// It accepts `POST` on any path; see the Spool sync documentation for the wire format.
+///
+/// Thread safety: every method may be called from any task. Counters and records sit behind
+/// one lock; what was received and the output file belong to one serial dispatch queue, which
+/// fixes the order of records and keeps file I/O off the cooperative pool.
+public final class Collector: Sendable {
+    /// The configuration the collector was made with.
+    public let configuration: CollectorConfiguration
+    let logger: Logger
+    let tallies: Mutex<Tallies>
+    let ledger = Mutex(Ledger())
+    let queue = DispatchQueue(label: "spool.collector.ledger")
+    private let lifecycle = Mutex(Lifecycle.idle)
+
+    private enum Lifecycle {
+        case idle
+        case running(Task<Void, any Error>)
+        case stopping
+        case stopped
+    }
+
+    /// Counters, records and the fault sequence, behind ``tallies``.
+    struct Tallies {
+        var stats = CollectorStats()
+        var records: [ReceivedRecord] = []
+        var faults: FaultInjector
+        var inFlight = 0
+        var stopping = false
+    }
+
+    /// Makes a collector; nothing happens until ``start()``.
+    ///
+    /// - Parameters:
+    ///   - configuration: the settings, validated by ``start()``.
+    ///   - logger: where the collector logs, at debug and trace with counts only (never a
+    ///     payload). The default discards everything.
+    public init(configuration: CollectorConfiguration = .init(), logger: Logger = Logger(label: "spool.collector", factory: { _ in SwiftLogNoOpLogHandler() })) {
+        self.configuration = configuration
+        self.logger = logger
+        self.tallies = Mutex(Tallies(faults: FaultInjector(faults: configuration.faults, seed: configuration.seed)))
+    }
+
+    /// Validates the configuration, opens the output file, and starts serving in a
+    /// background task.
+    ///
+    /// - Returns: the port the server listens on (the one the system chose when
+    ///   ``CollectorConfiguration/port`` is 0).
+    /// - Throws: ``SpoolError`` with `.invalidConfiguration` for a bad configuration, or `.io`
+    ///   (or `.diskFull`) when the output file cannot be opened or the address cannot be bound.
+    ///   A collector whose start failed is stopped.
+    /// - Precondition: called once per collector (a programmer error otherwise).
+    public func start() async throws -> Int {
+        try lifecycle.withLock { state in
+            guard case .idle = state else { preconditionFailure("Collector.start() called twice") }
+            state = .stopped
+            try configuration.validate()
+        }
+        if let path = configuration.outputPath {
+            try await onLedgerQueue { ledger in try ledger.open(path: path) }
+        }
+        let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
+        let application = Application(
+            responder: CollectorResponder(collector: self),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
+            onServerRunning: { channel in
+                portContinuation.yield(channel.localAddress?.port ?? 0)
+                portContinuation.finish()
+            },
+            logger: logger
+        )
+        let task = Task {
+            defer { portContinuation.finish() }
+            try await application.run()
+        }
+        lifecycle.withLock { $0 = .running(task) }
+        for await port in ports {
+            logger.debug("collector listening", metadata: ["host": "\(configuration.host)", "port": "\(port)"])
+            return port
+        }
+        // The server ended before it listened: the address could not be bound.
+        await stop()
+        let reason: String
+        do {
+            try await task.value
+            reason = "the server ended"
+        } catch {
+            reason = "\(error)"
+        }
+        throw SpoolError(.io, "the collector could not listen on \(configuration.host):\(configuration.port): \(reason)")
+    }
+
+    /// Stops the server gracefully: new requests are answered 503, requests in flight get up
+    /// to ``CollectorConfiguration/shutdownGracePeriod`` to finish, then connections are
+    /// closed and the output file is synced and closed. Does nothing if not running.
+    ///
+    /// When it returns, every record of every batch answered 200 is in the output file, durably.
+    public func stop() async {
+        let task: Task<Void, any Error>? = lifecycle.withLock { state in
+            guard case .running(let task) = state else { return nil }
+            state = .stopping
+            return task
+        }
+        guard let task else { return }
+        tallies.withLock { $0.stopping = true }
+        let deadline = ContinuousClock.now + configuration.shutdownGracePeriod
+        while tallies.withLock({ $0.inFlight }) > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        task.cancel()
+        do {
+            try await task.value
+        } catch {
+            logger.debug("collector server ended with an error", metadata: ["error": "\(error)"])
+        }
+        do {
+            try await onLedgerQueue { ledger in try ledger.close() }
+        } catch {
+            logger.error("collector output could not be synced", metadata: ["error": "\(error)"])
+        }
+        lifecycle.withLock { $0 = .stopped }
+        logger.debug("collector stopped")
+    }
+
+    /// What the collector has seen so far.
+    public var stats: CollectorStats {
+        tallies.withLock { $0.stats }
+    }
+
+    /// The unique records received, in the order they were recorded (empty when
+    /// ``CollectorConfiguration/retainsRecords`` is false).
+    public func records() -> [ReceivedRecord] {
+        tallies.withLock { $0.records }
+    }
+
+    /// Runs `body` on the ledger's serial queue, with the ledger locked.
+    func onLedgerQueue<T: Sendable>(_ body: @escaping @Sendable (inout Ledger) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async {
+                continuation.resume(with: Result { try self.ledger.withLock { try body(&$0) } })
+            }
+        }
+    }
+}

@@ -1,0 +1,52 @@
+import Spool
+
+/// Every setting of a ``Collector``, in one `Sendable` value with documented defaults.
+///
+/// The configuration is validated once, by ``Collector/start()``; an invalid value is refused
+/// with ``SpoolError/Code/invalidConfiguration`` and a message that names the field.
+public struct CollectorConfiguration: Sendable {
+    /// The address to listen on. The default is `"127.0.0.1"` (loopback only).
+    public var host: String = "127.0.0.1"
+    /// The TCP port to listen on. The default is 0: the system picks a free port, which
+    /// ``Collector/start()`` returns.
+    public var port: Int = 0
+    /// A file that receives every unique record as one NDJSON line (`id`, `seq`, `time`, `data`),
+    /// created with mode 0600 if missing and appended to otherwise. The default is `nil` (no file).
+    public var outputPath: String? = nil
+    /// The largest request body accepted, as sent (before decompression); larger bodies are
+    /// answered 413. The default is 16 MiB.
+    public var maxBodyBytes: Int = 16 * 1024 * 1024
+    /// The largest body accepted after decompression; decompression stops there and the
+    /// request is answered 413, so a compression bomb costs at most this much memory.
+    /// The default is 64 MiB.
+    public var maxDecodedBytes: Int = 64 * 1024 * 1024
+    /// Keep every unique record in memory for ``Collector/records()``. The default is `true`;
+    /// long benchmarks turn it off to keep memory flat (counts and the output file still work).
+    public var retainsRecords: Bool = true
+    /// How long ``Collector/stop()`` lets requests in flight finish before it closes their
+    /// connections. The default is 5 seconds.
+    public var shutdownGracePeriod: Duration = .seconds(5)
+    /// Failures to inject. The default injects none.
+    public var faults: FaultConfiguration = .none
+    /// The seed of the fault-injection random sequence: the same seed and the same request
+    /// order give the same faults. The default is 0.
+    public var seed: UInt64 = 0
+
+    public init() {}
+
+    /// Checks every field, naming the first that is out of range.
+    public func validate() throws {
+        func fail(_ field: String, _ why: String) -> SpoolError {
+            SpoolError(.invalidConfiguration, "CollectorConfiguration.\(field) \(why)")
+        }
+        guard !host.isEmpty else { throw fail("host", "is empty") }
+        guard (0...65535).contains(port) else { throw fail("port", "is \(port); it must be between 0 and 65535") }
+        if let outputPath, outputPath.isEmpty { throw fail("outputPath", "is empty; use nil for no file") }
+        guard maxBodyBytes > 0 else { throw fail("maxBodyBytes", "is \(maxBodyBytes); it must be positive") }
+        guard maxDecodedBytes > 0 else { throw fail("maxDecodedBytes", "is \(maxDecodedBytes); it must be positive") }
+        guard shutdownGracePeriod >= .zero else {
+            throw fail("shutdownGracePeriod", "is \(shutdownGracePeriod); it must not be negative")
+        }
+        try faults.validate()
+    }
+}

@@ -1,0 +1,66 @@
+/// What the collector does to one request, drawn by ``FaultInjector``.
+enum InjectedFault: Sendable, Equatable {
+    /// Close the connection without an answer.
+    case reset
+    /// Answer 429 with `Retry-After`.
+    case rateLimit
+    /// Answer ``FaultConfiguration/failureStatus``.
+    case failure
+}
+
+/// The per-request fault decision: a pure function of the configuration and a seeded
+/// random sequence (SplitMix64), so the same seed and request order give the same faults.
+///
+/// Not thread-safe: the collector keeps it behind its lock.
+struct FaultInjector: Sendable {
+    /// One request's draw: an optional fault and the delay before answering.
+    struct Draw: Sendable, Equatable {
+        var fault: InjectedFault?
+        var delay: Duration
+    }
+
+    private let faults: FaultConfiguration
+    private var random: SplitMix64
+
+    init(faults: FaultConfiguration, seed: UInt64) {
+        self.faults = faults
+        self.random = SplitMix64(seed: seed)
+    }
+
+    /// Draws the next request's fault and delay. Always consumes two numbers of the sequence,
+    /// so one request's outcome never shifts the next one's.
+    mutating func next() -> Draw {
+        let roll = random.nextUnit()
+        let jitterRoll = random.nextUnit()
+        var fault: InjectedFault?
+        if roll < faults.resetRate {
+            fault = .reset
+        } else if roll < faults.resetRate + faults.rateLimitRate {
+            fault = .rateLimit
+        } else if roll < faults.resetRate + faults.rateLimitRate + faults.failureRate {
+            fault = .failure
+        }
+        return Draw(fault: fault, delay: faults.latency + faults.latencyJitter * jitterRoll)
+    }
+}
+
+/// SplitMix64 (Steele, Lea and Flood, 2014): a tiny, fast, seedable generator, good enough
+/// for reproducible fault injection (not for secrets).
+struct SplitMix64: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// A uniform value in `0 ..< 1` from the top 53 bits.
+    mutating func nextUnit() -> Double {
+        Double(next() >> 11) * 0x1p-53
+    }
+}

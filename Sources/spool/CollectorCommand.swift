@@ -1,0 +1,136 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Logging
+import SpoolCollector
+
+/// `spool collector`: runs the reference collector until SIGINT or SIGTERM.
+struct CollectorCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "collector",
+        abstract: "Run the reference collector: an HTTP server that records uploaded batches.",
+        discussion: """
+            Accepts POSTed Spool batches on any path, drops duplicates by event id, and appends \
+            each unique record to --out as one NDJSON line. Prints the address it listens on, \
+            and its counts when stopped with SIGINT or SIGTERM.
+            """
+    )
+
+    @Option(help: "The address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "The port to listen on (0: any free port).")
+    var port = 0
+
+    @Option(name: .customLong("out"), help: "The NDJSON file that receives each unique record (created with mode 0600).")
+    var output: String?
+
+    @Option(help: "The largest request body accepted, in bytes, before decompression.")
+    var maxBody = CollectorConfiguration().maxBodyBytes
+
+    @Option(help: "The largest request body accepted, in bytes, after decompression.")
+    var maxDecoded = CollectorConfiguration().maxDecodedBytes
+
+    @Option(help: "The chance (0...1) that a request is answered --failure-status.")
+    var failureRate = 0.0
+
+    @Option(help: "The status of injected failures.")
+    var failureStatus = 503
+
+    @Option(help: "The Retry-After seconds sent with injected failures and 429s.")
+    var retryAfter: Int?
+
+    @Option(help: "The chance (0...1) that a request is answered 429 with Retry-After.")
+    var rateLimitRate = 0.0
+
+    @Option(help: "The chance (0...1) that a connection is closed without an answer.")
+    var resetRate = 0.0
+
+    @Option(help: "Milliseconds added before every answer.")
+    var latencyMs = 0
+
+    @Option(help: "A random extra delay of up to this many milliseconds.")
+    var latencyJitterMs = 0
+
+    @Option(help: "Answer 413 to bodies larger than this many bytes.")
+    var payloadTooLargeAbove: Int?
+
+    @Option(help: "Answer 400 to a batch with a record whose data contains this text.")
+    var poisonMarker: String?
+
+    @Option(help: "The seed of the fault-injection random sequence.")
+    var seed: UInt64 = 0
+
+    @Flag(help: "Log each request at debug level to standard error.")
+    var verbose = false
+
+    func validate() throws {
+        do {
+            try makeConfiguration().validate()
+        } catch {
+            throw ValidationError("\(error)")
+        }
+    }
+
+    func makeConfiguration() -> CollectorConfiguration {
+        var configuration = CollectorConfiguration()
+        configuration.host = host
+        configuration.port = port
+        configuration.outputPath = output
+        configuration.maxBodyBytes = maxBody
+        configuration.maxDecodedBytes = maxDecoded
+        configuration.retainsRecords = false
+        configuration.seed = seed
+        configuration.faults.failureRate = failureRate
+        configuration.faults.failureStatus = failureStatus
+        configuration.faults.retryAfterSeconds = retryAfter
+        configuration.faults.rateLimitRate = rateLimitRate
+        configuration.faults.resetRate = resetRate
+        configuration.faults.latency = .milliseconds(latencyMs)
+        configuration.faults.latencyJitter = .milliseconds(latencyJitterMs)
+        configuration.faults.payloadTooLargeAbove = payloadTooLargeAbove
+        configuration.faults.poisonMarker = poisonMarker
+        return configuration
+    }
+
+    func run() async throws {
+        var logger = Logger(label: "spool.collector") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = verbose ? .debug : .warning
+        let collector = Collector(configuration: makeConfiguration(), logger: logger)
+        let port = try await collector.start()
+        Self.emit("listening on \(host):\(port)")
+
+        let signal = await Self.waitForTerminationSignal()
+        logger.debug("stopping", metadata: ["signal": "\(signal)"])
+        await collector.stop()
+        let stats = collector.stats
+        Self.emit(
+            "received \(stats.received), duplicates \(stats.duplicates), rejected \(stats.rejectedRecords) records in \(stats.rejectedBatches) batches, "
+                + "requests \(stats.requests), faults \(stats.faults.total) (failures \(stats.faults.failures), rate limited \(stats.faults.rateLimited), "
+                + "resets \(stats.faults.resets), too large \(stats.faults.payloadTooLarge), poisoned \(stats.faults.poisoned))"
+        )
+    }
+
+    /// Writes `line` to standard output at once (unbuffered: a parent process reads the port).
+    static func emit(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
+    /// Waits for SIGINT or SIGTERM (whose default actions are turned off) and returns it.
+    static func waitForTerminationSignal() async -> Int32 {
+        let (received, continuation) = AsyncStream.makeStream(of: Int32.self)
+        let queue = DispatchQueue(label: "spool.collector.signals")
+        var sources: [any DispatchSourceSignal] = []
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler { continuation.yield(number) }
+            source.resume()
+            sources.append(source)
+        }
+        var iterator = received.makeAsyncIterator()
+        let number = await iterator.next() ?? SIGTERM
+        sources.forEach { $0.cancel() }
+        return number
+    }
+}
