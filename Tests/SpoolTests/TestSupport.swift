@@ -65,3 +65,10 @@ struct SeededGenerator: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+/// A deterministic payload that compresses poorly (random hex digits), so segments fill.
+func noisyPayload(_ i: Int, size: Int) -> [UInt8] {
+    var generator = SeededGenerator(seed: UInt64(i) &* 7919 &+ 1)
+    let digits = Array("0123456789abcdef".utf8)
+    return Array("\(i):".utf8) + (0..<size).map { _ in digits[Int(generator.next() & 15)] }
+}

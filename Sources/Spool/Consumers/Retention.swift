@@ -71,7 +71,8 @@ extension EventLog {
         try DirectoryIO.sync(directory)
         let bases = Set(doomed.map(\.baseSeq))
         lock.withLock {
-            state.segments.removeAll { bases.contains($0.baseSeq) && $0.baseSeq != state.segments.last?.baseSeq }
+            let active = state.segments.last?.baseSeq
+            state.segments.removeAll { bases.contains($0.baseSeq) && $0.baseSeq != active }
         }
         metrics.segments.record(lock.withLock { state.segments.count })
     }

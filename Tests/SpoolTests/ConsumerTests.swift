@@ -1,0 +1,237 @@
+import Foundation
+import Testing
+@testable import Spool
+
+@Suite struct ConsumerTests {
+    @Test func readReturnsTheSameBatchUntilCommitted() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let log = try EventLog.open(directory: dir.path)
+        for i in 0..<120 { try log.append(payload(i)) }
+        try log.syncBlocking()
+        let consumer = try log.consumer(named: "uploader")
+        #expect(consumer.committed == 0)
+        let first = try consumer.read(maxCount: 50)
+        #expect(first.records.map(\.seq) == Array(0..<50))
+        #expect(try consumer.read(maxCount: 50) == first)
+        try consumer.commit(through: 49)
+        #expect(consumer.committed == 50)
+        let second = try consumer.read(maxCount: 50)
+        #expect(second.records.map(\.seq) == Array(50..<100))
+        #expect(second.records.map(\.payload) == (50..<100).map { payload($0) })
+        #expect(consumer.lag.records == 70)
+        #expect(consumer.eventID(of: 7) == "\(log.id)-7")
+        try log.close()
+    }
+
+    @Test func maxBytesLimitsABatchButTheFirstRecordAlwaysComes() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let log = try EventLog.open(directory: dir.path)
+        try log.append([UInt8](repeating: 65, count: 5000))
+        for i in 1..<10 { try log.append(payload(i, size: 10)) }
+        try log.syncBlocking()
+        let consumer = try log.consumer(named: "c")
+        #expect(try consumer.read(maxCount: 10, maxBytes: 100).records.map(\.seq) == [0])
+        try consumer.commit(through: 0)
+        let batch = try consumer.read(maxCount: 10, maxBytes: 150)
+        #expect(batch.records.count >= 1 && batch.records.count < 9)
+        #expect(batch.records.reduce(0) { $0 + $1.payload.count } <= 150)
+        try log.close()
+    }
+
+    @Test func commitRulesAreEnforced() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let log = try EventLog.open(directory: dir.path)
+        for i in 0..<10 { try log.append(payload(i)) }
+        let consumer = try log.consumer(named: "c")
+        try consumer.commit(through: 4)
+        try consumer.commit(through: 4)  // the same offset again: a no-op
+        #expect { try consumer.commit(through: 2) } throws: { ($0 as! SpoolError).code == .invalidCommit }
+        #expect { try consumer.commit(through: 10) } throws: { ($0 as! SpoolError).code == .invalidCommit }
+        #expect { _ = try log.consumer(named: "bad/name") } throws: { ($0 as! SpoolError).code == .invalidConsumerName }
+        #expect { _ = try log.consumer(named: "") } throws: { ($0 as! SpoolError).code == .invalidConsumerName }
+        #expect { _ = try log.consumer(named: ".hidden") } throws: { ($0 as! SpoolError).code == .invalidConsumerName }
+        #expect(consumer.committed == 5)
+        try log.close()
+        let reopened = try EventLog.open(directory: dir.path)
+        #expect(try reopened.consumer(named: "c").committed == 5)
+        try reopened.close()
+    }
+
+    @Test func offsetFileSurvivesATornSlotWrite() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let log = try EventLog.open(directory: dir.path)
+        for i in 0..<10 { try log.append(payload(i)) }
+        let consumer = try log.consumer(named: "c")
+        try consumer.commit(through: 3)  // generation 2 → slot 1
+        try consumer.commit(through: 6)  // generation 3 → slot 0
+        try log.close()
+        let path = dir.file("consumers/c.offset")
+        let original = readFile(path)
+        // Tear the newest slot (slot 0) at every byte: the previous commit (through 3) wins.
+        for cut in 0..<Format.offsetSlotSize {
+            var torn = original
+            for i in cut..<Format.offsetSlotSize { torn[i] = 0xFF }
+            writeFile(path, torn)
+            let reopened = try EventLog.open(directory: dir.path)
+            let committed = try reopened.consumer(named: "c").committed
+            #expect(committed == 7 || committed == 4, "cut at \(cut)")
+            if cut < 28 { #expect(committed == 4, "cut at \(cut)") }
+            try reopened.close()
+        }
+    }
+
+    @Test(arguments: ["empty", "garbage", "truncated"])
+    func unreadableOffsetFileRestartsAtTheOldestRecordNeverAhead(kind: String) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let log = try EventLog.open(directory: dir.path)
+        for i in 0..<10 { try log.append(payload(i)) }
+        try log.consumer(named: "c").commit(through: 6)
+        try log.close()
+        let path = dir.file("consumers/c.offset")
+        switch kind {
+        case "empty": writeFile(path, [])
+        case "garbage": writeFile(path, [UInt8](repeating: 0xAB, count: 1024))
+        default: writeFile(path, Array(readFile(path).prefix(10)))
+        }
+        let reopened = try EventLog.open(directory: dir.path)
+        #expect(reopened.recoveryReport.resetConsumers == ["c"])
+        let consumer = try reopened.consumer(named: "c")
+        #expect(consumer.committed == 0)
+        #expect(try consumer.read(maxCount: 100).records.count == 10)
+        try reopened.close()
+    }
+
+    @Test func retentionDeletesSegmentsEveryConsumerHasPassed() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        var configuration = smallConfiguration(blockSize: 4096)
+        configuration.linger = .zero
+        let log = try EventLog.open(directory: dir.path, configuration: configuration)
+        let a = try log.consumer(named: "a")
+        let b = try log.consumer(named: "b")
+        for i in 0..<600 { try log.append(noisyPayload(i, size: 900)) }
+        try log.syncBlocking()
+        let before = dir.segments()
+        #expect(before.count >= 4)
+        try a.commit(through: 599)
+        #expect(dir.segments() == before, "b still needs everything")
+        let secondBase = Format.baseSeq(ofSegmentNamed: before[2])!
+        try b.commit(through: secondBase)
+        #expect(dir.segments() == Array(before[2...]))
+        #expect(log.firstSeq == secondBase)
+        let batch = try b.read(maxCount: 1000)
+        #expect(batch.notices.isEmpty)
+        #expect(batch.records.first?.seq == secondBase + 1)
+        try log.close()
+        let reopened = try EventLog.open(directory: dir.path, configuration: configuration)
+        #expect(reopened.firstSeq == secondBase)
+        #expect(reopened.nextSeq == 600)
+        try reopened.close()
+    }
+
+    @Test func logWithoutConsumersKeepsEverything() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        var configuration = smallConfiguration(blockSize: 4096)
+        configuration.linger = .zero
+        let log = try EventLog.open(directory: dir.path, configuration: configuration)
+        for i in 0..<600 { try log.append(noisyPayload(i, size: 900)) }
+        try log.syncBlocking()
+        try log.close()
+        let reopened = try EventLog.open(directory: dir.path, configuration: configuration)
+        #expect(reopened.firstSeq == 0)
+        #expect(records(try reopened.readAll()).count == 600)
+        try reopened.close()
+    }
+
+    @Test func dropOldestCapStaysUnderTheCapAndCountsExactlyWhatWasLost() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        var configuration = smallConfiguration(blockSize: 4096)
+        configuration.linger = .zero
+        configuration.maxBytes = 256 * 1024
+        let log = try EventLog.open(directory: dir.path, configuration: configuration)
+        let consumer = try log.consumer(named: "slow")
+        for i in 0..<3000 {
+            try log.append(noisyPayload(i, size: 900))
+            if i % 100 == 99 { try log.syncBlocking() }
+            #expect(log.stats().diskBytes <= Int64(256 * 1024 + 8192), "at \(i)")
+        }
+        try log.syncBlocking()
+        let stats = log.stats()
+        #expect(stats.droppedRecords > 0)
+        #expect(stats.droppedRecords == log.firstSeq, "every record below the oldest stored one was counted")
+        var delivered: UInt64 = 0
+        var dropped: UInt64 = 0
+        while true {
+            let batch = try consumer.read(maxCount: 500)
+            if batch.isEmpty { break }
+            delivered += UInt64(batch.records.count)
+            dropped += batch.notices.filter { $0.kind == .dropped }.reduce(0) { $0 + $1.count }
+            try consumer.commit(through: batch.endSeq - 1)
+        }
+        #expect(dropped == stats.droppedRecords)
+        #expect(delivered + dropped == 3000)
+        try log.close()
+    }
+
+    @Test func rejectNewCapRefusesAppendsAndHarmsNothing() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        var configuration = smallConfiguration(blockSize: 4096)
+        configuration.linger = .zero
+        configuration.maxBytes = 128 * 1024
+        configuration.capPolicy = .rejectNew
+        let log = try EventLog.open(directory: dir.path, configuration: configuration)
+        var accepted = 0
+        var refusal: SpoolError?
+        for i in 0..<1000 {
+            do {
+                try log.appendBlocking(noisyPayload(i, size: 900), durability: .written)
+                accepted += 1
+            } catch let error as SpoolError {
+                refusal = error
+                break
+            }
+        }
+        #expect(refusal?.code == .full)
+        #expect(refusal?.message.contains("131072") == true)
+        #expect(log.stats().diskBytes <= 128 * 1024)
+        #expect(records(try log.readAll()).map(\.payload) == (0..<accepted).map { noisyPayload($0, size: 900) })
+        try log.close()
+    }
+
+    @Test func expiredRecordsAreSkippedCountedAndNeverDelivered() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        var configuration = Configuration()
+        configuration.maxAge = .milliseconds(300)
+        let log = try EventLog.open(directory: dir.path, configuration: configuration)
+        for i in 0..<20 { try log.append(payload(i)) }
+        try log.syncBlocking()
+        Thread.sleep(forTimeInterval: 0.5)
+        for i in 20..<25 { try log.append(payload(i)) }
+        try log.syncBlocking()
+        let consumer = try log.consumer(named: "c")
+        let batch = try consumer.read(maxCount: 100)
+        #expect(batch.records.map(\.seq) == Array(20..<25))
+        #expect(batch.notices == [ReadNotice(kind: .expired, range: 0..<20, detail: "older than Configuration.maxAge")])
+        #expect(batch.endSeq == 25)
+        #expect(log.stats().expiredRecords == 20)
+        try log.close()
+    }
+
+    @Test func reportingDeadlineFollowsGoogleAnalyticsRule() {
+        // UTC+2: a record at 2026-01-01 23:30 local expires at 2026-01-02 04:00 local.
+        let rule = ReportingDeadline(hour: 4, utcOffsetSeconds: 7200)
+        let recordLocal: Int64 = 1_767_310_200_000  // 2026-01-01T23:30:00Z
+        let record = recordLocal - 7_200_000
+        let expected: Int64 = 1_767_326_400_000 - 7_200_000  // 2026-01-02T04:00:00 local
+        #expect(rule.expiry(ofRecordAt: record) == expected)
+    }
+}

@@ -1,0 +1,193 @@
+import Foundation
+import Testing
+@testable import Spool
+
+/// Recovery attacks the format byte by byte: torn tails at every offset, flipped bits in
+/// headers and payloads, garbage and empty files.
+@Suite struct RecoveryTests {
+    /// Writes `blocks` blocks of `perBlock` records each, each block acknowledged at `written`
+    /// before the next, and returns the segment's bytes and each block's (offset, endSeq).
+    func makeLog(_ dir: TemporaryDirectory, blocks: Int, perBlock: Int) throws -> (bytes: [UInt8], blockEnds: [(offset: Int, endSeq: UInt64)]) {
+        let log = try EventLog.open(directory: dir.path, configuration: smallConfiguration(blockSize: 64 * 1024))
+        var ends = [(Int, UInt64)]()
+        var n = 0
+        for _ in 0..<blocks {
+            var last: UInt64 = 0
+            for _ in 0..<perBlock {
+                last = try log.append(payload(n))
+                n += 1
+            }
+            try log.waitUntilBlocking(last, is: .written)
+            ends.append((Int(log.lock.withLock { log.state.segments.last!.size }), last + 1))
+        }
+        try log.close()
+        return (readFile(dir.file(Format.segmentName(0))), ends)
+    }
+
+    @Test func tornTailIsTruncatedOnOpenAtEveryOffset() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let (bytes, ends) = try makeLog(dir, blocks: 3, perBlock: 5)
+        let segment = dir.file(Format.segmentName(0))
+        #expect(ends.last!.offset == bytes.count)
+        for cut in Format.segmentHeaderSize..<bytes.count {
+            writeFile(segment, Array(bytes[0..<cut]))
+            let log = try EventLog.open(directory: dir.path)
+            // Every block wholly before the cut survives; the rest was never acknowledged.
+            let survivors = ends.last { $0.offset <= cut }?.endSeq ?? 0
+            let items = try log.readAll()
+            #expect(notices(items).isEmpty, "cut at \(cut)")
+            #expect(records(items).map(\.payload) == (0..<Int(survivors)).map { payload($0) }, "cut at \(cut)")
+            #expect(log.nextSeq == survivors, "cut at \(cut)")
+            let validEnd = ends.last { $0.offset <= cut }?.offset ?? Format.segmentHeaderSize
+            if cut > validEnd {
+                #expect(log.recoveryReport.tornTail == .init(segment: Format.segmentName(0), offset: Int64(validEnd), bytes: Int64(cut - validEnd)), "cut at \(cut)")
+            } else {
+                #expect(log.recoveryReport.tornTail == nil, "cut at \(cut)")
+            }
+            // Seqs continue without a gap or reuse.
+            #expect(try log.appendBlocking(payload(999), durability: .written) == survivors)
+            try log.close()
+        }
+    }
+
+    @Test func truncatedSegmentHeaderIsRewrittenEmpty() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        for cut in 0..<Format.segmentHeaderSize {
+            _ = try? FileManager.default.removeItem(atPath: dir.path)
+            let (bytes, _) = try makeLog(dir, blocks: 1, perBlock: 3)
+            writeFile(dir.file(Format.segmentName(0)), Array(bytes[0..<cut]))
+            let log = try EventLog.open(directory: dir.path)
+            #expect(log.nextSeq == 0, "cut at \(cut)")
+            #expect(try log.readAll().isEmpty)
+            #expect(try log.appendBlocking(payload(0), durability: .written) == 0)
+            try log.close()
+        }
+    }
+
+    @Test func flippedBitInAnyBlockByteOfASealedSegmentReportsExactlyThatBlocksRange() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        // Several segments: records of ~1 KiB, 1 KiB blocks, 64 KiB segments.
+        var configuration = smallConfiguration(blockSize: 4096)
+        configuration.linger = .zero
+        let log = try EventLog.open(directory: dir.path, configuration: configuration)
+        for i in 0..<400 { try log.append(noisyPayload(i, size: 1000 + i)) }
+        try log.syncBlocking()
+        try log.close()
+        let segments = dir.segments()
+        #expect(segments.count >= 3)
+        let sealed = dir.file(segments[0])
+        let original = readFile(sealed)
+        // Map block offsets of the first segment.
+        var blocks = [(offset: Int, header: BlockHeader)]()
+        var offset = Format.segmentHeaderSize
+        while offset < original.count {
+            let header = try original.withUnsafeBytes { try BlockHeader.parse(UnsafeRawBufferPointer(rebasing: $0[offset..<offset + 40])).get() }
+            blocks.append((offset, header))
+            offset += header.totalSize
+        }
+        #expect(blocks.count >= 3)
+        let victim = blocks[1]
+        var generator = SeededGenerator(seed: 7)
+        let positions = [victim.offset, victim.offset + 4, victim.offset + 8, victim.offset + 20, victim.offset + 36, victim.offset + 39,
+                         victim.offset + 40, victim.offset + victim.header.totalSize - 1] + (0..<12).map { _ in
+            victim.offset + Int.random(in: 0..<victim.header.totalSize, using: &generator)
+        }
+        for position in positions {
+            var damaged = original
+            damaged[position] ^= 0x10
+            writeFile(sealed, damaged)
+            let reopened = try EventLog.open(directory: dir.path, configuration: configuration)
+            let items = try reopened.readAll()
+            let lost = notices(items)
+            #expect(lost.count == 1, "flip at \(position)")
+            #expect(lost.first?.kind == .corrupt)
+            #expect(lost.first?.range == victim.header.firstSeq..<victim.header.endSeq, "flip at \(position)")
+            let expected = (0..<400).filter { UInt64($0) < victim.header.firstSeq || UInt64($0) >= victim.header.endSeq }
+            #expect(records(items).map(\.payload) == expected.map { noisyPayload($0, size: 1000 + $0) }, "flip at \(position)")
+            let report = try reopened.verify()
+            #expect(!report.isClean)
+            #expect(report.corrupt.map(\.range) == [victim.header.firstSeq..<victim.header.endSeq])
+            try reopened.close()
+        }
+        writeFile(sealed, original)
+    }
+
+    @Test func corruptionInsideTheActiveSegmentIsReportedNotTruncated() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let (bytes, ends) = try makeLog(dir, blocks: 4, perBlock: 6)
+        var damaged = bytes
+        let start = ends[0].offset
+        for i in start..<(start + 30) { damaged[i] = 0 }  // zero a range inside block 2
+        writeFile(dir.file(Format.segmentName(0)), damaged)
+        let log = try EventLog.open(directory: dir.path)
+        #expect(log.recoveryReport.tornTail == nil)
+        #expect(log.nextSeq == ends.last!.endSeq, "the valid blocks after the damage are kept")
+        let items = try log.readAll()
+        #expect(notices(items).map(\.range) == [ends[0].endSeq..<ends[1].endSeq])
+        #expect(records(items).count == Int(ends.last!.endSeq - (ends[1].endSeq - ends[0].endSeq)))
+        try log.close()
+    }
+
+    @Test func garbageEmptyAndForeignFilesNeverCrashOrHang() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        var configuration = smallConfiguration(blockSize: 4096)
+        configuration.linger = .zero
+        let log = try EventLog.open(directory: dir.path, configuration: configuration)
+        for i in 0..<300 { try log.append(noisyPayload(i, size: 1000)) }
+        try log.syncBlocking()
+        try log.close()
+        let segments = dir.segments()
+        #expect(segments.count >= 3)
+        // Garbage, a zero-length sealed segment in the middle, and an unrelated file.
+        writeFile(dir.file("notes.txt"), Array("hello".utf8))
+        let middle = dir.file(segments[1])
+        writeFile(middle, [])
+        var generator = SeededGenerator(seed: 3)
+        writeFile(dir.file(segments[0]), (0..<70_000).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        let reopened = try EventLog.open(directory: dir.path, configuration: configuration)
+        #expect(reopened.recoveryReport.ignoredFiles == ["notes.txt"])
+        let items = try reopened.readAll()
+        let lost = notices(items)
+        #expect(lost.allSatisfy { $0.kind == .corrupt })
+        let base1 = Format.baseSeq(ofSegmentNamed: segments[1])!
+        let base2 = Format.baseSeq(ofSegmentNamed: segments[2])!
+        #expect(lost.map(\.range) == [0..<base1, base1..<base2])
+        #expect(records(items).first?.seq == base2)
+        #expect(records(items).last?.seq == 299)
+        try reopened.close()
+    }
+
+    @Test func damagedMetaIsRecoveredFromSegmentHeaders() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let log = try EventLog.open(directory: dir.path)
+        try log.appendBlocking(payload(0), durability: .synced)
+        let id = log.id
+        try log.close()
+        writeFile(dir.file("META"), [1, 2, 3])
+        let reopened = try EventLog.open(directory: dir.path)
+        #expect(reopened.id == id)
+        #expect(records(try reopened.readAll()).count == 1)
+        try reopened.close()
+    }
+
+    @Test func newerSegmentVersionIsRefusedClearly() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let (bytes, _) = try makeLog(dir, blocks: 1, perBlock: 2)
+        var newer = bytes
+        newer[8] = 9  // version 9
+        let crc = CRC32C.checksum(Array(newer[0..<60]))
+        newer.storeLE(crc, at: 60)
+        writeFile(dir.file(Format.segmentName(0)), newer)
+        #expect { try EventLog.open(directory: dir.path) } throws: { error in
+            let e = error as! SpoolError
+            return e.code == .unsupportedVersion && e.message.contains("9")
+        }
+    }
+}
