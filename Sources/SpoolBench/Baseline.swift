@@ -1,0 +1,55 @@
+/// The other side of a comparison: a store built the way an analytics SDK builds it
+/// (the Sensors Analytics SDK's SQLite table, in `Benchmarks/`), run on the same events
+/// in the same process, alternating with Spool.
+///
+/// This is the seam that keeps SQLite out of the root package: `spool bench` runs with
+/// no baseline (Spool against the hardware only); Benchmarks' `compare` passes one.
+public protocol Baseline: Sendable {
+    /// The store's name in the table, e.g. `"SQLite"`.
+    var name: String { get }
+
+    /// Appends events (cycling `events`) from one producer in `mode` to a new store in
+    /// `directory` until `budget` runs out, timing each call. The time includes closing
+    /// the store.
+    func append(_ mode: BaselineAppend, events: EventSet, directory: String, budget: Budget) throws -> Run
+
+    /// Stores `count` events (untimed), closes the store and returns its bytes on disk;
+    /// then reopens it in `mode` and drains it — take the `batch` oldest, build the JSON
+    /// array request body, delete them — until empty, timed.
+    func drain(_ mode: BaselineDrain, batch: Int, events: EventSet, count: Int, directory: String) throws -> (run: Run, bytes: Int)
+}
+
+/// How a baseline commits appends.
+public enum BaselineAppend: String, Sendable, CaseIterable, Codable {
+    /// One event per transaction, `synchronous=FULL` (durable on return).
+    case full
+    /// One event per transaction, `synchronous=NORMAL` (WAL: survives a process kill).
+    case normal
+    /// One event per transaction, `synchronous=OFF` (survives a process kill).
+    case off
+    /// 100 events per transaction, `synchronous=OFF`.
+    case offBatch100
+
+    /// The label used in the table.
+    public var label: String {
+        switch self {
+        case .full: "FULL, 1/txn"
+        case .normal: "NORMAL, 1/txn"
+        case .off: "OFF, 1/txn"
+        case .offBatch100: "OFF, 100/txn"
+        }
+    }
+}
+
+/// How a baseline commits the deletes of a drain.
+public enum BaselineDrain: String, Sendable, CaseIterable, Codable {
+    case full
+    case off
+
+    public var label: String {
+        switch self {
+        case .full: "FULL"
+        case .off: "OFF"
+        }
+    }
+}

@@ -1,0 +1,51 @@
+/// What a benchmark run does and how long it may take. The defaults keep a full run to a
+/// few minutes on a 2-core machine; ``quick`` takes seconds (for tests).
+public struct BenchOptions: Sendable {
+    /// Where logs and databases are made: the disk being measured. The default (`nil`) is
+    /// a new directory under the system's temporary directory.
+    public var directory: String?
+    /// Distinct events generated, and the most any one measurement writes. The default is 200,000.
+    public var events: Int = 200_000
+    /// The most seconds one measurement may take. The default is 4.
+    public var seconds: Double = 4
+    /// Alternating rounds; each figure is the best of them. The default is 2.
+    public var rounds: Int = 2
+    /// Events stored, then drained, per drain measurement. The default is 100,000.
+    public var drainEvents: Int = 100_000
+    /// Segment sizes (bytes) for the open-after-crash scenario. The default is 1, 16 and
+    /// 128 MiB; ``largeOpen`` adds 1 GiB.
+    public var openSizes: [Int] = [1 << 20, 16 << 20, 128 << 20]
+    /// Events in the backlog whose peak memory is measured. The default is 1,000,000.
+    public var backlogEvents: Int = 1_000_000
+    /// Bytes written for the sequential-write baseline. The default is 256 MiB.
+    public var sequentialBytes: Int = 256 << 20
+    /// Producers of the synced scenario. The default is 1, 16 and 64.
+    public var syncedProducers: [Int] = [1, 16, 64]
+    /// Events per acknowledgement of the pipelined producer (which keeps 4 in flight).
+    /// The default is 1,024.
+    public var pipelineWindow: Int = 1024
+
+    public init() {}
+
+    /// A run of a few seconds that still touches every scenario (for tests and smoke runs).
+    public static var quick: BenchOptions {
+        var options = BenchOptions()
+        options.events = 4_000
+        options.seconds = 0.25
+        options.rounds = 1
+        options.drainEvents = 4_000
+        options.openSizes = [256 << 10]
+        options.backlogEvents = 20_000
+        options.sequentialBytes = 4 << 20
+        options.syncedProducers = [1, 16]
+        options.pipelineWindow = 256
+        return options
+    }
+
+    /// Adds the 1 GiB open-after-crash case (a minute or more to fill).
+    public mutating func includeLargeOpen() {
+        if !openSizes.contains(1 << 30) { openSizes.append(1 << 30) }
+    }
+
+    var budget: Budget { Budget(events: events, seconds: seconds) }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import Spool
+
+/// Runs every scenario — Spool, its baseline when one is given, and the hardware
+/// ceilings — on the same generated events in one process, alternating sides, and
+/// collects a ``Report``.
+///
+/// Shared by `spool bench` (no baseline) and Benchmarks' `compare` (SQLite).
+public struct BenchRunner: Sendable {
+    public var options: BenchOptions
+    public var baseline: (any Baseline)?
+    /// Receives one line per finished measurement (the default prints to standard error).
+    public var progress: @Sendable (String) -> Void
+
+    public init(options: BenchOptions, baseline: (any Baseline)? = nil,
+                progress: @escaping @Sendable (String) -> Void = { line in
+                    FileHandle.standardError.write(Data((line + "\n").utf8))
+                }) {
+        self.options = options
+        self.baseline = baseline
+        self.progress = progress
+    }
+
+    /// Runs everything and returns the report. Removes its scratch directories.
+    public func run() async throws -> Report {
+        let loadBefore = loadAverage()
+        let scratch = try Scratch(root: options.directory.map { $0 + "/spool-bench-\(getpid())" })
+        defer { scratch.removeAll() }
+        var generator = EventGenerator()
+        let events = generator.events(options.events)
+        progress("generated \(events.count) events, \(format(events.meanSize)) B mean")
+        let context = Context(options: options, baseline: baseline, scratch: scratch,
+                              spool: SpoolSide(events: events), progress: progress)
+
+        let hardware = try await blocking {
+            try measureHardware(events: events, directory: try scratch.fresh("hardware"),
+                                writeBytes: options.sequentialBytes,
+                                syncBudget: Budget(events: options.events, seconds: min(2, options.seconds)))
+        }
+        progress("hardware: zstd -1 \(format(hardware.zstdCompressMBps)) MB/s, write \(format(hardware.sequentialWriteMBps)) MB/s, "
+            + "fdatasync \(format(hardware.fdatasyncPerSecond))/s")
+
+        var rows = [Row]()
+        rows += try await context.appendRows(hardware: hardware)
+        rows += try await context.sealRows(hardware: hardware)
+        rows += try await context.drainRows()
+        rows += try await context.openRows()
+        rows += try await context.memoryRows()
+
+        let info = RunInfo(
+            events: events.count, meanEventBytes: events.meanSize, directory: scratch.root,
+            cores: ProcessInfo.processInfo.activeProcessorCount, loadBefore: loadBefore, loadAfter: loadAverage(),
+            rounds: options.rounds, secondsPerMeasurement: options.seconds, baseline: baseline?.name,
+            note: "Figures are from one run on this machine; a shared VM is noisy.")
+        return Report(run: info, hardware: hardware, rows: rows)
+    }
+}
+
+/// What every scenario group needs.
+struct Context: Sendable {
+    let options: BenchOptions
+    let baseline: (any Baseline)?
+    let scratch: Scratch
+    let spool: SpoolSide
+    let progress: @Sendable (String) -> Void
+
+    var events: EventSet { spool.events }
+
+    /// One measurement: a name and a body that gets a fresh directory.
+    struct Step: Sendable {
+        let key: String
+        let body: @Sendable (String) async throws -> Run
+    }
+
+    /// Runs the steps of both sides alternately (Spool, baseline, Spool, …), `rounds`
+    /// times, and keeps each step's best run (the highest rate). Each step gets a fresh
+    /// directory, removed afterwards.
+    func alternate(_ spoolSteps: [Step], _ baselineSteps: [Step]) async throws -> [String: Run] {
+        var order = [Step]()
+        for index in 0..<max(spoolSteps.count, baselineSteps.count) {
+            if index < spoolSteps.count { order.append(spoolSteps[index]) }
+            if index < baselineSteps.count { order.append(baselineSteps[index]) }
+        }
+        var best = [String: Run]()
+        for round in 0..<options.rounds {
+            for step in order {
+                let directory = try scratch.fresh(step.key.filter { $0.isLetter || $0.isNumber })
+                let run = try await step.body(directory)
+                scratch.remove(directory)
+                progress("  round \(round + 1) \(step.key): \(format(run.rate))/s over \(format(run.seconds)) s"
+                    + (run.latencies.map { ", p50 \(format($0.p50)) µs, p99 \(format($0.p99)) µs" } ?? ""))
+                if best[step.key].map({ run.rate > $0.rate }) ?? true { best[step.key] = run }
+            }
+        }
+        return best
+    }
+}

@@ -1,0 +1,158 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CZstd
+
+/// What this machine can do without any log on top: the ceilings Spool is measured against.
+public struct HardwareFigures: Sendable, Codable {
+    /// `ZSTD_compress` level 1 over the events in 64 KiB chunks: input MB/s, and the ratio.
+    public var zstdCompressMBps: Double
+    public var zstdRatio: Double
+    /// `ZSTD_decompress` of those chunks: output MB/s.
+    public var zstdDecompressMBps: Double
+    /// Sequential 1 MiB writes to a new file, then one `fdatasync`: MB/s.
+    public var sequentialWriteMBps: Double
+    /// 256-byte appends, each followed by `fdatasync`: calls per second and latencies.
+    public var fdatasyncPerSecond: Double
+    public var fdatasyncLatency: Latencies?
+}
+
+/// Measures ``HardwareFigures`` on `events`, writing files in `directory`.
+public func measureHardware(events: EventSet, directory: String, writeBytes: Int, syncBudget: Budget) throws -> HardwareFigures {
+    let data = events.concatenated()
+    let (compress, ratio, decompress) = zstdSpeed(data, chunk: 64 * 1024, level: 1)
+    let sequential = try sequentialWrite(data, total: writeBytes, path: directory + "/sequential.bin")
+    let sync = try fdatasyncRate(path: directory + "/fdatasync.bin", budget: syncBudget)
+    return HardwareFigures(
+        zstdCompressMBps: compress, zstdRatio: ratio, zstdDecompressMBps: decompress,
+        sequentialWriteMBps: sequential, fdatasyncPerSecond: sync.rate, fdatasyncLatency: sync.latencies
+    )
+}
+
+/// Raw zstd speed: compresses `data` in `chunk`-byte pieces with one reused context (the
+/// best case for any block format), repeating until at least 0.5 s has passed, then
+/// decompresses the pieces the same way. Returns input MB/s, ratio, output MB/s.
+public func zstdSpeed(_ data: [UInt8], chunk: Int, level: Int32) -> (compressMBps: Double, ratio: Double, decompressMBps: Double) {
+    let cctx = ZSTD_createCCtx()!
+    let dctx = ZSTD_createDCtx()!
+    defer { ZSTD_freeCCtx(cctx); ZSTD_freeDCtx(dctx) }
+    let bound = ZSTD_compressBound(chunk)
+    var compressed = [[UInt8]]()
+    var output = [UInt8](repeating: 0, count: bound)
+    var inputBytes = 0, outputBytes = 0
+    let start = monotonicNanos()
+    var passes = 0
+    repeat {
+        data.withUnsafeBytes { src in
+            var offset = 0
+            while offset < src.count {
+                let size = min(chunk, src.count - offset)
+                let written = output.withUnsafeMutableBytes { dst in
+                    ZSTD_compressCCtx(cctx, dst.baseAddress, bound, src.baseAddress! + offset, size, level)
+                }
+                precondition(ZSTD_isError(written) == 0, "ZSTD_compressCCtx failed")
+                if passes == 0 {
+                    compressed.append(Array(output[0..<written]))
+                    outputBytes += written
+                }
+                inputBytes += size
+                offset += size
+            }
+        }
+        passes += 1
+    } while monotonicNanos() - start < 500_000_000
+    let compressSeconds = Double(monotonicNanos() - start) / 1e9
+
+    var plain = [UInt8](repeating: 0, count: chunk)
+    var decoded = 0
+    let dstart = monotonicNanos()
+    repeat {
+        for block in compressed {
+            let size = block.withUnsafeBytes { src in
+                plain.withUnsafeMutableBytes { dst in
+                    ZSTD_decompressDCtx(dctx, dst.baseAddress, chunk, src.baseAddress, src.count)
+                }
+            }
+            precondition(ZSTD_isError(size) == 0, "ZSTD_decompressDCtx failed")
+            decoded += size
+        }
+    } while monotonicNanos() - dstart < 500_000_000
+    let decompressSeconds = Double(monotonicNanos() - dstart) / 1e9
+    return (
+        Double(inputBytes) / compressSeconds / 1e6,
+        Double(data.count) / Double(max(outputBytes, 1)),
+        Double(decoded) / decompressSeconds / 1e6
+    )
+}
+
+/// Writes `total` bytes (cycling `data`) in 1 MiB writes to a new file at `path`, then
+/// `fdatasync`s once. Returns MB/s over the whole, sync included. Removes the file.
+public func sequentialWrite(_ data: [UInt8], total: Int, path: String) throws -> Double {
+    let fd = try openFile(path, flags: O_CREAT | O_TRUNC | O_WRONLY)
+    defer { close(fd); unlink(path) }
+    let piece = 1 << 20
+    var buffer = [UInt8]()
+    buffer.reserveCapacity(piece)
+    while buffer.count < piece { buffer.append(contentsOf: data.prefix(piece - buffer.count)) }
+    let start = monotonicNanos()
+    var written = 0
+    while written < total {
+        try writeAll(fd, buffer, path: path)
+        written += buffer.count
+    }
+    try check(fdatasync(fd), "fdatasync", path)
+    return Double(written) / (Double(monotonicNanos() - start) / 1e9) / 1e6
+}
+
+/// Appends 256 bytes and `fdatasync`s, again and again within `budget`. Returns the rate
+/// of append+sync pairs and their latencies. Removes the file.
+public func fdatasyncRate(path: String, budget: Budget) throws -> Run {
+    let fd = try openFile(path, flags: O_CREAT | O_TRUNC | O_WRONLY | O_APPEND)
+    defer { close(fd); unlink(path) }
+    let record = [UInt8](repeating: 0x61, count: 256)
+    var nanos = [UInt64]()
+    nanos.reserveCapacity(budget.events)
+    let start = monotonicNanos()
+    let deadline = budget.deadline(from: start)
+    while nanos.count < budget.events {
+        let t0 = monotonicNanos()
+        try writeAll(fd, record, path: path)
+        try check(fdatasync(fd), "fdatasync", path)
+        let t1 = monotonicNanos()
+        nanos.append(t1 - t0)
+        if t1 > deadline { break }
+    }
+    return Run(count: nanos.count, nanos: monotonicNanos() - start, latencies: Latencies(nanos: nanos))
+}
+
+/// A failed system call in a benchmark's own file handling.
+public struct BenchError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+func check(_ result: Int32, _ operation: String, _ path: String) throws {
+    if result != 0 { throw BenchError("\(operation) \(path): \(String(cString: strerror(errno)))") }
+}
+
+func openFile(_ path: String, flags: Int32) throws -> Int32 {
+    let fd = open(path, flags, 0o600)
+    if fd < 0 { throw BenchError("open \(path): \(String(cString: strerror(errno)))") }
+    return fd
+}
+
+func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String) throws {
+    try bytes.withUnsafeBytes { raw in
+        var offset = 0
+        while offset < raw.count {
+            let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw BenchError("write \(path): \(String(cString: strerror(errno)))")
+            }
+            offset += n
+        }
+    }
+}

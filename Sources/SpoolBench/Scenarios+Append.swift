@@ -1,0 +1,88 @@
+import Spool
+
+extension Context {
+    /// Append throughput per durability level and producer count, against SQLite's
+    /// one-event and 100-event transactions and against the disk's `fdatasync` rate.
+    func appendRows(hardware: HardwareFigures) async throws -> [Row] {
+        let budget = options.budget
+        let spool = self.spool
+        let events = self.events
+        var spoolSteps = [Step]()
+        for (durability, producers) in [(Durability.buffered, 1), (.buffered, 4), (.written, 1), (.written, 4)] {
+            spoolSteps.append(Step(key: "Spool \(durability) ×\(producers)") { directory in
+                try await blocking { try spool.append(durability, producers: producers, directory: directory, budget: budget) }
+            })
+        }
+        let window = options.pipelineWindow
+        spoolSteps.append(Step(key: "Spool written pipelined") { directory in
+            try await spool.appendPipelined(window: window, directory: directory, budget: budget)
+        })
+        for producers in options.syncedProducers {
+            spoolSteps.append(Step(key: "Spool synced ×\(producers)") { directory in
+                try await spool.appendConcurrently(.synced, producers: producers, directory: directory, budget: budget)
+            })
+        }
+        var baselineSteps = [Step]()
+        if let baseline {
+            for mode in BaselineAppend.allCases {
+                baselineSteps.append(Step(key: "\(baseline.name) \(mode.label)") { directory in
+                    try await blocking { try baseline.append(mode, events: events, directory: directory, budget: budget) }
+                })
+            }
+        }
+        progress("append: \(spoolSteps.count) Spool and \(baselineSteps.count) baseline measurements × \(options.rounds) rounds")
+        let best = try await alternate(spoolSteps, baselineSteps)
+
+        func spoolFigure(_ key: String) -> Figure { .events(best["Spool " + key]!) }
+        func base(_ mode: BaselineAppend) -> (String, Figure)? {
+            guard let baseline, let run = best["\(baseline.name) \(mode.label)"] else { return nil }
+            return ("\(baseline.name) \(mode.label)", .events(run))
+        }
+        var rows = [Row]()
+        func add(_ key: String, _ mode: BaselineAppend, goal: Goal? = nil) {
+            guard let (name, figure) = base(mode) else { return }
+            rows.append(Row(group: "append", scenario: key, spool: spoolFigure(key), baseline: name, baselineFigure: figure, goal: goal))
+        }
+        for producers in [1, 4] {
+            let key = "buffered ×\(producers)"
+            if baseline == nil { rows.append(Row(group: "append", scenario: key, spool: spoolFigure(key))) }
+            add(key, .offBatch100)
+        }
+        for producers in [1, 4] {
+            let key = "written ×\(producers)"
+            if baseline == nil { rows.append(Row(group: "append", scenario: key, spool: spoolFigure(key))) }
+            add(key, .normal)
+            add(key, .off)
+        }
+        if baseline == nil { rows.append(Row(group: "append", scenario: "written pipelined", spool: spoolFigure("written pipelined"))) }
+        add("written pipelined", .off, goal: .atLeast(12))
+        add("written pipelined", .offBatch100, goal: .atLeast(2.5))
+        let fdatasync = Figure(hardware.fdatasyncPerSecond, "events/s", latency: hardware.fdatasyncLatency)
+        for producers in options.syncedProducers {
+            let key = "synced ×\(producers)"
+            add(key, .full, goal: producers == 64 ? .atLeast(50) : nil)
+            rows.append(Row(group: "append", scenario: key, spool: spoolFigure(key),
+                            baseline: "hw: 256 B append+fdatasync", baselineFigure: fdatasync))
+        }
+        return rows
+    }
+
+    /// Block sealing (compress, checksum, write) through the public append path, against
+    /// raw `ZSTD_compress -1` on the same bytes in 64 KiB chunks.
+    func sealRows(hardware: HardwareFigures) async throws -> [Row] {
+        let spool = self.spool
+        let budget = Budget(events: events.count, seconds: options.seconds * 4)
+        let best = try await alternate([Step(key: "Spool seal") { directory in
+            try await blocking { try spool.seal(directory: directory, budget: budget) }
+        }], [])
+        let run = best["Spool seal"]!
+        return [
+            Row(group: "seal", scenario: "append buffered ×1 (64 KiB blocks)", spool: Figure(run.rate / 1e6, "MB/s"),
+                baseline: "hw: raw zstd -1, 64 KiB", baselineFigure: Figure(hardware.zstdCompressMBps, "MB/s"),
+                percent: true, goal: .atLeast(0.70)),
+            Row(group: "seal", scenario: "append buffered ×1 (64 KiB blocks)", spool: Figure(run.rate / 1e6, "MB/s"),
+                baseline: "hw: sequential write+fdatasync", baselineFigure: Figure(hardware.sequentialWriteMBps, "MB/s"),
+                percent: true),
+        ]
+    }
+}

@@ -1,0 +1,70 @@
+import Spool
+
+/// The Spool drains measured: batch size and commit mode.
+private let drains: [(Int, CommitMode)] = [(50, .durable), (500, .durable), (50, .fast)]
+
+extension Context {
+    /// Draining a backlog — read a batch, build the request body, commit — against
+    /// SQLite's select-oldest-50 / build JSON / delete, and the bytes each store took.
+    func drainRows() async throws -> [Row] {
+        let spool = self.spool
+        let events = self.events
+        let count = options.drainEvents
+        var spoolSteps = [Step]()
+        for (batch, mode) in drains {
+            spoolSteps.append(Step(key: "Spool drain \(batch) \(mode)") { directory in
+                try await blocking {
+                    let (run, bytes) = try spool.drain(batch: batch, mode: mode, count: count, directory: directory)
+                    var result = run
+                    result.storedBytes = bytes
+                    return result
+                }
+            })
+        }
+        var baselineSteps = [Step]()
+        if let baseline {
+            for mode in BaselineDrain.allCases {
+                baselineSteps.append(Step(key: "\(baseline.name) drain \(mode.label)") { directory in
+                    try await blocking {
+                        let (run, bytes) = try baseline.drain(mode, batch: 50, events: events, count: count, directory: directory)
+                        var result = run
+                        result.storedBytes = bytes
+                        return result
+                    }
+                })
+            }
+        }
+        progress("drain: \(count) events per measurement")
+        let best = try await alternate(spoolSteps, baselineSteps)
+
+        var rows = [Row]()
+        for (batch, mode) in drains {
+            let spoolRun = best["Spool drain \(batch) \(mode)"]!
+            let key = "read+JSON+commit(\(mode)), batch \(batch)"
+            guard let baseline else {
+                rows.append(Row(group: "drain", scenario: key, spool: .events(spoolRun)))
+                continue
+            }
+            // A fast commit is compared with OFF only: neither survives a power loss intact.
+            for base in BaselineDrain.allCases where mode == .durable || base == .off {
+                let run = best["\(baseline.name) drain \(base.label)"]!
+                let goal: Goal? = batch == 50 && mode == .durable ? .atLeast(base == .full ? 6 : 2) : nil
+                rows.append(Row(group: "drain", scenario: key, spool: .events(spoolRun),
+                                baseline: "\(baseline.name) \(base.label): select 50+JSON+delete", baselineFigure: .events(run),
+                                goal: goal))
+            }
+        }
+
+        let spoolBytes = Double(best["Spool drain 50 durable"]!.storedBytes!)
+        let perEvent = Figure(spoolBytes / Double(count), "B/event")
+        let eventBytes = Double((0..<count).reduce(0) { $0 + events[cycling: $1].count })
+        if let baseline, let baseBytes = best["\(baseline.name) drain \(BaselineDrain.full.label)"]?.storedBytes {
+            rows.append(Row(group: "footprint", scenario: "bytes on disk", spool: perEvent,
+                            baseline: baseline.name, baselineFigure: Figure(Double(baseBytes) / Double(count), "B/event"),
+                            percent: true, goal: .atMost(0.15)))
+        }
+        rows.append(Row(group: "footprint", scenario: "bytes on disk", spool: perEvent,
+                        baseline: "the events' own bytes", baselineFigure: Figure(eventBytes / Double(count), "B/event"), percent: true))
+        return rows
+    }
+}

@@ -1,0 +1,208 @@
+import Logging
+import Spool
+
+/// The Spool half of every scenario: each function opens a new log in the directory it is
+/// given, does one measured thing, and closes the log.
+///
+/// Thread-safety: a `Sendable` value; each call owns its log.
+public struct SpoolSide: Sendable {
+    /// The events every scenario appends (cycled when a scenario needs more).
+    public let events: EventSet
+    /// The configuration every log is opened with. The default is the library's.
+    public var configuration: Configuration
+
+    public init(events: EventSet, configuration: Configuration = .init()) {
+        self.events = events
+        self.configuration = configuration
+    }
+
+    func open(_ directory: String) throws -> EventLog {
+        try EventLog.open(directory: directory, configuration: configuration, logger: quietLogger)
+    }
+
+    /// `producers` threads append with `durability` (`append(_:)` for `.buffered`,
+    /// `appendBlocking` otherwise) until `budget` runs out, timing each call. The time
+    /// includes `close()`, so every counted event reached the file.
+    public func append(_ durability: Durability, producers: Int, directory: String, budget: Budget) throws -> Run {
+        let log = try open(directory)
+        let events = self.events
+        let ticket = Ticket(limit: budget.events)
+        let start = monotonicNanos()
+        let deadline = budget.deadline(from: start)
+        let perThread = try onThreads(producers) { _ in
+            var nanos = [UInt64]()
+            nanos.reserveCapacity(budget.events / producers + 1)
+            while let index = ticket.take() {
+                let t0 = monotonicNanos()
+                if durability == .buffered {
+                    try log.append(events[cycling: index])
+                } else {
+                    try log.appendBlocking(events[cycling: index], durability: durability)
+                }
+                let t1 = monotonicNanos()
+                nanos.append(t1 - t0)
+                if t1 > deadline { break }
+            }
+            return nanos
+        }
+        try log.close()
+        let all = perThread.flatMap { $0 }
+        return Run(count: all.count, nanos: monotonicNanos() - start, latencies: Latencies(nanos: all))
+    }
+
+    /// `producers` concurrent tasks each await `append(_:durability:)`, one call at a time,
+    /// until `budget` runs out: with `.synced`, this is group commit under load.
+    public func appendConcurrently(_ durability: Durability, producers: Int, directory: String, budget: Budget) async throws -> Run {
+        let log = try open(directory)
+        let events = self.events
+        let ticket = Ticket(limit: budget.events)
+        let start = monotonicNanos()
+        let deadline = budget.deadline(from: start)
+        let all = try await withThrowingTaskGroup(of: [UInt64].self) { group in
+            for _ in 0..<producers {
+                group.addTask {
+                    var nanos = [UInt64]()
+                    while let index = ticket.take() {
+                        let t0 = monotonicNanos()
+                        try await log.append(events[cycling: index], durability: durability)
+                        let t1 = monotonicNanos()
+                        nanos.append(t1 - t0)
+                        if t1 > deadline { break }
+                    }
+                    return nanos
+                }
+            }
+            var all = [UInt64]()
+            for try await nanos in group { all += nanos }
+            return all
+        }
+        try log.close()
+        return Run(count: all.count, nanos: monotonicNanos() - start, latencies: Latencies(nanos: all))
+    }
+
+    /// One pipelining producer: appends at `.buffered` and, every `window` events, starts
+    /// an asynchronous wait for its latest seq to be `.written`, keeping up to `depth` such
+    /// acknowledgements in flight instead of waiting for each event in turn. The time ends
+    /// when the last event is acknowledged; latencies are from a window's last append to its
+    /// acknowledgement.
+    public func appendPipelined(window: Int, depth: Int = 4, directory: String, budget: Budget) async throws -> Run {
+        let log = try open(directory)
+        let events = self.events
+        let start = monotonicNanos()
+        let deadline = budget.deadline(from: start)
+        let (count, acks) = try await withThrowingTaskGroup(of: UInt64.self) { group in
+            var acks = [UInt64]()
+            var inFlight = 0
+            var count = 0
+            var seq: UInt64 = 0
+            while count < budget.events {
+                seq = try log.append(events[cycling: count])
+                count += 1
+                if count % window == 0 {
+                    if inFlight == depth, let ack = try await group.next() {
+                        acks.append(ack)
+                        inFlight -= 1
+                    }
+                    group.addTask { [seq] in
+                        let t0 = monotonicNanos()
+                        try await log.waitUntil(seq, is: .written)
+                        return monotonicNanos() - t0
+                    }
+                    inFlight += 1
+                    if monotonicNanos() > deadline { break }
+                }
+            }
+            try await log.waitUntil(seq, is: .written)
+            for try await ack in group { acks.append(ack) }
+            return (count, acks)
+        }
+        let nanos = monotonicNanos() - start
+        try log.close()
+        return Run(count: count, nanos: nanos, latencies: Latencies(nanos: acks))
+    }
+
+    /// Block sealing through the public path: one thread appends `budget.events` events,
+    /// buffered, into 64 KiB blocks that are compressed, checksummed and written; the time
+    /// includes `close()`. The run counts bytes of events, for MB/s.
+    public func seal(directory: String, budget: Budget) throws -> Run {
+        let run = try append(.buffered, producers: 1, directory: directory, budget: budget)
+        var bytes = 0
+        for index in 0..<run.count { bytes += events[cycling: index].count }
+        return Run(count: bytes, nanos: run.nanos)
+    }
+
+    /// Stores `count` events (untimed), closes the log and measures its bytes on disk; then
+    /// reopens it and drains it with one consumer — read `batch` records, build the JSON
+    /// array body, commit (`mode`) — until empty, timed (the reopen included).
+    public func drain(batch: Int, mode: CommitMode = .durable, count: Int, directory: String) throws -> (run: Run, bytes: Int) {
+        try fill(count: count, directory: directory)
+        let bytes = bytesOnDisk(directory)
+        let start = monotonicNanos()
+        let log = try open(directory)
+        let consumer = try log.consumer(named: "bench")
+        var drained = 0
+        var bodyBytes = 0
+        while true {
+            let batch = try consumer.read(maxCount: batch, maxBytes: 16 << 20)
+            if batch.isEmpty { break }
+            bodyBytes += jsonArrayBody(batch.records.lazy.map(\.payload)).count
+            try consumer.commit(through: batch.endSeq - 1, mode: mode)
+            drained += batch.records.count
+        }
+        try log.close()
+        precondition(drained == count && bodyBytes > 0, "the drain read \(drained) of \(count) events")
+        return (Run(count: drained, nanos: monotonicNanos() - start), bytes)
+    }
+
+    /// Appends `count` events, buffered, to a new log in `directory` and closes it.
+    public func fill(count: Int, directory: String) throws {
+        let log = try open(directory)
+        for index in 0..<count { try log.append(events[cycling: index]) }
+        try log.close()
+    }
+
+    /// Fills a log with at least `bytes` of segments, then `repeats` times: tears its last
+    /// block (cuts 3 bytes off the newest segment, as a crash mid-write would) and times
+    /// `open`. Returns the median open time in nanoseconds and the log's actual size.
+    public func openAfterTear(bytes target: Int, repeats: Int, directory: String) throws -> (nanos: UInt64, bytes: Int) {
+        let log = try open(directory)
+        var index = 0
+        while bytesOnDisk(directory) < target {
+            for _ in 0..<20_000 {
+                try log.append(events[cycling: index])
+                index += 1
+            }
+            try log.appendBlocking(events[cycling: index], durability: .written)
+            index += 1
+        }
+        try log.close()
+        let size = bytesOnDisk(directory)
+        var times = [UInt64]()
+        for _ in 0..<repeats {
+            try tearNewestSegment(in: directory, by: 3)
+            let start = monotonicNanos()
+            let reopened = try open(directory)
+            times.append(monotonicNanos() - start)
+            try reopened.close()
+        }
+        return (times.sorted()[times.count / 2], size)
+    }
+
+    /// Appends a backlog of `count` events (buffered) with no consumer, closes, reopens and
+    /// reads one batch, and returns the peak resident memory over that, in bytes, above the
+    /// resident memory when it started. The backlog must not be held in memory.
+    public func backlogPeakMemory(count: Int, directory: String) throws -> (growth: Int, peak: Int)? {
+        guard let before = residentMemory() else { return nil }
+        resetPeakMemory()
+        try fill(count: count, directory: directory)
+        let log = try open(directory)
+        _ = try log.consumer(named: "bench").read(maxCount: 500, maxBytes: 1 << 20)
+        try log.close()
+        guard let after = residentMemory() else { return nil }
+        return (after.peak - before.current, after.peak)
+    }
+}
+
+/// A logger that drops everything: the open-after-crash scenario tears logs on purpose, and
+/// the recovery's info lines would interleave with the table.
+let quietLogger = Logger(label: "spool-bench") { _ in SwiftLogNoOpLogHandler() }

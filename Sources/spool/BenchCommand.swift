@@ -1,0 +1,40 @@
+import ArgumentParser
+import SpoolBench
+
+/// `spool bench`: the Spool half of the benchmarks, alone, on the user's own disk, against
+/// the disk's and CPU's limits (SQLite comparisons live in Benchmarks/'s `compare`).
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Measure Spool on this machine: append, seal, drain, open-after-crash, footprint.",
+        discussion: """
+            Prints a table of figures, each beside the hardware limit it is measured against. \
+            Run it with --dir on the disk that will hold your logs. A full run takes a few minutes; \
+            --quick takes seconds.
+            """)
+
+    @Option(help: "Where the logs are made (the disk measured). Default: a temporary directory.")
+    var dir: String?
+    @Option(help: "Events generated; the most one measurement writes.")
+    var events: Int?
+    @Option(help: "Also write the figures as JSON to this file.")
+    var json: String?
+    @Flag(help: "A run of seconds that touches every scenario.")
+    var quick = false
+
+    func validate() throws {
+        if let events, events <= 0 { throw ValidationError("--events must be positive") }
+    }
+
+    func run() async throws {
+        var options = quick ? BenchOptions.quick : BenchOptions()
+        options.directory = dir
+        if let events { options.events = events }
+        let report = try await BenchRunner(options: options).run()
+        print(report.table())
+        if let json {
+            try report.writeJSON(to: json)
+            print("wrote \(json)")
+        }
+    }
+}
