@@ -9,14 +9,9 @@ extension Collector {
     /// the poison rule; then new records are recorded and the answer is
     /// `{"accepted":N,"duplicates":M}`.
     func handle(_ request: Request, context: CollectorRequestContext) async -> Response {
-        let (draw, stopping) = tallies.withLock { tallies in
+        let draw = tallies.withLock { tallies in
             tallies.stats.requests += 1
-            tallies.inFlight += 1
-            return (tallies.faults.next(), tallies.stopping)
-        }
-        defer { tallies.withLock { $0.inFlight -= 1 } }
-        if stopping {
-            return Self.answer(503, error: "the collector is shutting down", extra: [.connection: "close"])
+            return tallies.faults.next()
         }
         guard request.method == .post else {
             return Self.answer(405, error: "only POST is accepted", extra: [.allow: "POST"])

@@ -1,6 +1,9 @@
 import Dispatch
 import Hummingbird
 import Logging
+// Graceful shutdown of Hummingbird goes through its ServiceGroup. ServiceLifecycle comes in
+// with Hummingbird; Package.swift should name it (see the collector's report).
+import ServiceLifecycle
 import Spool
 import Synchronization
 
@@ -16,7 +19,17 @@ import Synchronization
 /// print(collector.stats.received)
 /// ```
 ///
-/// It accepts `POST` on any path; see the Spool sync documentation for the wire format.
+/// The wire format it accepts, on `POST` to any path:
+/// - `Spool-Batch: <log id>:<first seq>-<last seq>` on every request (32 lowercase hex digits).
+/// - `Content-Type: application/json`: a JSON array of envelopes
+///   `{"id":"<log id>-<seq>","seq":<seq>,"time":<ms>,"data":<any JSON>}`;
+///   `application/x-ndjson`: the same envelopes, one per line; `application/json` with
+///   `Spool-Encoding: raw`: a JSON array of the records themselves, element `i` being seq `first + i`.
+/// - `Content-Encoding`: none, `gzip` or `zstd`.
+/// - Answers: 200 `{"accepted":N,"duplicates":M}`; 400 `{"error":"…"}` for a malformed batch;
+///   413 for a body past ``CollectorConfiguration/maxBodyBytes`` or, decompressed, past
+///   ``CollectorConfiguration/maxDecodedBytes``; 415 for an unknown type or coding; 405 for
+///   other methods; and the faults of ``FaultConfiguration``.
 ///
 /// Thread safety: every method may be called from any task. Counters and records sit behind
 /// one lock; what was received and the output file belong to one serial dispatch queue, which
@@ -32,7 +45,7 @@ public final class Collector: Sendable {
 
     private enum Lifecycle {
         case idle
-        case running(Task<Void, any Error>)
+        case running(ServiceGroup, Task<Void, any Error>)
         case stopping
         case stopped
     }
@@ -42,8 +55,6 @@ public final class Collector: Sendable {
         var stats = CollectorStats()
         var records: [ReceivedRecord] = []
         var faults: FaultInjector
-        var inFlight = 0
-        var stopping = false
     }
 
     /// Makes a collector; nothing happens until ``start()``.
@@ -86,11 +97,12 @@ public final class Collector: Sendable {
             },
             logger: logger
         )
+        let group = ServiceGroup(configuration: .init(services: [application], logger: logger))
         let task = Task {
             defer { portContinuation.finish() }
-            try await application.run()
+            try await group.run()
         }
-        lifecycle.withLock { $0 = .running(task) }
+        lifecycle.withLock { $0 = .running(group, task) }
         for await port in ports {
             logger.debug("collector listening", metadata: ["host": "\(configuration.host)", "port": "\(port)"])
             return port
@@ -107,29 +119,30 @@ public final class Collector: Sendable {
         throw SpoolError(.io, "the collector could not listen on \(configuration.host):\(configuration.port): \(reason)")
     }
 
-    /// Stops the server gracefully: new requests are answered 503, requests in flight get up
-    /// to ``CollectorConfiguration/shutdownGracePeriod`` to finish, then connections are
-    /// closed and the output file is synced and closed. Does nothing if not running.
+    /// Stops the server gracefully: it stops accepting connections, requests in flight get up
+    /// to ``CollectorConfiguration/shutdownGracePeriod`` to be answered, then every connection
+    /// is closed and the output file is synced and closed. Does nothing if not running.
     ///
     /// When it returns, every record of every batch answered 200 is in the output file, durably.
     public func stop() async {
-        let task: Task<Void, any Error>? = lifecycle.withLock { state in
-            guard case .running(let task) = state else { return nil }
+        let running: (ServiceGroup, Task<Void, any Error>)? = lifecycle.withLock { state in
+            guard case .running(let group, let task) = state else { return nil }
             state = .stopping
-            return task
+            return (group, task)
         }
-        guard let task else { return }
-        tallies.withLock { $0.stopping = true }
-        let deadline = ContinuousClock.now + configuration.shutdownGracePeriod
-        while tallies.withLock({ $0.inFlight }) > 0, ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(5))
+        guard let (group, task) = running else { return }
+        await group.triggerGracefulShutdown()
+        let grace = configuration.shutdownGracePeriod
+        let deadline = Task {
+            try await Task.sleep(for: grace)
+            task.cancel()
         }
-        task.cancel()
         do {
             try await task.value
         } catch {
             logger.debug("collector server ended with an error", metadata: ["error": "\(error)"])
         }
+        deadline.cancel()
         do {
             try await onLedgerQueue { ledger in try ledger.close() }
         } catch {
