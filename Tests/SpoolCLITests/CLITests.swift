@@ -1,0 +1,84 @@
+import Foundation
+import Testing
+
+@Suite struct CLITests {
+    @Test func appendDumpVerifyStatRoundTrip() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let lines = (0..<1000).map { "{\"event\":\"click\",\"n\":\($0)}" }
+        let input = Data((lines.joined(separator: "\n") + "\n\u{1}binary\n").utf8)
+        let append = try SpoolBinary.run(["append", dir, "--ack", "--durability", "synced"], input: input)
+        #expect(append.status == 0, "\(append.stderr)")
+        #expect(append.stdout.split(separator: "\n").map(String.init) == (0...1000).map { "\($0)" })
+
+        let dump = try SpoolBinary.run(["dump", dir])
+        #expect(dump.status == 0)
+        let dumped = dump.stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+        #expect(dumped.count == 1001)
+        #expect(dumped.first == "0\t{\"event\":\"click\",\"n\":0}")
+        // A record with a control character is still one line of UTF-8; with a newline it would be base64.
+        #expect(dumped.last == "1000\t\u{1}binary")
+
+        let from = try SpoolBinary.run(["dump", dir, "--from", "998"])
+        #expect(from.stdout.split(separator: "\n").map { $0.split(separator: "\t")[0] } == ["998", "999", "1000"])
+
+        let verify = try SpoolBinary.run(["verify", dir])
+        #expect(verify.status == 0)
+        #expect(verify.stdout.contains("records    1001"))
+        #expect(verify.stdout.contains("ok: no corruption"))
+
+        let commit = try SpoolBinary.run(["commit", dir, "--consumer", "uploader", "--through", "499"])
+        #expect(commit.status == 0, "\(commit.stderr)")
+        let consumerDump = try SpoolBinary.run(["dump", dir, "--consumer", "uploader", "--limit", "1"])
+        #expect(consumerDump.stdout.hasPrefix("500\t"))
+
+        let stat = try SpoolBinary.run(["stat", dir])
+        #expect(stat.status == 0)
+        #expect(stat.stdout.contains("uploader  offset 500  lag 501 records"))
+    }
+
+    @Test func verifyFailsOnCorruptionAndNamesTheRange() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let input = Data((0..<50).map { "line \($0)" }.joined(separator: "\n").utf8 + [0x0A])
+        // Two separately acknowledged appends make two blocks.
+        _ = try SpoolBinary.run(["append", dir, "--ack"], input: input)
+        _ = try SpoolBinary.run(["append", dir, "--ack"], input: input)
+        let segment = dir + "/00000000000000000000.seg"
+        var bytes = [UInt8](FileManager.default.contents(atPath: segment)!)
+        bytes[64 + 45] ^= 0xFF  // inside the first block's payload
+        _ = FileManager.default.createFile(atPath: segment, contents: Data(bytes))
+        let verify = try SpoolBinary.run(["verify", dir])
+        #expect(verify.status != 0)
+        #expect(verify.stdout.contains("CORRUPT    corrupt 0..<50 (50 records)"), "\(verify.stdout)")
+        let dump = try SpoolBinary.run(["dump", dir])
+        #expect(dump.stdout.split(separator: "\n").count == 50, "the second block is still read")
+        #expect(dump.stderr.contains("corrupt 0..<50"))
+    }
+
+    @Test func aSecondProcessGetsLocked() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: SpoolBinary.path)
+        holder.arguments = ["append", dir]
+        let input = Pipe()
+        holder.standardInput = input
+        holder.standardOutput = FileHandle.nullDevice
+        try holder.run()
+        input.fileHandleForWriting.write(Data("first\n".utf8))
+        // Wait until the holder has the lock (the log exists), then try a second opener.
+        var result = try SpoolBinary.run(["stat", dir])
+        for _ in 0..<100 where !result.stderr.contains("locked") {
+            Thread.sleep(forTimeInterval: 0.05)
+            result = try SpoolBinary.run(["stat", dir])
+        }
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("locked"))
+        try input.fileHandleForWriting.close()
+        holder.waitUntilExit()
+        #expect(holder.terminationStatus == 0)
+        let after = try SpoolBinary.run(["dump", dir])
+        #expect(after.stdout == "0\tfirst\n")
+    }
+}
