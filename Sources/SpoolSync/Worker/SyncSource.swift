@@ -48,4 +48,11 @@ public protocol DeadLetterSink: Sendable {
     /// Stores `records` durably before returning (the worker commits past them next).
     /// - Parameter error: the refusal (status and server message, never payloads).
     func store(_ records: [Record], refusedWith error: SyncError) async throws
+    /// Releases what the sink holds (files, say); called once by ``SyncWorker/stop()``.
+    /// The default does nothing.
+    func shutdown() async
+}
+
+extension DeadLetterSink {
+    public func shutdown() async {}
 }

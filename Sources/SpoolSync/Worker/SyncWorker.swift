@@ -120,14 +120,15 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
     }
 
     /// Stops for good: timers are cancelled, a request in flight is abandoned (not committed),
-    /// a commit or dead-letter write in flight is waited for, and waiting flushes end with
-    /// ``SyncError/Code/stopped``.
+    /// a commit or dead-letter write in flight is waited for, waiting flushes end with
+    /// ``SyncError/Code/stopped``, and the dead-letter sink is shut down.
     public func stop() async {
         send(.stop)
         timer?.cancel()
         backoff?.cancel()
         if operationIsUpload { operation?.cancel() }
         await operation?.value
+        await deadLetters?.shutdown()
     }
 
     /// Stops the automatic policies (the app went to the background): no timer, no count

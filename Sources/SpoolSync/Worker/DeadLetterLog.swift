@@ -1,0 +1,93 @@
+import Dispatch
+import Logging
+import Spool
+import Synchronization
+
+/// The default ``DeadLetterSink``: a Spool log of its own at
+/// `<log directory>/deadletter/<consumer name>`, readable with `spool dump`.
+///
+/// Each refused record becomes one record holding
+/// `{"id":"<log id>-<seq>","seq":<seq>,"time":<ms>,"status":<HTTP status>,"data":<the record>}`
+/// (the record embedded as in the JSON encoding, so nothing of it is lost but invalid UTF-8),
+/// appended at `synced` durability before the worker commits past it. The log is opened on
+/// first use (so a consumer that never meets a poison record gets no directory) off the
+/// cooperative pool, and closed by ``close()``.
+///
+/// Thread safety: `Sendable`; stores are serialised by the worker.
+public final class DeadLetterLog: DeadLetterSink {
+    /// The dead-letter log's directory.
+    public let directory: String
+    private let sourceLog: LogID
+    private let logger: Logger
+    private let opened = Mutex<EventLog?>(nil)
+
+    /// - Parameters:
+    ///   - logDirectory: the directory of the log the consumer reads.
+    ///   - consumer: the consumer's name.
+    ///   - logID: the id of that log (records keep their original ids).
+    public init(logDirectory: String, consumer: String, logID: LogID, logger: Logger = Logger(label: "spool.sync")) {
+        self.directory = Self.directory(logDirectory: logDirectory, consumer: consumer)
+        self.sourceLog = logID
+        self.logger = logger
+    }
+
+    /// `<log directory>/deadletter/<consumer name>`.
+    public static func directory(logDirectory: String, consumer: String) -> String {
+        let base = logDirectory.hasSuffix("/") ? String(logDirectory.dropLast()) : logDirectory
+        return "\(base)/deadletter/\(consumer)"
+    }
+
+    public func store(_ records: [Record], refusedWith error: SyncError) async throws {
+        let log = try await open()
+        let encoder = BatchEncoder(logID: sourceLog, encoding: .json)
+        for record in records {
+            var envelope: [UInt8] = []
+            encoder.append(record, to: &envelope)
+            // Insert the status before "data": `…,"time":<ms>,"status":<n>,"data":…}`.
+            let status = Array(",\"status\":\(error.status ?? 0)".utf8)
+            if let at = firstIndex(of: Array(",\"data\":".utf8), in: envelope) {
+                envelope.insert(contentsOf: status, at: at)
+            }
+            try await log.append(envelope, durability: .synced)
+        }
+    }
+
+    /// Closes the dead-letter log if it was opened (off the cooperative pool). A later
+    /// ``store(_:refusedWith:)`` opens it again.
+    public func shutdown() async {
+        let log = opened.withLock { log -> EventLog? in
+            defer { log = nil }
+            return log
+        }
+        guard let log else { return }
+        do {
+            try await offPool { try log.close() }
+        } catch {
+            logger.error("closing the dead-letter log failed", metadata: ["spool.directory": "\(directory)", "spool.error": "\(error)"])
+        }
+    }
+
+    private func open() async throws -> EventLog {
+        if let log = opened.withLock({ $0 }) { return log }
+        let directory = directory
+        let logger = logger
+        let log = try await offPool { try EventLog.open(directory: directory, logger: logger) }
+        opened.withLock { $0 = log }
+        return log
+    }
+}
+
+/// Runs blocking file I/O on a Dispatch thread, off the cooperative pool.
+private func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+    }
+}
+
+private func firstIndex(of needle: [UInt8], in haystack: [UInt8]) -> Int? {
+    guard haystack.count >= needle.count else { return nil }
+    for start in 0...(haystack.count - needle.count) where haystack[start..<start + needle.count].elementsEqual(needle) {
+        return start
+    }
+    return nil
+}

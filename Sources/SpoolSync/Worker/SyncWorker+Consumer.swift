@@ -1,0 +1,29 @@
+import Foundation
+import Logging
+import Spool
+
+extension SyncWorker where C == ContinuousClock {
+    /// A worker for a Spool consumer on the system's continuous clock, dead-lettering refused
+    /// records into `<log directory>/deadletter/<consumer name>` (see ``DeadLetterLog``).
+    ///
+    /// - Parameters:
+    ///   - consumer: the consumer to drain.
+    ///   - uploader: the transport, such as ``URLSessionUploader``.
+    ///   - configuration: the policies; validated here.
+    ///   - logger: where the worker logs; never payloads.
+    /// - Throws: ``SyncError/Code/invalidConfiguration`` naming the bad field.
+    public init(
+        consumer: Consumer, uploader: any Uploader, configuration: SyncConfiguration = .init(),
+        logger: Logger = Logger(label: "spool.sync")
+    ) throws(SyncError) {
+        let deadLetters = DeadLetterLog(logDirectory: consumer.log.directory, consumer: consumer.name, logID: consumer.log.id, logger: logger)
+        try self.init(
+            source: consumer, uploader: uploader, configuration: configuration, deadLetters: deadLetters,
+            clock: ContinuousClock(), logger: logger)
+    }
+
+    /// A worker for a Spool consumer posting to `url` with ``URLSessionUploader``.
+    public init(consumer: Consumer, url: URL, configuration: SyncConfiguration = .init(), logger: Logger = Logger(label: "spool.sync")) throws(SyncError) {
+        try self.init(consumer: consumer, uploader: URLSessionUploader(url: url), configuration: configuration, logger: logger)
+    }
+}

@@ -1,0 +1,154 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Spool
+import SpoolSync
+
+/// `spool sync DIR --url URL`: runs the sync worker on a consumer of the log.
+struct SyncCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync",
+        abstract: "Upload a consumer's records to an HTTP collector, committing what it accepts.",
+        discussion: """
+            Without --once the worker runs until interrupted (SIGINT or SIGTERM): it flushes every \
+            --interval seconds, when --count records are pending, and at once for what a previous run \
+            left. With --once it drains and exits: 0 when nothing is pending, 1 with the error when an \
+            upload still fails after --retries retries (or a commit fails). Records the server refuses \
+            (4xx) go to the dead-letter log DIR/deadletter/CONSUMER, readable with `spool dump`.
+            """)
+
+    @OptionGroup var log: LogDirectory
+
+    @Option(help: "The collector's URL (http or https).")
+    var url: String
+
+    @Option(help: "The consumer to drain (created at the oldest record if it does not exist).")
+    var consumer = "sync"
+
+    @Option(name: .customLong("batch-count"), help: "Most records per request (default 50).")
+    var batchCount: Int?
+
+    @Option(name: .customLong("batch-bytes"), help: "Most bytes of encoded body per request (default 524288).")
+    var batchBytes: Int?
+
+    @Option(help: "Seconds between periodic flushes; 0 disables them (default 15, at least 5).")
+    var interval: Double?
+
+    @Option(help: "Flush when this many records are pending (default 100).")
+    var count: Int?
+
+    @Option(help: "Body layout: json, ndjson or raw (default json).")
+    var encoding: SyncConfiguration.Encoding?
+
+    @Option(help: "Body compression: none, gzip or zstd (default none).")
+    var compression: SyncConfiguration.Compression?
+
+    @Option(name: .customLong("header"), help: "An extra request header, 'Name: value' (repeatable).")
+    var headers: [String] = []
+
+    @Option(help: "Seconds before a request times out (default 30).")
+    var timeout: Double?
+
+    @Flag(help: "Drain once and exit instead of running until interrupted.")
+    var once = false
+
+    @Option(help: "With --once: retries of a failing upload, with backoff, before giving up.")
+    var retries = 5
+
+    func validate() throws {
+        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), ["http", "https"].contains(scheme), parsed.host != nil else {
+            throw ValidationError("--url must be an http or https URL, not '\(url)'")
+        }
+        guard retries >= 0 else { throw ValidationError("--retries must not be negative") }
+        do {
+            try makeConfiguration().validate()
+        } catch {
+            throw ValidationError(error.message)
+        }
+    }
+
+    func run() async throws {
+        let logger = commandLogger("spool.sync")
+        let directory = log.directory
+        let eventLog = try await offPool { try EventLog.open(directory: directory, logger: logger) }
+        let worker: SyncWorker<ContinuousClock>
+        do {
+            worker = try SyncWorker(
+                consumer: try eventLog.consumer(named: consumer), url: URL(string: url)!,
+                configuration: try makeConfiguration(), logger: logger)
+        } catch {
+            try? await offPool { try eventLog.close() }
+            throw error
+        }
+        let failure: SyncError?
+        if once {
+            let report = await worker.flush(retries: retries)
+            Output.write(summary(report.records, report.batches, report.bytes, report.deadLettered))
+            failure = report.failure
+        } else {
+            await worker.start()
+            Output.error("spool sync: uploading \(consumer) of \(directory) to \(url); interrupt to stop")
+            await Self.waitForInterrupt()
+            let stats = await worker.stats
+            Output.write(summary(stats.records, stats.batches, stats.bytes, stats.deadLettered))
+            failure = nil
+        }
+        await worker.stop()
+        try await offPool { try eventLog.close() }
+        if let failure {
+            Output.error("spool sync: \(failure)")
+            throw ExitCode(1)
+        }
+    }
+
+    private func summary(_ records: Int, _ batches: Int, _ bytes: Int, _ deadLettered: Int) -> String {
+        var text = "sent \(records) records in \(batches) requests (\(formatBytes(Int64(bytes))))"
+        if deadLettered > 0 { text += "; \(deadLettered) refused records moved to the dead-letter log" }
+        return text + "\n"
+    }
+
+    private func makeConfiguration() throws(SyncError) -> SyncConfiguration {
+        var configuration = SyncConfiguration()
+        if let batchCount { configuration.maxBatchCount = batchCount }
+        if let batchBytes { configuration.maxBatchBytes = batchBytes }
+        if let interval { configuration.flushInterval = .milliseconds(Int64((interval * 1000).rounded())) }
+        if let count { configuration.flushCount = count }
+        if let encoding { configuration.encoding = encoding }
+        if let compression { configuration.compression = compression }
+        if let timeout { configuration.requestTimeout = .milliseconds(Int64((timeout * 1000).rounded())) }
+        if once { configuration.flushInterval = .zero }
+        for header in headers {
+            guard let colon = header.firstIndex(of: ":") else {
+                throw SyncError(.invalidConfiguration, "--header '\(header)' is not 'Name: value'")
+            }
+            let name = header[..<colon].trimmingCharacters(in: .whitespaces)
+            configuration.headers[name] = header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return configuration
+    }
+
+    /// Returns on the first SIGINT or SIGTERM.
+    private static func waitForInterrupt() async {
+        let (signals, continuation) = AsyncStream.makeStream(of: Int32.self)
+        var sources: [any DispatchSourceSignal] = []
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { continuation.yield(number) }
+            source.resume()
+            sources.append(source)
+        }
+        for await _ in signals { break }
+        for source in sources { source.cancel() }
+    }
+}
+
+extension SyncConfiguration.Encoding: ExpressibleByArgument {}
+extension SyncConfiguration.Compression: ExpressibleByArgument {}
+
+/// Runs blocking file I/O on a Dispatch thread, off the cooperative pool.
+private func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+    }
+}
