@@ -75,5 +75,6 @@ extension EventLog {
             state.segments.removeAll { bases.contains($0.baseSeq) && $0.baseSeq != active }
         }
         metrics.segments.record(lock.withLock { state.segments.count })
+        try codec.dictionaries.removeUnused { lock.withLock { state.segments } }
     }
 }

@@ -13,6 +13,8 @@ struct BlockHeader: Equatable {
     var endSeq: UInt64 { firstSeq &+ UInt64(recordCount) }
     /// Bytes the whole block takes in its segment.
     var totalSize: Int { Format.blockHeaderSize + Int(storedLength) }
+    /// Whether the payload is encrypted (flags bit 0).
+    var isEncrypted: Bool { flags & Format.flagEncrypted != 0 }
 
     /// Why 40 bytes are not a valid block header.
     enum Invalid: Error, Equatable {
@@ -39,18 +41,21 @@ struct BlockHeader: Equatable {
         guard header.codec == Format.codecNone || header.codec == Format.codecZstd else {
             return .failure(.badField("unknown codec \(header.codec)"))
         }
-        guard header.flags == 0 else { return .failure(.badField("unsupported flags \(header.flags)")) }
-        guard header.dictionaryID == 0 else { return .failure(.badField("dictionary \(header.dictionaryID) is not supported by this version")) }
+        guard header.flags & ~Format.flagEncrypted == 0 else { return .failure(.badField("unsupported flags \(header.flags)")) }
+        if header.codec == Format.codecNone, header.dictionaryID != 0 {
+            return .failure(.badField("dictionary \(header.dictionaryID) on an uncompressed block"))
+        }
         guard header.recordCount > 0, Int(header.recordCount) <= Format.maxRecordsPerBlock else {
             return .failure(.badField("record count \(header.recordCount)"))
         }
         guard Int(header.rawLength) <= Format.maxRawLength, Int(header.rawLength) >= 2 * Int(header.recordCount) else {
             return .failure(.badField("raw length \(header.rawLength)"))
         }
-        guard Int(header.storedLength) <= Format.maxStoredLength, header.storedLength > 0 else {
+        let overhead = header.isEncrypted ? UInt32(Format.encryptionOverhead) : 0
+        guard Int(header.storedLength) <= Format.maxStoredLength, header.storedLength > overhead else {
             return .failure(.badField("stored length \(header.storedLength)"))
         }
-        if header.codec == Format.codecNone, header.storedLength != header.rawLength {
+        if header.codec == Format.codecNone, header.storedLength != header.rawLength + overhead {
             return .failure(.badField("stored length differs from raw length for an uncompressed block"))
         }
         guard header.firstSeq <= UInt64.max - UInt64(header.recordCount) else { return .failure(.badField("first seq overflows")) }
@@ -133,15 +138,20 @@ func decodeRecords(_ raw: UnsafeRawBufferPointer, header: BlockHeader) -> [Recor
     return reader.remaining == 0 ? records : nil
 }
 
-/// Seals pending blocks into their stored form: compress (zstd, one frame per block),
-/// checksum, header. Owns a reusable compression context. Not thread-safe: the writer thread's.
+/// Seals pending blocks into their stored form: compress (zstd, one frame per block, with the
+/// current dictionary if any), encrypt (if a key is set), checksum, header. Owns a reusable
+/// compression context. Not thread-safe: the writer thread's.
 final class BlockEncoder {
     private let compressor: ZstdCompressor
+    /// The dictionary new blocks are compressed with; nil for none. Set between blocks.
+    var dictionary: ZstdDictionary?
+    /// The key new blocks are encrypted with; nil to write them in the clear.
+    var sealer: BlockSealer?
 
     init(level: Int32) { compressor = ZstdCompressor(level: level) }
 
     /// Appends the stored block for `block` (header then payload) to `out` and returns its header.
-    /// A block that zstd does not make smaller is stored uncompressed (codec 0).
+    /// A block that zstd does not make smaller is stored uncompressed (codec 0, no dictionary).
     @discardableResult
     func encode(_ block: PendingBlock, into out: inout [UInt8]) throws -> BlockHeader {
         let headerStart = out.count
@@ -150,21 +160,30 @@ final class BlockEncoder {
         out.append(contentsOf: repeatElement(0, count: Format.blockHeaderSize + bound))
         let compressedSize = try block.raw.withUnsafeBytes { source in
             try out.withUnsafeMutableBytes { destination in
-                try compressor.compress(source, into: UnsafeMutableRawBufferPointer(rebasing: destination[payloadStart..<payloadStart + bound]))
+                try compressor.compress(source, into: UnsafeMutableRawBufferPointer(rebasing: destination[payloadStart..<payloadStart + bound]),
+                                        dictionary: dictionary)
             }
         }
         var codec = Format.codecZstd
+        var dictionaryID = dictionary?.id ?? 0
         var storedSize = compressedSize
         if compressedSize >= block.raw.count {
             codec = Format.codecNone
+            dictionaryID = 0
             storedSize = block.raw.count
             out.replaceSubrange(payloadStart..<payloadStart + storedSize, with: block.raw)
         }
         out.removeLast(out.count - payloadStart - storedSize)
-        let payloadCRC = out.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[payloadStart..<payloadStart + storedSize])) }
-        let header = BlockHeader(
+        var header = BlockHeader(
             codec: codec, flags: 0, firstSeq: block.firstSeq, recordCount: UInt32(block.count),
-            storedLength: UInt32(storedSize), rawLength: UInt32(block.raw.count), dictionaryID: 0, payloadCRC: payloadCRC)
+            storedLength: UInt32(storedSize), rawLength: UInt32(block.raw.count), dictionaryID: dictionaryID, payloadCRC: 0)
+        if let sealer {
+            header.flags |= Format.flagEncrypted
+            try sealer.seal(&out, payloadFrom: payloadStart, header: header)
+            storedSize = out.count - payloadStart
+            header.storedLength = UInt32(storedSize)
+        }
+        header.payloadCRC = out.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[payloadStart..<payloadStart + storedSize])) }
         var encodedHeader = [UInt8]()
         encodedHeader.reserveCapacity(Format.blockHeaderSize)
         header.append(to: &encodedHeader)

@@ -37,8 +37,43 @@ enum Format {
     static let codecNone: UInt8 = 0
     /// Codec 1: the records area is one zstd frame.
     static let codecZstd: UInt8 = 1
-    /// Flags bit 0: the stored payload is encrypted (see FORMAT.md; reserved in version 1).
+    /// Flags bit 0: the stored payload is encrypted (FORMAT.md §3.1). No other flag is defined.
     static let flagEncrypted: UInt8 = 1
+
+    // MARK: Encrypted payload (flags bit 0): key id u32 | nonce [12] | ciphertext | tag [16]
+
+    static let nonceSize = 12
+    static let tagSize = 16
+    /// Bytes an encrypted payload adds to the plaintext: key id, nonce, tag.
+    static let encryptionOverhead = 4 + nonceSize + tagSize
+    /// The associated data is header bytes 0..<20 and 24..<32, then the log id: 44 bytes.
+    static let associatedDataSize = 20 + 8 + 16
+
+    // MARK: Dictionary file `dictionaries/<id>.zdict` (32-byte header, then the zstd dictionary)
+
+    static let dictionariesDirectory = "dictionaries"
+    static let dictionarySuffix = ".zdict"
+    /// "SPOOLDIC"
+    static let dictionaryMagic: [UInt8] = Array("SPOOLDIC".utf8)
+    static let dictionaryVersion: UInt16 = 1
+    static let dictionaryHeaderSize = 32
+    /// The largest dictionary a log stores.
+    static let maxDictionarySize = 1024 * 1024
+    // 0: magic[8] | 8: version u16 | 10: header size u16 | 12: dictionary id u32
+    // 16: dictionary length u32 | 20: CRC-32C of the dictionary bytes | 24: reserved u32 (0)
+    // 28: CRC-32C of bytes 0..<28
+
+    // MARK: Key check file `keys/<id>.check` (56 bytes)
+
+    static let keysDirectory = "keys"
+    static let keyCheckSuffix = ".check"
+    /// "SPOOLKEY"
+    static let keyCheckMagic: [UInt8] = Array("SPOOLKEY".utf8)
+    static let keyCheckVersion: UInt16 = 1
+    static let keyCheckSize = 56
+    // 0: magic[8] | 8: version u16 | 10: reserved u16 (0) | 12: key id u32
+    // 16: HMAC-SHA256(key, "spool key check" | key id u32 | log id [16]) [32] | 48: reserved u32 (0)
+    // 52: CRC-32C of bytes 0..<52
 
     /// The largest records area any block may have: a 64 MiB record plus its framing.
     static let maxRawLength = 64 * 1024 * 1024 + 64
@@ -71,6 +106,25 @@ enum Format {
     static func segmentName(_ baseSeq: UInt64) -> String {
         let digits = String(baseSeq)
         return String(repeating: "0", count: segmentNameDigits - digits.count) + digits + segmentSuffix
+    }
+
+    /// The name of dictionary `id`'s file (in `dictionariesDirectory`): 10 decimal digits and `.zdict`.
+    static func dictionaryName(_ id: UInt32) -> String { paddedDecimal(id) + dictionarySuffix }
+
+    /// The name of key `id`'s check file (in `keysDirectory`): 10 decimal digits and `.check`.
+    static func keyCheckName(_ id: UInt32) -> String { paddedDecimal(id) + keyCheckSuffix }
+
+    /// The id a dictionary file name stands for, or nil if the name is not a dictionary's.
+    static func dictionaryID(ofFileNamed name: String) -> UInt32? {
+        guard name.hasSuffix(dictionarySuffix) else { return nil }
+        let digits = name.utf8.dropLast(dictionarySuffix.utf8.count)
+        guard digits.count == 10, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return UInt32(String(decoding: digits, as: UTF8.self))
+    }
+
+    private static func paddedDecimal(_ id: UInt32) -> String {
+        let digits = String(id)
+        return String(repeating: "0", count: 10 - digits.count) + digits
     }
 
     /// The base seq a segment file name stands for, or nil if the name is not a segment's.

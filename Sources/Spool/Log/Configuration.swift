@@ -43,6 +43,11 @@ public struct Configuration: Sendable {
     public var fileMode: UInt16 = 0o600
     /// Permission bits of directories Spool creates. The default is `0o700` (owner only).
     public var directoryMode: UInt16 = 0o700
+    /// Whether new blocks are compressed with a zstd dictionary (provided or trained from the
+    /// log's records). The default is ``DictionaryPolicy/none``.
+    public var dictionary: DictionaryPolicy = .none
+    /// Encryption at rest of every new block's payload, if set. The default is `nil` (off).
+    public var encryption: Encryption? = nil
 
     public init() {}
 
@@ -80,6 +85,7 @@ public struct Configuration: Sendable {
         }
         guard fileMode <= 0o777 else { throw fail("fileMode", "is \(String(fileMode, radix: 8)); it must be at most 0777") }
         guard directoryMode <= 0o777 else { throw fail("directoryMode", "is \(String(directoryMode, radix: 8)); it must be at most 0777") }
+        try validateCodec(fail)
     }
 }
 

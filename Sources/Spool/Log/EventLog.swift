@@ -33,6 +33,8 @@ public final class EventLog: @unchecked Sendable {
     private let directoryLock: DirectoryLock
     let writer: SegmentWriter
     private let consumerCache = ConsumerCache()
+    /// Dictionaries and keys, shared by the writer, readers and the training thread.
+    let codec: LogCodec
 
     /// Opens the log in `directory`, creating it (mode 0700) if needed, and recovers it.
     ///
@@ -67,7 +69,9 @@ public final class EventLog: @unchecked Sendable {
         // Seqs are never reused: not even one a consumer saw before a power loss cut the tail.
         let nextSeq = max(recovered.endSeq, recovered.consumerOffsets.values.max() ?? 0)
         var segments = recovered.segments
-        let writer = try SegmentWriter(directory: directory, configuration: configuration, logID: recovered.meta.logID,
+        let codec = try LogCodec(directory: directory, configuration: configuration, logID: recovered.meta.logID,
+                                 inheritedThrough: segments.last?.baseSeq, logger: logger)
+        let writer = try SegmentWriter(directory: directory, configuration: configuration, logID: recovered.meta.logID, codec: codec,
                                        active: segments.last, activeEndSeq: recovered.endSeq, nextSeq: nextSeq)
         if let replaced = writer.replacedEmptySegment { segments.removeAll { $0.baseSeq == replaced } }
         if let active = writer.activeSegment {
@@ -78,6 +82,7 @@ public final class EventLog: @unchecked Sendable {
             }
         }
         self.writer = writer
+        self.codec = codec
         self.state = LogState(nextSeq: nextSeq, writtenThrough: nextSeq, syncedThrough: nextSeq, segments: segments)
         self.state.consumerOffsets = recovered.consumerOffsets
         self.metrics = LogMetrics(directory: directory)
@@ -124,6 +129,7 @@ public final class EventLog: @unchecked Sendable {
             state.status = .closed
         }
         writer.close()
+        codec.close()
         consumerCache.closeAll()
         directoryLock.release()
         if let failure { throw failure }

@@ -51,7 +51,7 @@ public struct LogID: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-private func hexValue(_ c: UInt8) -> UInt8? {
+func hexValue(_ c: UInt8) -> UInt8? {
     switch c {
     case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
     case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10

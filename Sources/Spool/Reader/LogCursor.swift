@@ -13,8 +13,7 @@ final class LogCursor {
     /// Records of the last decoded block, and the index of the next one to return.
     private var decoded: [Record] = []
     private var decodedIndex = 0
-    private let decompressor = ZstdDecompressor()
-    private var raw: [UInt8] = []
+    private let decoder: BlockDecoder
     /// Figures for `verify`.
     private(set) var blocksRead = 0
     private(set) var storedBytesRead = 0
@@ -23,6 +22,7 @@ final class LogCursor {
     init(log: EventLog, from seq: UInt64) {
         self.log = log
         self.position = seq
+        self.decoder = BlockDecoder(codec: log.codec)
     }
 
     /// Moves to `seq`, reusing the decoded block when it holds `seq`.
@@ -108,9 +108,13 @@ final class LogCursor {
             if header.firstSeq > position {
                 return .notice(skip(to: min(header.firstSeq, segmentEnd), kind: .missing, detail: "\(info.name): no block holds these records"))
             }
-            guard let records = decode(header) else {
-                let notice = skip(to: min(header.endSeq, segmentEnd), kind: .corrupt,
-                                  detail: "\(info.name) offset \(offset): the block's records do not decode")
+            // Throws for a missing dictionary or key, staying on this block (see BlockDecoder).
+            let records: [Record]
+            switch try decoder.decode(header, payload: reader.payload, location: "\(info.name) offset \(offset)") {
+            case .records(let decodedRecords):
+                records = decodedRecords
+            case .corrupt(let why):
+                let notice = skip(to: min(header.endSeq, segmentEnd), kind: .corrupt, detail: why)
                 offset += Int64(header.totalSize)
                 return .notice(notice)
             }
@@ -130,23 +134,5 @@ final class LogCursor {
         decoded.removeAll(keepingCapacity: true)
         decodedIndex = 0
         return ReadNotice(kind: kind, range: range, detail: detail)
-    }
-
-    /// Decompresses and parses the verified payload of the last block read.
-    private func decode(_ header: BlockHeader) -> [Record]? {
-        guard let reader = segment else { return nil }
-        let payload = reader.payload
-        if header.codec == Format.codecNone {
-            return payload.withUnsafeBytes { decodeRecords($0, header: header) }
-        }
-        let length = Int(header.rawLength)
-        if raw.count < length { raw = [UInt8](repeating: 0, count: length) }
-        let ok = payload.withUnsafeBytes { source in
-            raw.withUnsafeMutableBytes { destination in
-                decompressor.decompress(source, into: UnsafeMutableRawBufferPointer(rebasing: destination[0..<length]))
-            }
-        }
-        guard ok else { return nil }
-        return raw.withUnsafeBytes { decodeRecords(UnsafeRawBufferPointer(rebasing: $0[0..<length]), header: header) }
     }
 }

@@ -24,7 +24,7 @@ enum Recovery {
                 try DirectoryIO.remove(directory + "/" + name)
                 report.removedTemporaryFiles.append(name)
             } else if name != Format.metaFileName && name != Format.lockFileName && name != Format.consumersDirectory
-                        && name != "deadletter" && name != "dictionaries" {
+                        && name != "deadletter" && name != Format.dictionariesDirectory && name != Format.keysDirectory {
                 report.ignoredFiles.append(name)
             }
         }

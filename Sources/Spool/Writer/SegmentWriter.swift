@@ -5,6 +5,7 @@ final class SegmentWriter {
     let configuration: Configuration
     let logID: LogID
     private let encoder: BlockEncoder
+    private let codec: LogCodec
     private var active: FileIO?
     private(set) var activeBase: UInt64 = 0
     private(set) var activeSize: Int64 = 0
@@ -21,11 +22,13 @@ final class SegmentWriter {
     /// The base of an empty active segment that opening replaced because seqs had to skip ahead.
     private(set) var replacedEmptySegment: UInt64?
 
-    init(directory: String, configuration: Configuration, logID: LogID, active: SegmentInfo?, activeEndSeq: UInt64, nextSeq: UInt64) throws {
+    init(directory: String, configuration: Configuration, logID: LogID, codec: LogCodec,
+         active: SegmentInfo?, activeEndSeq: UInt64, nextSeq: UInt64) throws {
         self.directory = directory
         self.configuration = configuration
         self.logID = logID
         self.encoder = BlockEncoder(level: configuration.compressionLevel)
+        self.codec = codec
         out.reserveCapacity(4 * configuration.blockSize)
         if let active, active.size <= Int64(Format.segmentHeaderSize), nextSeq != active.baseSeq {
             // An empty active segment whose name no longer fits the next seq: replace it.
@@ -74,6 +77,7 @@ final class SegmentWriter {
         var encodedInOut = 0
         var storedInOut = 0
         var rawInOut = 0
+        codec.prepare(encoder)
         do {
             for block in batch {
                 if needsRoll(before: block) {
@@ -82,6 +86,7 @@ final class SegmentWriter {
                     outcome.fsyncs += 1
                 }
                 let header = try encoder.encode(block, into: &out)
+                codec.didEncode(block, header: header, segment: activeBase)
                 encodedInOut += 1
                 storedInOut += header.totalSize
                 rawInOut += block.raw.count

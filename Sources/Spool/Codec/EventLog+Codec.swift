@@ -1,0 +1,13 @@
+extension EventLog {
+    /// Starts training a new dictionary (a new id) from the next records written, when
+    /// ``Configuration/dictionary`` is ``Configuration/DictionaryPolicy/train(size:afterSamples:)``;
+    /// otherwise does nothing. Returns at once: sampling happens on the writer thread, training
+    /// on a background thread, and blocks use the new dictionary once it is stored. Blocks written
+    /// with the previous one keep it; its file is deleted once no stored block uses it.
+    public func retrainDictionary() {
+        codec.retrain()
+    }
+
+    /// The id of the dictionary new blocks are compressed with, or nil for none.
+    public var currentDictionaryID: UInt32? { codec.dictionaries.currentID }
+}
