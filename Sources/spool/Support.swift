@@ -8,9 +8,23 @@ struct LogDirectory: ParsableArguments {
     @Argument(help: "The log's directory.")
     var directory: String
 
-    /// Opens the log, applying the library's recovery rules (a torn tail is cut and reported).
+    @Option(help: ArgumentHelp("Read encrypted blocks with the keys in this file.",
+                               discussion: "One key per line: '<key id> <64 hex digits>'; '#' starts a comment. New blocks are not encrypted."))
+    var keyFile: String?
+
+    /// Opens the log, applying the library's recovery rules (a torn tail is cut and reported),
+    /// with the keys of `--key-file` for reading.
     func open(_ configuration: Configuration = Configuration()) throws -> EventLog {
-        try EventLog.open(directory: directory, configuration: configuration, logger: commandLogger())
+        var configuration = configuration
+        if let keyFile {
+            guard let text = try? String(contentsOfFile: keyFile, encoding: .utf8) else {
+                throw ValidationError("cannot read the key file \(keyFile)")
+            }
+            let keys = try Configuration.Encryption.parseKeyFile(text)
+            configuration.encryption = .init(keys: keys.merging(configuration.encryption?.keys ?? [:]) { $1 },
+                                             current: configuration.encryption?.current)
+        }
+        return try EventLog.open(directory: directory, configuration: configuration, logger: commandLogger())
     }
 }
 
