@@ -40,7 +40,7 @@ extension Context {
         var rows = [Row]()
         for (batch, mode) in drains {
             let spoolRun = best["Spool drain \(batch) \(mode)"]!
-            let key = "read+JSON+commit(\(mode)), batch \(batch)"
+            let key = "read+encode+commit(\(mode)), batch \(batch)"
             guard let baseline else {
                 rows.append(Row(group: "drain", scenario: key, spool: .events(spoolRun)))
                 continue

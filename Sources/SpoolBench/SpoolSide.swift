@@ -1,5 +1,6 @@
 import Logging
 import Spool
+import SpoolSync
 
 /// The Spool half of every scenario: each function opens a new log in the directory it is
 /// given, does one measured thing, and closes the log.
@@ -53,7 +54,7 @@ public struct SpoolSide: Sendable {
     /// `producers` concurrent tasks each await `append(_:durability:)`, one call at a time,
     /// until `budget` runs out: with `.synced`, this is group commit under load.
     public func appendConcurrently(_ durability: Durability, producers: Int, directory: String, budget: Budget) async throws -> Run {
-        let log = try open(directory)
+        let log = try await blocking { try open(directory) }
         let events = self.events
         let ticket = Ticket(limit: budget.events)
         let start = monotonicNanos()
@@ -76,7 +77,7 @@ public struct SpoolSide: Sendable {
             for try await nanos in group { all += nanos }
             return all
         }
-        try log.close()
+        try await blocking { try log.close() }
         return Run(count: all.count, nanos: monotonicNanos() - start, latencies: Latencies(nanos: all))
     }
 
@@ -86,7 +87,7 @@ public struct SpoolSide: Sendable {
     /// when the last event is acknowledged; latencies are from a window's last append to its
     /// acknowledgement.
     public func appendPipelined(window: Int, depth: Int = 4, directory: String, budget: Budget) async throws -> Run {
-        let log = try open(directory)
+        let log = try await blocking { try open(directory) }
         let events = self.events
         let start = monotonicNanos()
         let deadline = budget.deadline(from: start)
@@ -117,7 +118,7 @@ public struct SpoolSide: Sendable {
             return (count, acks)
         }
         let nanos = monotonicNanos() - start
-        try log.close()
+        try await blocking { try log.close() }
         return Run(count: count, nanos: nanos, latencies: Latencies(nanos: acks))
     }
 
@@ -132,20 +133,22 @@ public struct SpoolSide: Sendable {
     }
 
     /// Stores `count` events (untimed), closes the log and measures its bytes on disk; then
-    /// reopens it and drains it with one consumer — read `batch` records, build the JSON
-    /// array body, commit (`mode`) — until empty, timed (the reopen included).
+    /// reopens it and drains it with one consumer — read `batch` records, encode the request
+    /// body as the sync worker does (SpoolSync's `BatchEncoder`, JSON envelopes with event
+    /// ids), commit (`mode`) — until empty, timed (the reopen included).
     public func drain(batch: Int, mode: CommitMode = .durable, count: Int, directory: String) throws -> (run: Run, bytes: Int) {
         try fill(count: count, directory: directory)
         let bytes = bytesOnDisk(directory)
         let start = monotonicNanos()
         let log = try open(directory)
         let consumer = try log.consumer(named: "bench")
+        let encoder = BatchEncoder(logID: log.id, encoding: .json)
         var drained = 0
         var bodyBytes = 0
         while true {
             let batch = try consumer.read(maxCount: batch, maxBytes: 16 << 20)
             if batch.isEmpty { break }
-            bodyBytes += jsonArrayBody(batch.records.lazy.map(\.payload)).count
+            bodyBytes += encoder.encode(batch.records, maxBytes: .max).body.count
             try consumer.commit(through: batch.endSeq - 1, mode: mode)
             drained += batch.records.count
         }
