@@ -22,7 +22,7 @@ struct CollectorCommand: AsyncParsableCommand {
     @Option(help: "The port to listen on (0: any free port).")
     var port = 0
 
-    @Option(name: .customLong("out"), help: "The NDJSON file that receives each unique record (created with mode 0600).")
+    @Option(name: .customLong("out"), help: ArgumentHelp("The NDJSON file that receives each unique record (created with mode 0600).", valueName: "file"))
     var output: String?
 
     @Option(help: "The largest request body accepted, in bytes, before decompression.")
