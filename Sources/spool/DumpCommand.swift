@@ -22,13 +22,26 @@ struct DumpCommand: ParsableCommand {
     @Option(help: "Stop after this many records.")
     var limit: Int?
 
+    @Flag(help: "With --consumer: read in batches and commit each batch after printing it (prints '# committed through SEQ').")
+    var commit = false
+
+    @Option(help: "With --commit: records per batch.")
+    var batch: Int = 50
+
     func validate() throws {
         if from != nil && consumer != nil { throw ValidationError("give --from or --consumer, not both") }
+        if commit && consumer == nil { throw ValidationError("--commit needs --consumer") }
+        if batch < 1 { throw ValidationError("--batch must be at least 1") }
     }
 
     func run() throws {
         let eventLog = try log.open()
         defer { try? eventLog.close() }
+        if commit, let consumer {
+            try consume(eventLog.consumer(named: consumer))
+            try eventLog.close()
+            return
+        }
         var start = from
         if let consumer {
             guard eventLog.consumerNames.contains(consumer) else {
@@ -56,5 +69,21 @@ struct DumpCommand: ParsableCommand {
         }
         Output.write(out)
         try eventLog.close()
+    }
+
+    /// Reads the consumer's batches, prints each, then commits it durably.
+    private func consume(_ consumer: Consumer) throws {
+        var printed = 0
+        while printed < (limit ?? Int.max) {
+            let next = try consumer.read(maxCount: batch)
+            if next.isEmpty { break }
+            var out = ""
+            for record in next.records { out += "\(record.seq)\t\(printable(record.payload))\n" }
+            for notice in next.notices { Output.error("# \(notice)") }
+            Output.write(out)
+            try consumer.commit(through: next.endSeq - 1)
+            Output.write("# committed through \(next.endSeq - 1)\n")
+            printed += next.records.count
+        }
     }
 }

@@ -61,18 +61,22 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: SpoolBinary.path)
-        holder.arguments = ["append", dir]
+        holder.arguments = ["append", dir, "--ack"]
         let input = Pipe()
+        let output = Pipe()
         holder.standardInput = input
-        holder.standardOutput = FileHandle.nullDevice
+        holder.standardOutput = output
         try holder.run()
         input.fileHandleForWriting.write(Data("first\n".utf8))
-        // Wait until the holder has the lock (the log exists), then try a second opener.
-        var result = try SpoolBinary.run(["stat", dir])
-        for _ in 0..<100 where !result.stderr.contains("locked") {
-            Thread.sleep(forTimeInterval: 0.05)
-            result = try SpoolBinary.run(["stat", dir])
+        // The holder's acknowledgement proves it has the log open (and its lock).
+        var acknowledged = Data()
+        while !acknowledged.contains(0x0A) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            acknowledged.append(chunk)
         }
+        #expect(String(decoding: acknowledged, as: UTF8.self) == "0\n")
+        let result = try SpoolBinary.run(["stat", dir])
         #expect(result.status != 0)
         #expect(result.stderr.contains("locked"))
         try input.fileHandleForWriting.close()
