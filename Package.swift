@@ -24,6 +24,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-crypto", "3.0.0"..<"5.0.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
     ],
     targets: [
         // System libraries: zstd (compression), ISA-L (CRC-32C), zlib (gzip bodies).
@@ -57,6 +58,7 @@ let package = Package(
             dependencies: [
                 "Spool", "CZstd", "CZlib",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -75,7 +77,7 @@ let package = Package(
         ),
         .testTarget(name: "SpoolTests", dependencies: ["Spool"], resources: [.copy("Golden")]),
         .testTarget(name: "SpoolSyncTests", dependencies: ["Spool", "SpoolSync", "SpoolCollector"]),
-        .testTarget(name: "SpoolCollectorTests", dependencies: ["Spool", "SpoolCollector"]),
+        .testTarget(name: "SpoolCollectorTests", dependencies: ["Spool", "SpoolCollector", "CZstd", "CZlib"]),
         // Tests that run the `spool` binary as real child processes (crash tests, CLI).
         .testTarget(name: "SpoolCLITests", dependencies: ["Spool"]),
     ]
