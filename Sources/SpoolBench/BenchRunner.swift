@@ -43,7 +43,9 @@ public struct BenchRunner: Sendable {
         var rows = [Row]()
         rows += try await context.appendRows(hardware: hardware)
         rows += try await context.sealRows(hardware: hardware)
-        rows += try await context.drainRows()
+        let drains = try await context.drainRows()
+        rows += drains
+        rows += try await context.syncRows(drainRows: drains)
         rows += try await context.openRows()
         rows += try await context.memoryRows()
 
