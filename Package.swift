@@ -75,9 +75,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "SpoolTests", dependencies: ["Spool"], resources: [.copy("Golden")]),
+        .testTarget(
+            name: "SpoolTests",
+            dependencies: ["Spool", .product(name: "MetricsTestKit", package: "swift-metrics")],
+            resources: [.copy("Golden"), .copy("FuzzCorpus")]
+        ),
         .testTarget(name: "SpoolSyncTests", dependencies: ["Spool", "SpoolSync", "SpoolCollector"]),
         .testTarget(name: "SpoolCollectorTests", dependencies: ["Spool", "SpoolCollector", "CZstd", "CZlib"]),
+        // A fuzz target for the segment and offset-file readers; without libFuzzer it replays
+        // inputs given as arguments (README, "Crash testing").
+        .executableTarget(name: "SpoolFuzz", dependencies: ["Spool"]),
         // Tests that run the `spool` binary as real child processes (crash tests, CLI).
         .testTarget(name: "SpoolCLITests", dependencies: ["Spool"]),
     ]

@@ -77,8 +77,7 @@ struct DemoCommand: AsyncParsableCommand {
         await worker.start()
 
         let progress = Progress(total: events, interactive: isatty(1) == 1)
-        print("spool demo: \(events) events from \(producers) producers → collector on 127.0.0.1:\(port)\(faults ? " (with injected faults)" : "")")
-        print("log: \(logDirectory)")
+        Output.write("spool demo: \(events) events from \(producers) producers → collector on 127.0.0.1:\(port)\(faults ? " (with injected faults)" : "")\nlog: \(logDirectory)\n")
 
         // Producers: plain threads, since `append` is a short blocking call.
         let started = ContinuousClock.now
@@ -138,12 +137,12 @@ struct DemoCommand: AsyncParsableCommand {
             ("collector output", collectorOutput),
         ]
         let width = rows.map(\.0.count).max() ?? 0
-        print("")
+        var table = "\n"
         for (name, value) in rows {
-            print(name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + value)
+            table += name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + value + "\n"
         }
-        print("")
-        print("inspect: spool stat \(logDirectory) | spool verify \(logDirectory) | spool dump \(logDirectory) --limit 5")
+        table += "\ninspect: spool stat \(logDirectory) | spool verify \(logDirectory) | spool dump \(logDirectory) --limit 5\n"
+        Output.write(table)
         if lost > 0 { throw ExitCode(1) }
     }
 

@@ -74,7 +74,8 @@ extension EventLog {
             let active = state.segments.last?.baseSeq
             state.segments.removeAll { bases.contains($0.baseSeq) && $0.baseSeq != active }
         }
-        metrics.segments.record(lock.withLock { state.segments.count })
+        let (count, bytes) = lock.withLock { (state.segments.count, state.diskBytes) }
+        metrics.recordSegments(count: count, diskBytes: bytes)
         try codec.dictionaries.removeUnused { lock.withLock { state.segments } }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Metrics
 
 /// An embedded, durable, append-only event log in one directory.
 ///
@@ -43,15 +44,17 @@ public final class EventLog: @unchecked Sendable {
     /// - Throws: ``SpoolError`` `.invalidConfiguration` naming the field; `.locked` if another
     ///   `EventLog` holds the directory; `.io`/`.diskFull` for system errors; `.unsupportedVersion`
     ///   for files from a newer format.
+    /// - Parameter metricsFactory: where the `spool_*` metrics go; the process-wide
+    ///   `MetricsSystem` when nil (the default).
     public static func open(directory: String, configuration: Configuration = Configuration(),
-                            logger: Logger = Logger(label: "spool")) throws -> EventLog {
+                            logger: Logger = Logger(label: "spool"), metricsFactory: (any MetricsFactory)? = nil) throws -> EventLog {
         try configuration.validate()
         try DirectoryIO.create(directory, permissions: configuration.directoryMode)
         let directoryLock = try DirectoryLock(directory: directory, permissions: configuration.fileMode)
         do {
             let recovered = try Recovery.recover(directory: directory, configuration: configuration, logger: logger)
             return try EventLog(directory: directory, configuration: configuration, logger: logger,
-                                directoryLock: directoryLock, recovered: recovered)
+                                directoryLock: directoryLock, recovered: recovered, metricsFactory: metricsFactory)
         } catch {
             directoryLock.release()
             throw error
@@ -59,7 +62,7 @@ public final class EventLog: @unchecked Sendable {
     }
 
     private init(directory: String, configuration: Configuration, logger: Logger,
-                 directoryLock: DirectoryLock, recovered: RecoveredLog) throws {
+                 directoryLock: DirectoryLock, recovered: RecoveredLog, metricsFactory: (any MetricsFactory)?) throws {
         self.directory = directory
         self.configuration = configuration
         self.logger = logger
@@ -85,7 +88,7 @@ public final class EventLog: @unchecked Sendable {
         self.codec = codec
         self.state = LogState(nextSeq: nextSeq, writtenThrough: nextSeq, syncedThrough: nextSeq, segments: segments)
         self.state.consumerOffsets = recovered.consumerOffsets
-        self.metrics = LogMetrics(directory: directory)
+        self.metrics = LogMetrics(directory: directory, factory: metricsFactory)
         let thread = Thread { [self] in self.writerLoop() }
         thread.name = "spool-writer"
         thread.qualityOfService = .userInitiated

@@ -3,6 +3,7 @@ import Metrics
 /// The log's swift-metrics instruments, labelled `spool_*` with a `log` dimension (the directory).
 /// With no metrics backend bootstrapped they cost next to nothing.
 struct LogMetrics {
+    /// Records written to segment files (counted by the writer, so the append path stays free of it).
     let appendedRecords: Counter
     let blocksWritten: Counter
     let storedBytes: Counter
@@ -14,27 +15,37 @@ struct LogMetrics {
     let diskBytes: Gauge
     let segments: Gauge
 
-    init(directory: String) {
+    /// Instruments from `factory`, or from the process-wide `MetricsSystem` when nil.
+    init(directory: String, factory: (any MetricsFactory)?) {
         let dimensions = [("log", directory)]
-        appendedRecords = Counter(label: "spool_appended_records", dimensions: dimensions)
-        blocksWritten = Counter(label: "spool_blocks_written", dimensions: dimensions)
-        storedBytes = Counter(label: "spool_stored_bytes", dimensions: dimensions)
-        rawBytes = Counter(label: "spool_raw_bytes", dimensions: dimensions)
-        fsyncs = Counter(label: "spool_fsyncs", dimensions: dimensions)
-        droppedRecords = Counter(label: "spool_dropped_records", dimensions: dimensions)
-        expiredRecords = Counter(label: "spool_expired_records", dimensions: dimensions)
-        segmentsDeleted = Counter(label: "spool_segments_deleted", dimensions: dimensions)
-        diskBytes = Gauge(label: "spool_disk_bytes", dimensions: dimensions)
-        segments = Gauge(label: "spool_segments", dimensions: dimensions)
+        let factory = factory ?? MetricsSystem.factory
+        func counter(_ label: String) -> Counter { Counter(label: label, dimensions: dimensions, factory: factory) }
+        func gauge(_ label: String) -> Gauge { Gauge(label: label, dimensions: dimensions, factory: factory) }
+        appendedRecords = counter("spool_appended_records")
+        blocksWritten = counter("spool_blocks_written")
+        storedBytes = counter("spool_stored_bytes")
+        rawBytes = counter("spool_raw_bytes")
+        fsyncs = counter("spool_fsyncs")
+        droppedRecords = counter("spool_dropped_records")
+        expiredRecords = counter("spool_expired_records")
+        segmentsDeleted = counter("spool_segments_deleted")
+        diskBytes = gauge("spool_disk_bytes")
+        segments = gauge("spool_segments")
     }
 
-    func recordWrite(blocks: Int, stored: Int, raw: Int, fsyncs count: Int) {
+    func recordWrite(records: Int, blocks: Int, stored: Int, raw: Int, fsyncs count: Int) {
         if blocks > 0 {
+            appendedRecords.increment(by: records)
             blocksWritten.increment(by: blocks)
             storedBytes.increment(by: stored)
             rawBytes.increment(by: raw)
         }
         if count > 0 { fsyncs.increment(by: count) }
+    }
+
+    func recordSegments(count: Int, diskBytes bytes: Int64) {
+        segments.record(count)
+        diskBytes.record(bytes)
     }
 }
 

@@ -100,7 +100,9 @@ extension EventLog {
         state.counters.storedBytes += UInt64(outcome.storedBytes)
         state.counters.rawBytes += UInt64(outcome.rawBytes)
         state.counters.fsyncs += UInt64(outcome.fsyncs)
-        metrics.recordWrite(blocks: outcome.blocksWritten, stored: outcome.storedBytes, raw: outcome.rawBytes, fsyncs: outcome.fsyncs)
+        let recordsWritten = written.reduce(0) { $0 + $1.count }
+        metrics.recordWrite(records: recordsWritten, blocks: outcome.blocksWritten, stored: outcome.storedBytes,
+                            raw: outcome.rawBytes, fsyncs: outcome.fsyncs)
         // Segments: sealed ones get their final size; the active one its current size.
         // One batch can roll more than once: a segment may be created and sealed within it.
         for segment in outcome.sealed + [writer.activeSegment].compactMap({ $0 }) {
@@ -111,6 +113,7 @@ extension EventLog {
             }
         }
         state.counters.segmentsRolled += UInt64(outcome.sealed.count)
+        metrics.recordSegments(count: state.segments.count, diskBytes: state.diskBytes)
         if outcome.synced { state.syncedThrough = state.writtenThrough }
         if state.syncRequestedThrough <= state.syncedThrough { state.syncRequestedThrough = 0 }
         // Recycle the written blocks' buffers (bounded: a few blocks' worth).

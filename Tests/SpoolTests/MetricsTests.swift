@@ -1,0 +1,35 @@
+import Foundation
+import Metrics
+import MetricsTestKit
+import Testing
+@testable import Spool
+
+/// The swift-metrics instruments agree with the `stats()` snapshot.
+@Suite struct MetricsTests {
+    @Test func metricsMatchTheStatsSnapshot() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let metrics = TestMetrics()
+        var configuration = smallConfiguration(blockSize: 4096)
+        configuration.linger = .zero
+        configuration.maxBytes = 256 * 1024
+        let log = try EventLog.open(directory: dir.path, configuration: configuration, metricsFactory: metrics)
+        for i in 0..<1500 {
+            try log.append(noisyPayload(i, size: 600))
+            if i % 100 == 0 { try log.syncBlocking() }
+        }
+        try log.syncBlocking()
+        let stats = log.stats()
+        let dimensions = [("log", dir.path)]
+        #expect(try metrics.expectCounter("spool_appended_records", dimensions).totalValue == Int64(stats.appendedRecords))
+        #expect(try metrics.expectCounter("spool_blocks_written", dimensions).totalValue == Int64(stats.blocksWritten))
+        #expect(try metrics.expectCounter("spool_stored_bytes", dimensions).totalValue == Int64(stats.storedBytes))
+        #expect(try metrics.expectCounter("spool_raw_bytes", dimensions).totalValue == Int64(stats.rawBytes))
+        #expect(try metrics.expectCounter("spool_fsyncs", dimensions).totalValue == Int64(stats.fsyncs))
+        #expect(stats.droppedRecords > 0)
+        #expect(try metrics.expectCounter("spool_dropped_records", dimensions).totalValue == Int64(stats.droppedRecords))
+        #expect(try metrics.expectGauge("spool_segments", dimensions).lastValue == Double(stats.segments))
+        #expect(try metrics.expectGauge("spool_disk_bytes", dimensions).lastValue == Double(stats.diskBytes))
+        try log.close()
+    }
+}
