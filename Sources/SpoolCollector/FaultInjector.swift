@@ -1,3 +1,5 @@
+import Spool
+
 /// What the collector does to one request, drawn by ``FaultInjector``.
 enum InjectedFault: Sendable, Equatable {
     /// Close the connection without an answer.
@@ -41,26 +43,5 @@ struct FaultInjector: Sendable {
             fault = .failure
         }
         return Draw(fault: fault, delay: faults.latency + faults.latencyJitter * jitterRoll)
-    }
-}
-
-/// SplitMix64 (Steele, Lea and Flood, 2014): a tiny, fast, seedable generator, good enough
-/// for reproducible fault injection (not for secrets).
-struct SplitMix64: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// A uniform value in `0 ..< 1` from the top 53 bits.
-    mutating func nextUnit() -> Double {
-        Double(next() >> 11) * 0x1p-53
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Spool
 import Testing
 @testable import SpoolCollector
 

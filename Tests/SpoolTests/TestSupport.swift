@@ -53,18 +53,8 @@ func readFile(_ path: String) -> [UInt8] { Array(FileManager.default.contents(at
 /// Overwrites a whole file.
 func writeFile(_ path: String, _ bytes: [UInt8]) { _ = FileManager.default.createFile(atPath: path, contents: Data(bytes)) }
 
-/// SplitMix64: a tiny seeded generator so random tests reproduce from their seed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+/// Seeded randomness for tests: every random test reproduces from its seed.
+typealias SeededGenerator = SplitMix64
 
 /// A deterministic payload that compresses poorly (random hex digits), so segments fill.
 func noisyPayload(_ i: Int, size: Int) -> [UInt8] {
