@@ -1,0 +1,51 @@
+import ArgumentParser
+import Foundation
+import SQLiteBaseline
+import SpoolBenchShared
+
+/// `compare`: Spool against the Sensors Analytics SDK's SQLite design and against this
+/// machine's limits, in one run, printed as ratios next to their goals.
+@main
+struct Compare: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Spool vs SQLite (the Sensors Analytics SDK's design) vs the hardware, as ratios.")
+
+    @Option(help: "Where logs and databases are made (the disk measured). Default: a temporary directory.")
+    var dir: String?
+    @Option(help: "Events generated; the most one measurement writes.")
+    var events: Int = BenchOptions().events
+    @Option(help: "The most seconds one measurement takes.")
+    var seconds: Double = BenchOptions().seconds
+    @Option(help: "Alternating rounds; each figure is the best of them.")
+    var rounds: Int = BenchOptions().rounds
+    @Option(help: "Also write the figures as JSON to this file.")
+    var json: String?
+    @Flag(help: "A run of seconds that touches every scenario.")
+    var quick = false
+    @Flag(help: "Add the 1 GiB open-after-crash case.")
+    var largeOpen = false
+    @Option(help: "Events in the backlog whose peak memory is measured (e.g. 10000000).")
+    var backlog: Int?
+
+    func validate() throws {
+        guard events > 0, seconds > 0, rounds > 0 else { throw ValidationError("--events, --seconds and --rounds must be positive") }
+    }
+
+    func run() async throws {
+        var options = quick ? BenchOptions.quick : BenchOptions()
+        options.directory = dir
+        if !quick {
+            options.events = events
+            options.seconds = seconds
+            options.rounds = rounds
+        }
+        if largeOpen { options.includeLargeOpen() }
+        if let backlog { options.backlogEvents = backlog }
+        let report = try await BenchRunner(options: options, baseline: SQLiteBaseline()).run()
+        print(report.table())
+        if let json {
+            try report.writeJSON(to: json)
+            print("wrote \(json)")
+        }
+    }
+}
