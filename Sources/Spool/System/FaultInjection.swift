@@ -62,3 +62,75 @@ public enum FaultInjection {
         }
     }
 }
+
+// MARK: - Sync tracking, for simulated power loss
+
+extension FaultInjection {
+    /// What a power loss would leave under a tracked directory, as far as Spool made it durable:
+    /// each file's size (and, for small files, its bytes) at its last successful `fdatasync`, by
+    /// inode; and each directory's entries (name → inode) at its last successful `fsync`.
+    /// Tests truncate files to these sizes and drop entries that were never made durable.
+    public struct DurableState: Sendable {
+        public struct File: Sendable {
+            /// The file's size when it was last synced.
+            public var size: Int64
+            /// Its bytes then, when it was at most ``FaultInjection/snapshotLimit`` bytes
+            /// (offset files, META): these are overwritten in place, so a size is not enough.
+            public var bytes: [UInt8]?
+        }
+        /// Synced files, by inode number.
+        public var files: [UInt64: File] = [:]
+        /// Synced directories, by path: their durable entries, name → inode number.
+        public var directories: [String: [String: UInt64]] = [:]
+    }
+
+    /// Files up to this size have their bytes recorded at each sync.
+    public static let snapshotLimit = 4096
+
+    private static let tracking = Atomic<Bool>(false)
+    private static let trackers = Mutex<[String: DurableState]>([:])
+
+    /// Starts recording what each successful sync under `directory` makes durable.
+    public static func trackSyncs(under directory: String) {
+        trackers.withLock { $0[directory] = DurableState() }
+        tracking.store(true, ordering: .releasing)
+    }
+
+    /// What is durable under `directory` now (nil if it is not tracked).
+    public static func durableState(under directory: String) -> DurableState? {
+        trackers.withLock { $0[directory] }
+    }
+
+    /// Stops tracking `directory` and forgets what was recorded.
+    public static func stopTracking(under directory: String) {
+        trackers.withLock { list in
+            list[directory] = nil
+            tracking.store(!list.isEmpty, ordering: .releasing)
+        }
+    }
+
+    /// Whether syncs of `path` are being recorded.
+    @inline(__always)
+    static func isTracked(_ path: String) -> Bool {
+        guard tracking.load(ordering: .acquiring) else { return false }
+        return trackers.withLock { $0.keys.contains { path.hasPrefix($0) } }
+    }
+
+    /// Records a successful `fdatasync` of the file at `path`.
+    static func recordFileSync(path: String, inode: UInt64, size: Int64, bytes: [UInt8]?) {
+        trackers.withLock { list in
+            for key in list.keys where path.hasPrefix(key) {
+                list[key]!.files[inode] = DurableState.File(size: size, bytes: bytes)
+            }
+        }
+    }
+
+    /// Records a successful `fsync` of the directory at `path`, whose entries are now `entries`.
+    static func recordDirectorySync(path: String, entries: [String: UInt64]) {
+        trackers.withLock { list in
+            for key in list.keys where path.hasPrefix(key) {
+                list[key]!.directories[path] = entries
+            }
+        }
+    }
+}

@@ -112,11 +112,25 @@ struct FileIO {
             #else
             let result = fdatasync(fd.rawValue)
             #endif
-            if result == 0 { return }
+            if result == 0 { break }
             let error = Errno(rawValue: errno)
             if error == .interrupted { continue }
             throw SpoolError.system("fdatasync", path: path, error)
         }
+        if FaultInjection.isTracked(path) { recordSync() }
+    }
+
+    /// Tells the sync tracker what this successful sync made durable (tests only).
+    private func recordSync() {
+        var info = stat()
+        guard fstat(fd.rawValue, &info) == 0 else { return }
+        var bytes: [UInt8]?
+        if Int(info.st_size) <= FaultInjection.snapshotLimit {
+            var buffer = [UInt8](repeating: 0, count: Int(info.st_size))
+            let n = buffer.withUnsafeMutableBytes { (try? fd.read(fromAbsoluteOffset: 0, into: $0)) ?? -1 }
+            bytes = n == buffer.count ? buffer : nil
+        }
+        FaultInjection.recordFileSync(path: path, inode: UInt64(info.st_ino), size: Int64(info.st_size), bytes: bytes)
     }
 
     func truncate(to size: Int64) throws {
@@ -176,6 +190,14 @@ enum DirectoryIO {
         while fsync(fd) != 0 {
             let error = Errno(rawValue: errno)
             if error != .interrupted { throw SpoolError.system("fsync directory", path: path, error) }
+        }
+        if FaultInjection.isTracked(path) {
+            var entries = [String: UInt64]()
+            for name in (try? list(path)) ?? [] {
+                var info = stat()
+                if lstat(path + "/" + name, &info) == 0 { entries[name] = UInt64(info.st_ino) }
+            }
+            FaultInjection.recordDirectorySync(path: path, entries: entries)
         }
     }
 

@@ -1,0 +1,190 @@
+import Foundation
+import Testing
+@testable import Spool
+
+/// Simulated power loss: every `fdatasync` and directory `fsync` Spool makes is recorded by the
+/// file layer's sync tracker; after a workload, every file is cut back to what was synced (and
+/// entries never made durable are removed), as a power cut would leave them. Then the log must
+/// open, keep every record acknowledged at `synced` and every durable commit, return nothing
+/// that was not appended, and go on appending.
+@Suite struct PowerLossTests {
+    /// What a workload promised before the power cut.
+    struct Promises {
+        var syncedThrough: UInt64 = 0
+        var acknowledgedSynced = Set<UInt64>()
+        var durableCommit: UInt64 = 0
+        var lastCommit: UInt64 = 0
+    }
+
+    /// Appends, syncs and commits in a seeded random order on a log that rolls segments often.
+    func workload(_ log: EventLog, seed: UInt64) async throws -> Promises {
+        var generator = SeededGenerator(seed: seed)
+        var promises = Promises()
+        let consumer = try log.consumer(named: "c")
+        for _ in 0..<(20 + Int(generator.next() % 40)) {
+            switch generator.next() % 10 {
+            case 0...4:
+                for _ in 0..<(1 + Int(generator.next() % 30)) {
+                    let seq = log.nextSeq
+                    #expect(try log.append(noisyPayload(Int(seq), size: 50 + Int(generator.next() % 700))) == seq)
+                }
+            case 5, 6:
+                let seq = log.nextSeq
+                #expect(try await log.append(noisyPayload(Int(seq), size: 200), durability: .synced) == seq)
+                promises.acknowledgedSynced.insert(seq)
+            case 7:
+                let seq = log.nextSeq
+                #expect(try await log.append(noisyPayload(Int(seq), size: 300), durability: .written) == seq)
+            case 8:
+                guard log.nextSeq > consumer.committed else { continue }
+                let through = consumer.committed + generator.next() % (log.nextSeq - consumer.committed)
+                let mode: CommitMode = generator.next() % 2 == 0 ? .durable : .fast
+                try await consumer.commit(through: through, mode: mode)
+                promises.lastCommit = through + 1
+                if mode == .durable { promises.durableCommit = through + 1 }
+            default:
+                try await log.sync()
+            }
+        }
+        promises.syncedThrough = log.syncedThrough
+        return promises
+    }
+
+    /// Opens the rewound log and checks every promise; returns the next seq after one append.
+    func checkAfterPowerLoss(_ dir: TemporaryDirectory, _ promises: Promises, appendedBefore: UInt64, consumersDurable: Bool = true,
+                             context: String) throws {
+        let log = try EventLog.open(directory: dir.path, configuration: smallConfiguration(blockSize: 2048))
+        defer { try? log.close() }
+        let items = try log.readAll()
+        let stored = records(items)
+        for notice in notices(items) {
+            #expect(notice.kind != .corrupt, "\(context): \(notice)")
+        }
+        var present = Set<UInt64>()
+        var previous: UInt64?
+        for record in stored {
+            #expect(record.seq < appendedBefore, "\(context): seq \(record.seq) was never appended")
+            #expect(record.payload.starts(with: Array("\(record.seq):".utf8)), "\(context): seq \(record.seq) holds another record")
+            if let previous { #expect(record.seq > previous, "\(context): seqs out of order") }
+            previous = record.seq
+            present.insert(record.seq)
+        }
+        // Retention may have deleted what the durable commit passed; everything from there on that
+        // was synced must be back.
+        let floor = promises.durableCommit
+        for seq in promises.acknowledgedSynced where seq >= floor {
+            #expect(present.contains(seq), "\(context): seq \(seq), acknowledged at synced, is lost")
+        }
+        for seq in floor..<max(floor, promises.syncedThrough) {
+            #expect(present.contains(seq), "\(context): seq \(seq), below syncedThrough \(promises.syncedThrough), is lost")
+        }
+        let committed = try log.consumer(named: "c").committed
+        if consumersDurable || promises.durableCommit == 0 {
+            #expect(committed >= promises.durableCommit, "\(context): the durable commit \(promises.durableCommit) went back to \(committed)")
+        } else {
+            // Known bug, reported: Consumer.init creates consumers/ (DirectoryIO.create) and never
+            // fsyncs the log directory, so until a segment roll happens to fsync it, a power loss
+            // drops consumers/ and every durable commit in it (the offset resets to the oldest
+            // record: re-delivery). Once fixed, consumers/ is durable and the branch above runs.
+            withKnownIssue("consumers/ is created without an fsync of the log directory") {
+                #expect(committed >= promises.durableCommit, "\(context): the durable commit \(promises.durableCommit) went back to \(committed)")
+            }
+        }
+        #expect(committed <= max(promises.lastCommit, log.firstSeq), "\(context): the offset \(committed) is past every commit")
+        // Seqs go on past every stored record and every consumer offset: never reused under a reader.
+        let next = log.nextSeq
+        #expect(next >= (previous.map { $0 + 1 } ?? 0) && next >= committed, "\(context): next seq \(next)")
+        #expect(try log.appendBlocking(noisyPayload(Int(next), size: 100), durability: .synced) == next)
+        let report = try log.verify()
+        #expect(report.corrupt.isEmpty, "\(context): \(report.corrupt)")
+    }
+
+    func run(seed: UInt64, partial: Bool) async throws {
+        let dir = TemporaryDirectory("powerLoss\(seed)")
+        FaultInjection.trackSyncs(under: dir.path)
+        defer {
+            FaultInjection.stopTracking(under: dir.path)
+            dir.cleanup()
+        }
+        let log = try EventLog.open(directory: dir.path, configuration: smallConfiguration(blockSize: 2048))
+        let promises = try await workload(log, seed: seed)
+        let appended = log.nextSeq
+        // The power is cut here: whatever the close below writes is lost with the rest.
+        var loss = PowerLoss.capture(dir.path, partial: partial, seed: seed)
+        try log.close()
+        FaultInjection.stopTracking(under: dir.path)
+        let consumersDurable = loss.state.directories[dir.path]?["consumers"] != nil
+        try loss.apply(to: dir.path)
+        try checkAfterPowerLoss(dir, promises, appendedBefore: appended, consumersDurable: consumersDurable,
+                                context: "seed \(seed)\(partial ? " partial" : "")")
+    }
+
+    @Test(arguments: 0..<12)
+    func everythingSyncedSurvivesDroppingAllUnsyncedWrites(seed: Int) async throws {
+        try await run(seed: UInt64(seed), partial: false)
+    }
+
+    @Test(arguments: 100..<112)
+    func everythingSyncedSurvivesKeepingARandomPrefixOfUnsyncedWrites(seed: Int) async throws {
+        try await run(seed: UInt64(seed), partial: true)
+    }
+
+    /// Cuts the active segment at every offset past its last sync, and the offset file at every
+    /// offset: the synced records survive, and the offset is a committed one or the oldest record.
+    @Test func activeSegmentAndOffsetFileCutAtEveryOffset() async throws {
+        let dir = TemporaryDirectory()
+        FaultInjection.trackSyncs(under: dir.path)
+        defer {
+            FaultInjection.stopTracking(under: dir.path)
+            dir.cleanup()
+        }
+        var configuration = smallConfiguration(blockSize: 1024)
+        configuration.linger = .zero
+        let log = try EventLog.open(directory: dir.path, configuration: configuration)
+        let consumer = try log.consumer(named: "c")
+        var commits: [UInt64] = [consumer.committed]
+        for i in 0..<40 {
+            let seq = try log.append(noisyPayload(i, size: 80))
+            if i % 9 == 8 {
+                try await consumer.commit(through: seq, mode: i % 2 == 0 ? .durable : .fast)
+                commits.append(seq + 1)
+            }
+        }
+        let syncedSeq = try await log.append(noisyPayload(40, size: 80), durability: .synced)
+        for i in 41..<60 { _ = try log.append(noisyPayload(i, size: 80)) }
+        try await log.waitUntil(59, is: .written)
+        let state = FaultInjection.durableState(under: dir.path)!
+        try log.close()
+        FaultInjection.stopTracking(under: dir.path)
+        let segmentName = dir.segments().last!
+        let segment = dir.file(segmentName)
+        let offsetPath = dir.file("consumers/c.offset")
+        let segmentBytes = readFile(segment)
+        let offsetBytes = readFile(offsetPath)
+        let inode = { (path: String) -> UInt64 in
+            var info = stat()
+            stat(path, &info)
+            return UInt64(info.st_ino)
+        }
+        let syncedSize = Int(state.files[inode(segment)]?.size ?? 0)
+        #expect(syncedSize > 64 && syncedSize < segmentBytes.count)
+        for cut in syncedSize...segmentBytes.count {
+            writeFile(segment, Array(segmentBytes[0..<cut]))
+            let reopened = try EventLog.open(directory: dir.path, configuration: configuration)
+            let items = try reopened.readAll()
+            #expect(notices(items).isEmpty, "cut at \(cut)")
+            let seqs = records(items).map(\.seq)
+            #expect(seqs == Array(0..<UInt64(seqs.count)), "cut at \(cut)")
+            #expect(seqs.count > Int(syncedSeq), "cut at \(cut): synced seq \(syncedSeq) lost")
+            try reopened.close()
+        }
+        writeFile(segment, segmentBytes)
+        for cut in 0...offsetBytes.count {
+            writeFile(offsetPath, Array(offsetBytes[0..<cut]))
+            let reopened = try EventLog.open(directory: dir.path, configuration: configuration)
+            let committed = try reopened.consumer(named: "c").committed
+            #expect(commits.contains(committed), "cut at \(cut): offset \(committed) is none of \(commits)")
+            try reopened.close()
+        }
+    }
+}
