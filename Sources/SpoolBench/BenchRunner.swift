@@ -32,7 +32,7 @@ public struct BenchRunner: Sendable {
         let context = Context(options: options, baseline: baseline, scratch: scratch,
                               spool: SpoolSide(events: events), progress: progress)
 
-        let hardware = try await blocking {
+        var hardware = try await blocking {
             try measureHardware(events: events, directory: try scratch.fresh("hardware"),
                                 writeBytes: options.sequentialBytes,
                                 syncBudget: Budget(events: options.events, seconds: min(2, options.seconds)))
@@ -41,13 +41,13 @@ public struct BenchRunner: Sendable {
             + "fdatasync \(format(hardware.fdatasyncPerSecond))/s")
 
         var rows = [Row]()
-        rows += try await context.appendRows(hardware: hardware)
-        rows += try await context.sealRows(hardware: hardware)
-        let drains = try await context.drainRows()
+        if options.runs("append") { rows += try await context.appendRows(hardware: &hardware) }
+        if options.runs("seal") { rows += try await context.sealRows(hardware: &hardware) }
+        let drains = options.runs("drain") ? try await context.drainRows() : []
         rows += drains
-        rows += try await context.syncRows(drainRows: drains)
-        rows += try await context.openRows()
-        rows += try await context.memoryRows()
+        if options.runs("sync") { rows += try await context.syncRows(drainRows: drains) }
+        if options.runs("open") { rows += try await context.openRows() }
+        if options.runs("memory") { rows += try await context.memoryRows() }
 
         let info = RunInfo(
             events: events.count, meanEventBytes: events.meanSize, directory: scratch.root,

@@ -106,6 +106,27 @@ public func sequentialWrite(_ data: [UInt8], total: Int, path: String) throws ->
     return Double(written) / (Double(monotonicNanos() - start) / 1e9) / 1e6
 }
 
+/// Raw zstd compression alone, as a run counting input bytes (for MB/s): see ``zstdSpeed``.
+public func zstdCompressRun(_ data: [UInt8], chunk: Int, level: Int32) -> Run {
+    let cctx = ZSTD_createCCtx()!
+    defer { ZSTD_freeCCtx(cctx) }
+    let bound = ZSTD_compressBound(chunk)
+    var output = [UInt8](repeating: 0, count: bound)
+    let start = monotonicNanos()
+    data.withUnsafeBytes { src in
+        var offset = 0
+        while offset < src.count {
+            let size = min(chunk, src.count - offset)
+            let written = output.withUnsafeMutableBytes { dst in
+                ZSTD_compressCCtx(cctx, dst.baseAddress, bound, src.baseAddress! + offset, size, level)
+            }
+            precondition(ZSTD_isError(written) == 0, "ZSTD_compressCCtx failed")
+            offset += size
+        }
+    }
+    return Run(count: data.count, nanos: monotonicNanos() - start)
+}
+
 /// Appends 256 bytes and `fdatasync`s, again and again within `budget`. Returns the rate
 /// of append+sync pairs and their latencies. Removes the file.
 public func fdatasyncRate(path: String, budget: Budget) throws -> Run {
