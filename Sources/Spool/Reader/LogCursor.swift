@@ -4,7 +4,7 @@
 /// It reads only what the writer has published (up to `writtenThrough`), holding the log's
 /// lock only to take a snapshot, so reading never blocks appends. Not thread-safe: one owner.
 final class LogCursor {
-    private unowned let log: EventLog
+    private let log: EventLog
     /// The next seq to return.
     private(set) var position: UInt64
     private var segment: SegmentReader?
