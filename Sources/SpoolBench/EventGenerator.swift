@@ -1,30 +1,26 @@
+import Spool
+
 /// Deterministic analytics events: the data every scenario writes, to Spool and to its
 /// baseline alike.
 ///
 /// Events look like the Sensors Analytics SDK's (`$AppStart`, `$AppEnd`, `$AppViewScreen`,
 /// `$AppClick`, with device properties), about 300 bytes of JSON each. The same `seed`
-/// gives the same bytes on every machine and every run (SplitMix64; no system randomness,
+/// gives the same bytes on every machine and every run (Spool's SplitMix64; no system randomness,
 /// no clock).
 ///
 /// Thread-safety: a value type; an ``EventSet`` is immutable once made and `Sendable`.
 public struct EventGenerator: Sendable {
-    private var state: UInt64
+    private var random: SplitMix64
     private var time: Int64 = 1_700_000_000_000
     private var trackID: UInt32 = 0
 
     /// A generator whose output depends only on `seed`. The default seed is the one every
     /// published figure uses.
     public init(seed: UInt64 = 0x5EED_5B00_1A7A_10C5) {
-        self.state = seed
+        self.random = SplitMix64(seed: seed)
     }
 
-    private mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    private mutating func next() -> UInt64 { random.next() }
 
     private mutating func below(_ bound: Int) -> Int {
         Int(next() % UInt64(bound))

@@ -35,39 +35,22 @@ public func measureHardware(events: EventSet, directory: String, writeBytes: Int
 /// best case for any block format), repeating until at least 0.5 s has passed, then
 /// decompresses the pieces the same way. Returns input MB/s, ratio, output MB/s.
 public func zstdSpeed(_ data: [UInt8], chunk: Int, level: Int32) -> (compressMBps: Double, ratio: Double, decompressMBps: Double) {
-    let cctx = ZSTD_createCCtx()!
-    let dctx = ZSTD_createDCtx()!
-    defer { ZSTD_freeCCtx(cctx); ZSTD_freeDCtx(dctx) }
-    let bound = ZSTD_compressBound(chunk)
     var compressed = [[UInt8]]()
-    var output = [UInt8](repeating: 0, count: bound)
-    var inputBytes = 0, outputBytes = 0
-    let start = monotonicNanos()
-    var passes = 0
-    repeat {
-        data.withUnsafeBytes { src in
-            var offset = 0
-            while offset < src.count {
-                let size = min(chunk, src.count - offset)
-                let written = output.withUnsafeMutableBytes { dst in
-                    ZSTD_compressCCtx(cctx, dst.baseAddress, bound, src.baseAddress! + offset, size, level)
-                }
-                precondition(ZSTD_isError(written) == 0, "ZSTD_compressCCtx failed")
-                if passes == 0 {
-                    compressed.append(Array(output[0..<written]))
-                    outputBytes += written
-                }
-                inputBytes += size
-                offset += size
-            }
-        }
-        passes += 1
-    } while monotonicNanos() - start < 500_000_000
-    let compressSeconds = Double(monotonicNanos() - start) / 1e9
+    var compressedBytes = 0
+    var passes = [compressChunks(data, chunk: chunk, level: level) { block in
+        compressed.append(Array(block))
+        compressedBytes += block.count
+    }]
+    while passes.reduce(0, { $0 + $1.nanos }) < 500_000_000 {
+        passes.append(compressChunks(data, chunk: chunk, level: level) { _ in })
+    }
+    let compressSeconds = Double(passes.reduce(0) { $0 + $1.nanos }) / 1e9
 
+    let dctx = ZSTD_createDCtx()!
+    defer { ZSTD_freeDCtx(dctx) }
     var plain = [UInt8](repeating: 0, count: chunk)
     var decoded = 0
-    let dstart = monotonicNanos()
+    let start = monotonicNanos()
     repeat {
         for block in compressed {
             let size = block.withUnsafeBytes { src in
@@ -78,13 +61,41 @@ public func zstdSpeed(_ data: [UInt8], chunk: Int, level: Int32) -> (compressMBp
             precondition(ZSTD_isError(size) == 0, "ZSTD_decompressDCtx failed")
             decoded += size
         }
-    } while monotonicNanos() - dstart < 500_000_000
-    let decompressSeconds = Double(monotonicNanos() - dstart) / 1e9
+    } while monotonicNanos() - start < 500_000_000
+    let decompressSeconds = Double(monotonicNanos() - start) / 1e9
     return (
-        Double(inputBytes) / compressSeconds / 1e6,
-        Double(data.count) / Double(max(outputBytes, 1)),
+        Double(data.count * passes.count) / compressSeconds / 1e6,
+        Double(data.count) / Double(max(compressedBytes, 1)),
         Double(decoded) / decompressSeconds / 1e6
     )
+}
+
+/// Raw zstd compression alone, once over `data`, as a run counting input bytes (for MB/s).
+public func zstdCompressRun(_ data: [UInt8], chunk: Int, level: Int32) -> Run {
+    compressChunks(data, chunk: chunk, level: level) { _ in }
+}
+
+/// Compresses `data` in `chunk`-byte pieces with one context, handing each compressed
+/// piece to `body`, and times the whole (`body` included: keep it cheap).
+func compressChunks(_ data: [UInt8], chunk: Int, level: Int32, _ body: (UnsafeRawBufferPointer) -> Void) -> Run {
+    let cctx = ZSTD_createCCtx()!
+    defer { ZSTD_freeCCtx(cctx) }
+    let bound = ZSTD_compressBound(chunk)
+    var output = [UInt8](repeating: 0, count: bound)
+    let start = monotonicNanos()
+    data.withUnsafeBytes { src in
+        var offset = 0
+        while offset < src.count {
+            let size = min(chunk, src.count - offset)
+            output.withUnsafeMutableBytes { dst in
+                let written = ZSTD_compressCCtx(cctx, dst.baseAddress, bound, src.baseAddress! + offset, size, level)
+                precondition(ZSTD_isError(written) == 0, "ZSTD_compressCCtx failed")
+                body(UnsafeRawBufferPointer(rebasing: dst[0..<written]))
+            }
+            offset += size
+        }
+    }
+    return Run(count: data.count, nanos: monotonicNanos() - start)
 }
 
 /// Writes `total` bytes (cycling `data`) in 1 MiB writes to a new file at `path`, then
@@ -104,27 +115,6 @@ public func sequentialWrite(_ data: [UInt8], total: Int, path: String) throws ->
     }
     try check(fdatasync(fd), "fdatasync", path)
     return Double(written) / (Double(monotonicNanos() - start) / 1e9) / 1e6
-}
-
-/// Raw zstd compression alone, as a run counting input bytes (for MB/s): see ``zstdSpeed``.
-public func zstdCompressRun(_ data: [UInt8], chunk: Int, level: Int32) -> Run {
-    let cctx = ZSTD_createCCtx()!
-    defer { ZSTD_freeCCtx(cctx) }
-    let bound = ZSTD_compressBound(chunk)
-    var output = [UInt8](repeating: 0, count: bound)
-    let start = monotonicNanos()
-    data.withUnsafeBytes { src in
-        var offset = 0
-        while offset < src.count {
-            let size = min(chunk, src.count - offset)
-            let written = output.withUnsafeMutableBytes { dst in
-                ZSTD_compressCCtx(cctx, dst.baseAddress, bound, src.baseAddress! + offset, size, level)
-            }
-            precondition(ZSTD_isError(written) == 0, "ZSTD_compressCCtx failed")
-            offset += size
-        }
-    }
-    return Run(count: data.count, nanos: monotonicNanos() - start)
 }
 
 /// Appends 256 bytes and `fdatasync`s, again and again within `budget`. Returns the rate
