@@ -42,7 +42,7 @@ public struct BenchRunner: Sendable {
 
         var rows = [Row]()
         if options.runs("append") { rows += try await context.appendRows(hardware: &hardware) }
-        if options.runs("seal") { rows += try await context.sealRows(hardware: &hardware) }
+        if options.runs("seal") { rows += try await context.sealRows(hardware: hardware) }
         let drains = options.runs("drain") ? try await context.drainRows() : []
         rows += drains
         if options.runs("sync") { rows += try await context.syncRows(drainRows: drains) }

@@ -9,7 +9,7 @@ extension Report {
         lines.append("\(run.cores) cores, load \(run.loadBefore) -> \(run.loadAfter); best of \(run.rounds) "
             + "alternating round(s), ≤ \(format(run.secondsPerMeasurement)) s per measurement. \(run.note)")
         if let hw = hardware {
-            lines.append("hardware: zstd -1 64 KiB \(format(hw.zstdCompressMBps)) MB/s (ratio \(format(hw.zstdRatio)), "
+            lines.append("hardware: zstd -1 64 KiB (warm, repeated) \(format(hw.zstdCompressMBps)) MB/s (ratio \(format(hw.zstdRatio)), "
                 + "decompress \(format(hw.zstdDecompressMBps)) MB/s); sequential write+fdatasync "
                 + "\(format(hw.sequentialWriteMBps)) MB/s; 256 B append+fdatasync \(format(hw.fdatasyncPerSecond))/s"
                 + (hw.fdatasyncLatency.map { " (p50 \(format($0.p50)) µs)" } ?? ""))

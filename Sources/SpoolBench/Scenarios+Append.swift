@@ -75,9 +75,8 @@ extension Context {
     }
 
     /// Block sealing (compress, checksum, write) through the public append path, against
-    /// raw `ZSTD_compress -1` on the same bytes in 64 KiB chunks, alternating (the raw
-    /// figure is kept in `hardware` at its best).
-    func sealRows(hardware: inout HardwareFigures) async throws -> [Row] {
+    /// raw `ZSTD_compress -1` on the same bytes in 64 KiB chunks, one pass each, alternating.
+    func sealRows(hardware: HardwareFigures) async throws -> [Row] {
         let spool = self.spool
         let budget = Budget(events: events.count, seconds: options.seconds * 4)
         let data = events.concatenated()
@@ -87,12 +86,12 @@ extension Context {
             try await blocking { zstdCompressRun(data, chunk: 64 * 1024, level: 1) }
         }])
         let run = best["Spool seal"]!
-        if let raw = best["hw zstd -1"], raw.rate / 1e6 > hardware.zstdCompressMBps {
-            hardware.zstdCompressMBps = raw.rate / 1e6
-        }
+        // The same single pass over the same bytes, alternating: not the warm, repeated
+        // figure of the header.
+        let raw = best["hw zstd -1"]!
         return [
             Row(group: "seal", scenario: "append buffered ×1 (64 KiB blocks)", spool: Figure(run.rate / 1e6, "MB/s"),
-                baseline: "hw: raw zstd -1, 64 KiB", baselineFigure: Figure(hardware.zstdCompressMBps, "MB/s"),
+                baseline: "hw: raw zstd -1, 64 KiB, one pass", baselineFigure: Figure(raw.rate / 1e6, "MB/s"),
                 percent: true, goal: .atLeast(0.70)),
             Row(group: "seal", scenario: "append buffered ×1 (64 KiB blocks)", spool: Figure(run.rate / 1e6, "MB/s"),
                 baseline: "hw: sequential write+fdatasync", baselineFigure: Figure(hardware.sequentialWriteMBps, "MB/s"),
