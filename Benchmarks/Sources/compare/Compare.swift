@@ -26,6 +26,8 @@ struct Compare: AsyncParsableCommand {
     var largeOpen = false
     @Option(help: "Events in the backlog whose peak memory is measured (e.g. 10000000).")
     var backlog: Int?
+    @Option(name: .customLong("only"), help: "Run only these scenario groups (append, seal, drain, sync, open, memory); repeatable.")
+    var groups: [String] = []
 
     func validate() throws {
         guard events > 0, seconds > 0, rounds > 0 else { throw ValidationError("--events, --seconds and --rounds must be positive") }
@@ -41,6 +43,7 @@ struct Compare: AsyncParsableCommand {
         }
         if largeOpen { options.includeLargeOpen() }
         if let backlog { options.backlogEvents = backlog }
+        if !groups.isEmpty { options.groups = Set(groups) }
         let report = try await BenchRunner(options: options, baseline: SQLiteBaseline()).run()
         print(report.table())
         if let json {
