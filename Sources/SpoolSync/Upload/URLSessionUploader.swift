@@ -1,4 +1,6 @@
+import Dispatch
 import Foundation
+import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -9,19 +11,37 @@ import FoundationNetworking
 /// default). Redirects are followed by `URLSession`; every other answer is returned as it
 /// is, for the worker to classify. Neither the body nor the answer is logged.
 ///
+/// On Linux (swift-corelibs-foundation over libcurl) connections are not reused by default:
+/// when a server closes a kept-alive connection under a request, libcurl silently resends
+/// the request on a new connection without its body, and the request then hangs until its
+/// timeout. `Connection: close` avoids that at the cost of one connection per batch.
+///
 /// Thread safety: `Sendable`; one instance may serve several workers.
 public struct URLSessionUploader: Uploader {
+    #if canImport(FoundationNetworking)
+    /// Whether connections are reused by default: `false` on Linux (see above), `true` elsewhere.
+    public static let reusesConnectionsByDefault = false
+    #else
+    /// Whether connections are reused by default: `false` on Linux (see above), `true` elsewhere.
+    public static let reusesConnectionsByDefault = true
+    #endif
+
     /// Where bodies are posted.
     public let url: URL
+    /// Whether requests keep their connection alive for the next one.
+    public let reusesConnections: Bool
     private let session: URLSession
 
     /// - Parameters:
     ///   - url: the collector's endpoint.
     ///   - session: the session to use. The default is an ephemeral session (no cookies,
     ///     no cache).
-    public init(url: URL, session: URLSession? = nil) {
+    ///   - reusesConnections: whether to keep connections alive between requests. The default
+    ///     is ``reusesConnectionsByDefault``.
+    public init(url: URL, session: URLSession? = nil, reusesConnections: Bool = Self.reusesConnectionsByDefault) {
         self.url = url
         self.session = session ?? URLSession(configuration: .ephemeral)
+        self.reusesConnections = reusesConnections
     }
 
     public func upload(_ request: UploadRequest) async throws -> UploadResponse {
@@ -29,15 +49,66 @@ public struct URLSessionUploader: Uploader {
         urlRequest.httpMethod = "POST"
         urlRequest.timeoutInterval = max(request.timeout.seconds, 0.001)
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        if !reusesConnections { urlRequest.setValue("close", forHTTPHeaderField: "Connection") }
         urlRequest.httpBody = Data(request.body)
-        let (data, response) = try await session.data(for: urlRequest)
-        guard let http = response as? HTTPURLResponse else {
-            throw SyncError(.network, "the answer from \(url.host ?? "the server") is not HTTP")
+        let host = url.host ?? "the server"
+        let handle = TaskHandle()
+        // A completion-handler task rather than `data(for:)`: cancelling the async variant from
+        // a task's cancellation handler can deadlock swift-corelibs-foundation's queues.
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<UploadResponse, any Error>) in
+                let task = session.dataTask(with: urlRequest) { data, response, error in
+                    if let error {
+                        let timedOut = (error as? URLError)?.code == .timedOut
+                        continuation.resume(throwing: timedOut ? SyncError(.timeout, "no answer from \(host) in time", cause: error) : error)
+                        return
+                    }
+                    guard let http = response as? HTTPURLResponse else {
+                        continuation.resume(throwing: SyncError(.network, "the answer from \(host) is not HTTP"))
+                        return
+                    }
+                    var headers: [String: String] = [:]
+                    for (name, value) in http.allHeaderFields {
+                        if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
+                    }
+                    continuation.resume(returning: UploadResponse(status: http.statusCode, headers: headers, body: Array((data ?? Data()).prefix(4096))))
+                }
+                handle.start(task)
+            }
+        } onCancel: {
+            handle.cancel()
         }
-        var headers: [String: String] = [:]
-        for (name, value) in http.allHeaderFields {
-            if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
+    }
+}
+
+/// The data task of one upload, cancelled from any thread without blocking it: the
+/// cancellation itself runs on a Dispatch queue, never on the cooperative pool.
+private final class TaskHandle: Sendable {
+    private struct State {
+        var task: URLSessionDataTask?
+        var cancelled = false
+    }
+
+    private let state = Mutex(State())
+
+    func start(_ task: URLSessionDataTask) {
+        let cancelled = state.withLock { state -> Bool in
+            state.task = task
+            return state.cancelled
         }
-        return UploadResponse(status: http.statusCode, headers: headers, body: Array(data.prefix(4096)))
+        task.resume()
+        if cancelled { Self.cancel(task) }
+    }
+
+    func cancel() {
+        let task = state.withLock { state -> URLSessionDataTask? in
+            state.cancelled = true
+            return state.task
+        }
+        if let task { Self.cancel(task) }
+    }
+
+    private static func cancel(_ task: URLSessionDataTask) {
+        DispatchQueue.global().async { task.cancel() }
     }
 }

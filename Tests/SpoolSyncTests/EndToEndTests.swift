@@ -1,0 +1,253 @@
+import Foundation
+import Spool
+import SpoolCollector
+import Synchronization
+import Testing
+@testable import SpoolSync
+
+/// The worker over real HTTP on 127.0.0.1: a real `EventLog` and consumer, `URLSessionUploader`,
+/// and the reference collector with injected faults.
+@Suite(.serialized) struct EndToEndTests {
+    /// Retries allowed where a flush must succeed: real HTTP over libcurl can time out now
+    /// and then even without injected faults, and a retry is the designed answer.
+    static let retries = 20
+
+    /// A log in a fresh temporary directory, a collector, and the URL to post to.
+    struct Rig {
+        let directory: String
+        let log: EventLog
+        let collector: Collector
+        let url: URL
+
+        static func make(_ configure: (inout FaultConfiguration) -> Void = { _ in }) async throws -> Rig {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spool-sync-\(UUID().uuidString)").path
+            let log = try EventLog.open(directory: directory)
+            var configuration = CollectorConfiguration()
+            configure(&configuration.faults)
+            configuration.seed = 42
+            let collector = Collector(configuration: configuration)
+            let port = try await collector.start()
+            return Rig(directory: directory, log: log, collector: collector, url: URL(string: "http://127.0.0.1:\(port)/batch")!)
+        }
+
+        /// Appends `count` records `{"n":<i>,...}` (written to the file before returning).
+        func append(_ count: Int, from start: Int = 0, payload: (Int) -> String = { #"{"n":\#($0),"event":"screen_view"}"# }) async throws {
+            var last: UInt64 = 0
+            for index in start..<start + count { last = try log.append(Array(payload(index).utf8)) }
+            if count > 0 { try await log.waitUntil(last, is: .written) }
+        }
+
+        func worker(_ configure: (inout SyncConfiguration) -> Void = { _ in }) throws -> SyncWorker<ContinuousClock> {
+            var configuration = SyncConfiguration.fastForTests
+            configure(&configuration)
+            return try SyncWorker(consumer: try log.consumer(named: "uploader"), url: url, configuration: configuration)
+        }
+
+        var receivedSeqs: [UInt64] { collector.records().map(\.seq) }
+
+        func tearDown() async {
+            await collector.stop()
+            try? log.close()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    @Test func manualFlushDeliversExactlyWhatWasAppendedInOrder() async throws {
+        let rig = try await Rig.make()
+        try await rig.append(230)
+        let worker = try rig.worker()
+        let results = Mutex<[String]>([])
+        let report = await worker.dispatch(retries: Self.retries) { result in results.withLock { $0.append(result.name) } }
+        #expect(report.failure == nil)
+        #expect(report.records == 230)
+        #expect(report.batches == 5)
+        // A rare retried timeout (see URLSessionUploader) may add an error before a good.
+        #expect(results.withLock { $0 }.filter { !$0.hasPrefix("error") } == ["good", "good", "good", "good", "good", "noData"])
+        let received = rig.collector.records()
+        #expect(received.map(\.seq) == Array(0..<230))
+        #expect(received.allSatisfy { $0.logID == rig.log.id.description })
+        #expect(received[17].data == #"{"n":17,"event":"screen_view"}"#)
+        #expect(try rig.log.consumer(named: "uploader").committed == 230)
+        await worker.stop()
+        await rig.tearDown()
+    }
+
+    @Test func faultsLoseNothingAndDuplicateNothing() async throws {
+        let rig = try await Rig.make { faults in
+            faults.failureRate = 0.3
+            faults.rateLimitRate = 0.05  // answered with Retry-After: 1
+            faults.resetRate = 0.05
+            faults.latency = .milliseconds(1)
+            faults.latencyJitter = .milliseconds(5)
+        }
+        try await rig.append(600)
+        let worker = try rig.worker()
+        await worker.start()
+        try await rig.append(200, from: 600)
+        let report = await worker.flush(retries: 10_000)
+        #expect(report.failure == nil)
+        await eventually("everything delivered") { rig.receivedSeqs.count == 800 }
+        #expect(rig.receivedSeqs == Array(0..<800))
+        let stats = await worker.stats
+        let faults = rig.collector.stats.faults
+        #expect(faults.failures + faults.rateLimited + faults.resets > 0)
+        #expect(stats.retries >= faults.failures + faults.rateLimited)
+        #expect(stats.failures[.rateLimited] == faults.rateLimited)
+        #expect(stats.deadLettered == 0)
+        await worker.stop()
+        #expect(try rig.log.consumer(named: "uploader").committed == 800)
+        await rig.tearDown()
+    }
+
+    @Test func tooLargeBatchesAreSplitUntilTheyFit() async throws {
+        let rig = try await Rig.make { $0.payloadTooLargeAbove = 2_000 }
+        try await rig.append(100)
+        let worker = try rig.worker()
+        let report = await worker.flush(retries: Self.retries)
+        #expect(report.failure == nil)
+        #expect(report.records == 100)
+        #expect(rig.receivedSeqs == Array(0..<100))
+        #expect(await worker.stats.splits > 0)
+        #expect(await worker.stats.deadLettered == 0)
+        await worker.stop()
+        await rig.tearDown()
+    }
+
+    @Test func poisonRecordGoesToTheDeadLetterLogAndTheRestArrive() async throws {
+        let rig = try await Rig.make { $0.poisonMarker = "POISON" }
+        try await rig.append(60) { $0 == 23 ? #"{"n":23,"tag":"POISON"}"# : #"{"n":\#($0)}"# }
+        let worker = try rig.worker()
+        let report = await worker.flush(retries: Self.retries)
+        #expect(report.failure == nil)
+        #expect(report.deadLettered == 1)
+        #expect(rig.receivedSeqs == Array(0..<60).filter { $0 != 23 })
+        await worker.stop()  // closes the dead-letter log
+
+        let deadLetters = try EventLog.open(directory: DeadLetterLog.directory(logDirectory: rig.directory, consumer: "uploader"))
+        let batch: ConsumerBatch = try await deadLetters.consumer(named: "inspect").read(maxCount: 10, maxBytes: 1 << 20)
+        #expect(batch.records.count == 1)
+        let text = String(decoding: batch.records.first?.payload ?? [], as: UTF8.self)
+        #expect(text.hasPrefix(#"{"id":"\#(rig.log.id)-23","seq":23,"time":"#))
+        #expect(text.hasSuffix(#","status":400,"data":{"n":23,"tag":"POISON"}}"#))
+        try deadLetters.close()
+        await rig.tearDown()
+    }
+
+    @Test(arguments: SyncConfiguration.Encoding.allCases, SyncConfiguration.Compression.allCases)
+    func everyEncodingAndCompressionArrivesIntact(encoding: SyncConfiguration.Encoding, compression: SyncConfiguration.Compression) async throws {
+        let rig = try await Rig.make()
+        try await rig.append(120) { $0 % 3 == 0 ? "plain \"text\" \($0)\n" : #"{"n":\#($0),"s":"é☃"}"# }
+        let worker = try rig.worker {
+            $0.encoding = encoding
+            $0.compression = compression
+        }
+        let report = await worker.flush(retries: Self.retries)
+        #expect(report.failure == nil)
+        let received = rig.collector.records()
+        #expect(received.map(\.seq) == Array(0..<120))
+        #expect(received[1].data == #"{"n":1,"s":"é☃"}"#)
+        #expect(received[3].data == #""plain \"text\" 3\n""#)
+        #expect(received.allSatisfy { ($0.time == nil) == (encoding == .raw) })
+        await worker.stop()
+        await rig.tearDown()
+    }
+
+    @Test func countAndIntervalTriggersDeliverWithoutAFlushCall() async throws {
+        let rig = try await Rig.make()
+        let worker = try rig.worker {
+            $0.flushCount = 25
+            $0.flushInterval = .zero
+        }
+        await worker.start()
+        try await rig.append(25)
+        await eventually("count-triggered flush") { rig.receivedSeqs.count == 25 }
+
+        await worker.setFlushInterval(.milliseconds(50))
+        try await rig.append(3, from: 25)
+        await eventually("interval flush") { rig.receivedSeqs.count == 28 }
+        #expect(rig.receivedSeqs == Array(0..<28))
+        await worker.stop()
+        await rig.tearDown()
+    }
+
+    @Test func pauseHoldsRecordsUntilResume() async throws {
+        let rig = try await Rig.make()
+        let worker = try rig.worker { $0.flushInterval = .milliseconds(20) }
+        await worker.start()
+        await worker.pause()
+        try await rig.append(5)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(rig.receivedSeqs.isEmpty)
+        await worker.resume()
+        await eventually("flush after resume") { rig.receivedSeqs.count == 5 }
+        await worker.stop()
+        await rig.tearDown()
+    }
+
+    @Test func whatAPreviousRunLeftIsSentOnLaunch() async throws {
+        let rig = try await Rig.make()
+        try await rig.append(40)
+        let directory = rig.directory
+        try rig.log.close()
+
+        let reopened = try EventLog.open(directory: directory)
+        let worker = try SyncWorker(consumer: try reopened.consumer(named: "uploader"), url: rig.url, configuration: .fastForTests)
+        await worker.start()
+        let consumer = try reopened.consumer(named: "uploader")
+        await eventually("launch flush") { consumer.committed == 40 }
+        #expect(rig.receivedSeqs == Array(0..<40))
+        await worker.stop()
+        try reopened.close()
+        await rig.tearDown()
+    }
+
+    @Test func deadlineLeavesNoRequestStartedTooLate() async throws {
+        let rig = try await Rig.make()
+        try await rig.append(10)
+        let worker = try rig.worker { $0.requestTimeout = .seconds(5) }
+        let tooShort = await worker.flush(within: .seconds(1))
+        #expect(tooShort.deadlineReached)
+        #expect(rig.receivedSeqs.isEmpty)
+        let enough = await worker.flush(within: .seconds(60), retries: Self.retries)
+        #expect(!enough.deadlineReached)
+        #expect(enough.records == 10)
+        await worker.stop()
+        await rig.tearDown()
+    }
+
+    @Test func hangingServerTimesOutAndNothingIsCommitted() async throws {
+        let rig = try await Rig.make { $0.latency = .milliseconds(800) }
+        try await rig.append(5)
+        let worker = try rig.worker { $0.requestTimeout = .milliseconds(100) }
+        let report = await worker.flush(retries: 2)
+        #expect(report.failure?.code == .timeout)
+        #expect(await worker.stats.failures[.timeout] == 3)
+        #expect(try rig.log.consumer(named: "uploader").committed == 0)
+        await worker.stop()
+        await rig.tearDown()
+    }
+
+    @Test func unreachableServerIsAClearRetryableError() async throws {
+        let rig = try await Rig.make()
+        try await rig.append(5)
+        await rig.collector.stop()
+        let worker = try rig.worker()
+        let report = await worker.flush()
+        #expect(report.failure?.code.isRetryable == true)
+        #expect(try rig.log.consumer(named: "uploader").committed == 0)
+        await worker.stop()
+        await rig.tearDown()
+    }
+}
+
+extension SyncConfiguration {
+    /// Short waits for tests: a low interval floor, millisecond backoffs, short timeouts.
+    static var fastForTests: SyncConfiguration {
+        var configuration = SyncConfiguration()
+        configuration.minimumFlushInterval = .milliseconds(10)
+        configuration.flushInterval = .zero
+        configuration.requestTimeout = .seconds(2)
+        configuration.backoff = Backoff(base: .milliseconds(5), factor: 2, cap: .milliseconds(50))
+        return configuration
+    }
+}
