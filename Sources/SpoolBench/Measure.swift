@@ -68,6 +68,8 @@ public struct Run: Sendable {
     public var latencies: Latencies?
     /// Bytes the store took on disk, when the scenario measured them.
     public var storedBytes: Int?
+    /// A diagnostic shown beside the figure, e.g. events per `fdatasync`.
+    public var note: String?
 
     public init(count: Int, nanos: UInt64, latencies: Latencies? = nil, storedBytes: Int? = nil) {
         self.count = count

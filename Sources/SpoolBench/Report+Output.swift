@@ -53,7 +53,7 @@ extension Report {
 }
 
 private func describe(_ figure: Figure) -> String {
-    format(figure.value) + " " + figure.unit
+    format(figure.value) + " " + figure.unit + (figure.note.map { " (\($0))" } ?? "")
 }
 
 /// Three significant figures, grouped thousands: `1,234,567`, `12.3`, `0.123`.

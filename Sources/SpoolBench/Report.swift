@@ -4,15 +4,18 @@ public struct Figure: Sendable, Codable {
     /// `"events/s"`, `"MB/s"`, `"ms"`, `"B/event"` or `"MiB"`.
     public var unit: String
     public var latency: Latencies?
+    /// A diagnostic shown beside the value, e.g. `"19 events/fsync"`.
+    public var note: String?
 
-    public init(_ value: Double, _ unit: String, latency: Latencies? = nil) {
+    public init(_ value: Double, _ unit: String, latency: Latencies? = nil, note: String? = nil) {
         self.value = value
         self.unit = unit
         self.latency = latency
+        self.note = note
     }
 
     /// An event rate from a run.
-    public static func events(_ run: Run) -> Figure { Figure(run.rate, "events/s", latency: run.latencies) }
+    public static func events(_ run: Run) -> Figure { Figure(run.rate, "events/s", latency: run.latencies, note: run.note) }
 }
 
 /// A target for a ratio (shown next to it, never asserted).

@@ -77,8 +77,13 @@ public struct SpoolSide: Sendable {
             for try await nanos in group { all += nanos }
             return all
         }
+        let stats = log.stats()
         try await blocking { try log.close() }
-        return Run(count: all.count, nanos: monotonicNanos() - start, latencies: Latencies(nanos: all))
+        var run = Run(count: all.count, nanos: monotonicNanos() - start, latencies: Latencies(nanos: all))
+        if durability == .synced, stats.fsyncs > 0 {
+            run.note = "\(format(Double(all.count) / Double(stats.fsyncs))) events/fsync"
+        }
+        return run
     }
 
     /// One pipelining producer: appends at `.buffered` and, every `window` events, starts
