@@ -70,7 +70,8 @@ struct SyncCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = commandLogger("spool.sync")
         let directory = log.directory
-        let eventLog = try await offPool { try EventLog.open(directory: directory, logger: logger) }
+        let logDirectory = log
+        let eventLog = try await offPool { try logDirectory.open() }
         let worker: SyncWorker<ContinuousClock>
         do {
             worker = try SyncWorker(
