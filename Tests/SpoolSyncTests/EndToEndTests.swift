@@ -124,7 +124,7 @@ import Testing
         await worker.stop()  // closes the dead-letter log
 
         let deadLetters = try EventLog.open(directory: DeadLetterLog.directory(logDirectory: rig.directory, consumer: "uploader"))
-        let batch: ConsumerBatch = try await deadLetters.consumer(named: "inspect").read(maxCount: 10, maxBytes: 1 << 20)
+        let batch = try await deadLetters.consumer(named: "inspect").read(maxCount: 10, maxBytes: 1 << 20)
         #expect(batch.records.count == 1)
         let text = String(decoding: batch.records.first?.payload ?? [], as: UTF8.self)
         #expect(text.hasPrefix(#"{"id":"\#(rig.log.id)-23","seq":23,"time":"#))

@@ -29,37 +29,36 @@ public struct BodyCompressor: Sendable {
 
     static func gzip(_ input: [UInt8], level: Int32) -> [UInt8]? {
         var stream = z_stream()
-        let status = deflateInit2_(
+        let initialised = deflateInit2_(
             &stream, level, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY,
             zlibVersion(), Int32(MemoryLayout<z_stream>.size))
-        guard status == Z_OK else { return nil }
+        guard initialised == Z_OK else { return nil }
         defer { deflateEnd(&stream) }
         let bound = Int(deflateBound(&stream, UInt(input.count)))
-        var output = [UInt8](repeating: 0, count: bound)
-        let result: Int32 = input.withUnsafeBufferPointer { source in
-            output.withUnsafeMutableBufferPointer { destination in
+        var status = Z_OK
+        let output = [UInt8](unsafeUninitializedCapacity: bound) { destination, count in
+            input.withUnsafeBufferPointer { source in
                 stream.next_in = UnsafeMutablePointer(mutating: source.baseAddress)
                 stream.avail_in = UInt32(source.count)
                 stream.next_out = destination.baseAddress
                 stream.avail_out = UInt32(destination.count)
-                return deflate(&stream, Z_FINISH)
+                status = deflate(&stream, Z_FINISH)
             }
+            count = status == Z_STREAM_END ? Int(stream.total_out) : 0
         }
-        guard result == Z_STREAM_END else { return nil }
-        output.removeSubrange(Int(stream.total_out)...)
-        return output
+        return status == Z_STREAM_END ? output : nil
     }
 
     static func zstd(_ input: [UInt8], level: Int32) -> [UInt8]? {
         let bound = ZSTD_compressBound(input.count)
-        var output = [UInt8](repeating: 0, count: bound)
-        let written = input.withUnsafeBytes { source in
-            output.withUnsafeMutableBytes { destination in
+        var failed = false
+        let output = [UInt8](unsafeUninitializedCapacity: bound) { destination, count in
+            let written = input.withUnsafeBytes { source in
                 ZSTD_compress(destination.baseAddress, destination.count, source.baseAddress, source.count, level)
             }
+            failed = ZSTD_isError(written) != 0
+            count = failed ? 0 : written
         }
-        guard ZSTD_isError(written) == 0 else { return nil }
-        output.removeSubrange(written...)
-        return output
+        return failed ? nil : output
     }
 }

@@ -8,8 +8,8 @@ extension Consumer: SyncSource {
     public var committedOffset: UInt64 { committed }
     public var pendingRecords: UInt64 { lag.records }
 
-    public func read(maxCount: Int, maxBytes: Int) async throws -> SourceBatch {
-        let batch: ConsumerBatch = try await read(maxCount: maxCount, maxBytes: maxBytes)
+    public func nextBatch(maxCount: Int, maxBytes: Int) async throws -> SourceBatch {
+        let batch = try await read(maxCount: maxCount, maxBytes: maxBytes)
         return SourceBatch(records: batch.records, end: batch.endSeq)
     }
 

@@ -18,7 +18,7 @@ public protocol SyncSource: Sendable {
     var pendingRecords: UInt64 { get }
     /// Reads up to `maxCount` records and about `maxBytes` payload bytes from the committed
     /// offset (at least one record if any is pending). Blocking I/O stays off the cooperative pool.
-    func read(maxCount: Int, maxBytes: Int) async throws -> SourceBatch
+    func nextBatch(maxCount: Int, maxBytes: Int) async throws -> SourceBatch
     /// Moves the committed offset to `end` (the next record to deliver), atomically and durably.
     func commit(upTo end: UInt64) async throws
     /// Registers `handler`, called with the offset just past the last written record each time
@@ -26,7 +26,7 @@ public protocol SyncSource: Sendable {
     func observeWrites(_ handler: @escaping @Sendable (UInt64) -> Void)
 }
 
-/// The answer of ``SyncSource/read(maxCount:maxBytes:)``.
+/// The answer of ``SyncSource/nextBatch(maxCount:maxBytes:)``.
 public struct SourceBatch: Sendable {
     /// The records, in order.
     public var records: [Record]

@@ -225,7 +225,7 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
             run(upload: false) { [source, builder] in
                 let event: SyncStateMachine.Event
                 do {
-                    event = .readCompleted(builder.prepare(try await source.read(maxCount: maxCount, maxBytes: maxBytes)))
+                    event = .readCompleted(builder.prepare(try await source.nextBatch(maxCount: maxCount, maxBytes: maxBytes)))
                 } catch {
                     event = .readFailed(SyncError(.readFailed, "reading the consumer failed", cause: error))
                 }

@@ -43,7 +43,7 @@ final class MemorySource: SyncSource {
         if notify { for handler in handlers { handler(end) } }
     }
 
-    func read(maxCount: Int, maxBytes: Int) async throws -> SourceBatch {
+    func nextBatch(maxCount: Int, maxBytes: Int) async throws -> SourceBatch {
         try state.withLock { state in
             if state.readFailures > 0 {
                 state.readFailures -= 1
