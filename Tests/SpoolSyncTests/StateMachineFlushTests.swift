@@ -56,14 +56,7 @@ import Testing
 
     @Test func flushRetriesInsideTheFlushWhenAsked() {
         var harness = MachineHarness(.manual, records: 10)
-        var failures = 2
-        harness.respond = { _ in
-            if failures > 0 {
-                failures -= 1
-                return .retry(Self.unavailable)
-            }
-            return .accepted
-        }
+        harness.failFirst(2, with: Self.unavailable)
         let id = harness.flush(retries: 3)
         #expect(harness.reports[id] == nil)
         #expect(harness.backoff?.at == .seconds(1))
@@ -121,14 +114,7 @@ import Testing
 
     @Test func aRunningWorkerRetriesWithBackoffUntilDelivered() {
         var harness = MachineHarness(SyncConfiguration(), records: 10)
-        var failures = 3
-        harness.respond = { _ in
-            if failures > 0 {
-                failures -= 1
-                return .retry(Self.unavailable)
-            }
-            return .accepted
-        }
+        harness.failFirst(3, with: Self.unavailable)
         harness.jitter = 0.5
         harness.send(.start)
         #expect(harness.backoff?.at == .milliseconds(500))  // ceiling 1 s, jitter 0.5
@@ -146,12 +132,7 @@ import Testing
 
     @Test func retryAfterLongerThanTheBackoffIsHonoured() {
         var harness = MachineHarness(SyncConfiguration(), records: 10)
-        var failed = false
-        harness.respond = { _ in
-            if failed { return .accepted }
-            failed = true
-            return .retry(SyncError(.rateLimited, "slow down", status: 429, retryAfter: .seconds(42)))
-        }
+        harness.failFirst(1, with: SyncError(.rateLimited, "slow down", status: 429, retryAfter: .seconds(42)))
         harness.send(.start)
         #expect(harness.backoff?.at == .seconds(42))
         // Timer ticks during the backoff do not start a flush.
@@ -177,12 +158,7 @@ import Testing
 
     @Test func manualFlushDuringABackoffStartsAtOnce() {
         var harness = MachineHarness(SyncConfiguration(), records: 10)
-        var failed = false
-        harness.respond = { _ in
-            if failed { return .accepted }
-            failed = true
-            return .retry(Self.unavailable)
-        }
+        harness.failFirst(1, with: Self.unavailable)
         harness.send(.start)
         #expect(harness.backoff != nil)
         let id = harness.flush()
@@ -193,12 +169,7 @@ import Testing
 
     @Test func pausedWorkerOwesTheRetryAndPaysItOnResume() {
         var harness = MachineHarness(SyncConfiguration(), records: 10)
-        var failed = false
-        harness.respond = { _ in
-            if failed { return .accepted }
-            failed = true
-            return .retry(Self.unavailable)
-        }
+        harness.failFirst(1, with: Self.unavailable)
         harness.send(.start)
         harness.send(.pause)
         harness.advance(to: .seconds(5))  // the backoff wake finds the worker paused

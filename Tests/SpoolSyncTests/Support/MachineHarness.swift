@@ -64,6 +64,16 @@ struct MachineHarness {
         }
     }
 
+    /// Answers the first `count` uploads with a retryable `error`, and accepts the rest.
+    mutating func failFirst(_ count: Int, with error: SyncError) {
+        var remaining = count
+        respond = { _ in
+            guard remaining > 0 else { return .accepted }
+            remaining -= 1
+            return .retry(error)
+        }
+    }
+
     /// Answers the upload held in flight.
     mutating func complete(_ outcome: UploadOutcome = .accepted) {
         guard let batch = inFlight else { preconditionFailure("no upload in flight") }
