@@ -184,3 +184,18 @@ import Testing
         #expect(harness.timer?.at == .seconds(30))
     }
 }
+
+extension StateMachineTriggerTests {
+    @Test func writesNoticedDuringAnEmptyReadAreSentAtTheNextTick() {
+        var harness = MachineHarness(SyncConfiguration())
+        harness.send(.start)
+        var machine = harness.machine
+        _ = machine.handle(.flushRequested(id: 0, deadline: nil, retries: 0), now: .zero, jitter: 0)
+        // The log writes two records while the read, which started before them, runs.
+        _ = machine.handle(.recordsWritten(end: 2), now: .zero, jitter: 0)
+        _ = machine.handle(.readCompleted(SyncBatch(records: [], end: 0)), now: .zero, jitter: 0)
+        #expect(machine.pending == 2)
+        let tick = machine.handle(.timerFired(generation: machine.timerGeneration), now: .seconds(15), jitter: 0)
+        #expect(tick.contains { if case .read = $0 { true } else { false } })
+    }
+}

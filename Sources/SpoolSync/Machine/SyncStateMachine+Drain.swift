@@ -39,9 +39,9 @@ extension SyncStateMachine {
     mutating func readCompleted(_ batch: SyncBatch, now: Duration) -> [Action] {
         guard case .reading = phase else { return [] }
         if batch.records.isEmpty && batch.end <= stats.committed {
-            // Nothing pending: the drain is done.
-            writtenEnd = stats.committed
-            stats.pending = 0
+            // Nothing to read: the drain is done. `writtenEnd` stays: a write noticed while
+            // this read ran may be past what it saw, and the next timer tick must still see it.
+            stats.pending = pending
             phase = .idle
             let ids = waiters.map(\.id)
             var actions: [Action] = ids.isEmpty ? [] : [.notify(ids: ids, .noData)]
