@@ -63,6 +63,8 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("seal+write one 64 KiB block") { benchmark in
         try withFreshLog("seal") { log in
             var cursor = 0
+            benchmark.startMeasurement()
+            defer { benchmark.stopMeasurement() }
             for _ in benchmark.scaledIterations {
                 var seq: UInt64 = 0
                 for _ in 0..<blockEvents {
