@@ -1,0 +1,29 @@
+import Foundation
+import Testing
+
+/// `spool bench --quick` runs every Spool scenario in seconds and prints the table and the
+/// JSON. Never asserts a time: CI machines vary; only that it ran and reported.
+@Suite struct BenchCommandTests {
+    @Test func quickBenchRunsEveryScenarioAndPrintsATableAndJSON() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let json = dir + "/bench.json"
+        let result = try SpoolBinary.run(["bench", "--quick", "--dir", dir, "--json", json])
+        #expect(result.status == 0, "\(result.stderr)")
+        for group in ["append", "seal", "drain", "open", "footprint"] {
+            #expect(result.stdout.contains("\n\(group) "), "no \(group) row in:\n\(result.stdout)")
+        }
+        #expect(result.stdout.contains("synced ×1"))
+        #expect(result.stdout.contains("latency per call"))
+
+        let data = try #require(FileManager.default.contents(atPath: json))
+        let report = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let rows = try #require(report["rows"] as? [[String: Any]])
+        #expect(rows.count >= 10)
+        #expect(rows.allSatisfy { ($0["spool"] as? [String: Any])?["value"] is Double })
+
+        // The scratch directory it made under --dir is gone.
+        let left = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasPrefix("spool-bench-") }
+        #expect(left.isEmpty)
+    }
+}
