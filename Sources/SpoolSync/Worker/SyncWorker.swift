@@ -163,7 +163,7 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
     ///     the request in flight still finishes and is committed, so the offset is never
     ///     half-committed.
     ///   - retries: how many times a retryable failure is retried inside this flush, after its
-    ///     backoff, before the flush ends with it. The default is 0 (Sensors Analytics' rule:
+    ///     backoff (never sooner than the server's `Retry-After`), before the flush ends with it. The default is 0 (Sensors Analytics' rule:
     ///     a failure ends the flush; a running worker retries later by itself).
     /// - Returns: what was sent, and the failure that ended the flush, if any.
     @discardableResult
@@ -188,6 +188,14 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
         deadline: C.Instant? = nil, retries: Int = 0, onBatch: @escaping @Sendable (BatchResult) -> Void
     ) async -> FlushReport {
         await request(deadline: deadline, retries: retries, onBatch: onBatch)
+    }
+
+    /// ``dispatch(deadline:retries:onBatch:)`` with a deadline `budget` from now.
+    @discardableResult
+    public func dispatch(
+        within budget: Duration, retries: Int = 0, onBatch: @escaping @Sendable (BatchResult) -> Void
+    ) async -> FlushReport {
+        await request(deadline: clock.now.advanced(by: budget), retries: retries, onBatch: onBatch)
     }
 
     private func request(deadline: C.Instant?, retries: Int, onBatch: (@Sendable (BatchResult) -> Void)?) async -> FlushReport {
