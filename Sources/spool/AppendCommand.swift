@@ -22,8 +22,14 @@ struct AppendCommand: ParsableCommand {
     @Flag(help: "Print each record's seq once it is durable at --durability.")
     var ack = false
 
+    /// Small segments for `spool crash-test --corrupt`, so damage can hit sealed segments.
+    @Option(help: .hidden)
+    var segmentSize: Int?
+
     func run() throws {
-        let eventLog = try log.open()
+        var configuration = Configuration()
+        if let segmentSize { configuration.segmentSize = segmentSize }
+        let eventLog = try log.open(configuration)
         defer { try? eventLog.close() }
         var buffer = [UInt8](repeating: 0, count: 256 * 1024)
         var partial = [UInt8]()

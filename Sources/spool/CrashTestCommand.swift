@@ -13,6 +13,15 @@ struct CrashTestCommand: ParsableCommand {
             present byte for byte at its seq; seqs are dense and never reused; nothing is returned \
             that was not appended; verify finds no corruption. Prints one line per failed invariant \
             with the seed and round that reproduce it, and ends with "N passed, N failed".
+
+            --with-sync also runs a reference collector in this process and, after each append \
+            round, a `spool sync` child (consumer `up`) killed mid-upload; it checks that the \
+            committed offset never passes what the collector acknowledged, and that the collector \
+            holds, de-duplicated and in order, exactly the stored records byte for byte; a last, \
+            unkilled sync must deliver everything. --corrupt damages a copy of the log after each \
+            round (bit flips, zeroed ranges, cut headers, garbage, empty and foreign files) and \
+            checks that `spool dump` and `spool verify` never crash or hang, report exactly the \
+            damaged seq range, and still read everything else.
             """)
 
     @Option(help: "The log directory (default: a new temporary directory, removed afterwards).")
@@ -30,6 +39,12 @@ struct CrashTestCommand: ParsableCommand {
     @Option(help: "The longest a child runs before it is killed, in milliseconds.")
     var maxRunMs: Int = 150
 
+    @Flag(help: "Also kill `spool sync` children uploading to a reference collector, and check the collector.")
+    var withSync = false
+
+    @Flag(help: "Also damage a copy of the log after each round and check how it reads.")
+    var corrupt = false
+
     func validate() throws {
         guard rounds >= 1 else { throw ValidationError("--rounds must be at least 1") }
         guard ["written", "synced", "all"].contains(durability) else { throw ValidationError("--durability is written, synced or all") }
@@ -41,22 +56,24 @@ struct CrashTestCommand: ParsableCommand {
         let levels: [Durability] = durability == "all" ? [.written, .synced] : [Durability(rawValue: durability)!]
         var passed = 0
         var failed = 0
-        print("crash-test: seed \(seed), \(rounds) rounds per level, levels \(levels.map(\.rawValue).joined(separator: ", "))")
+        let modes = (withSync ? ", with sync" : "") + (corrupt ? ", with corruption" : "")
+        print("crash-test: seed \(seed), \(rounds) rounds per level, levels \(levels.map(\.rawValue).joined(separator: ", "))\(modes)")
         for level in levels {
             let root = dir ?? (NSTemporaryDirectory() + "spool-crash-\(getpid())-\(level.rawValue)")
             let directory = dir.map { "\($0)/\(level.rawValue)" } ?? root
             try? FileManager.default.removeItem(atPath: directory)
             defer { if dir == nil { try? FileManager.default.removeItem(atPath: directory) } }
             let tester = CrashTester(executable: executable, directory: directory, seed: seed, rounds: rounds,
-                                     durability: level, maxRunMillis: maxRunMs)
+                                     durability: level, maxRunMillis: maxRunMs, withSync: withSync, corrupt: corrupt)
             var reported = 0
             let failures = try tester.run { round, failures in
                 for failure in failures[reported...] { print(failure) }
                 reported = failures.count
             }
-            let failedRounds = Set(failures.map(\.round)).count
+            // The final sync's failures (round == rounds) count as one more failure.
+            let failedRounds = Set(failures.map(\.round).filter { $0 < rounds }).count
             passed += rounds - failedRounds
-            failed += failedRounds
+            failed += Set(failures.map(\.round)).count
             let (stored, report) = try withEventLog(directory: directory) { ($0.nextSeq, try $0.verify()) }
             if !report.isClean {
                 print("FAIL seed=\(seed) final verify: \(report.corrupt)")

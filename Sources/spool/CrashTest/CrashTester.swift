@@ -7,6 +7,10 @@ import Spool
 /// - seqs are dense from the first stored record and never reused;
 /// - nothing is returned that was not appended (every record matches the line sent for its seq);
 /// - a full verify finds no corruption (a torn tail that recovery cut is fine).
+///
+/// With `withSync`, each round also runs `spool sync` against a collector in this process and
+/// kills it mid-upload (see ``SyncRound``); with `corrupt`, each round damages a copy of the log
+/// and reads it back (see ``CorruptionRound``).
 struct CrashTester {
     var executable: String
     var directory: String
@@ -15,6 +19,10 @@ struct CrashTester {
     var durability: Durability
     /// The longest a child runs before it is killed, in milliseconds.
     var maxRunMillis: Int = 150
+    /// Also kill `spool sync` children uploading to a reference collector.
+    var withSync = false
+    /// Also damage a copy of the log after each round and read it back.
+    var corrupt = false
 
     struct Failure: CustomStringConvertible {
         var round: Int
@@ -24,11 +32,13 @@ struct CrashTester {
     }
 
     /// The line appended as record `index` of `round`: deterministic, so it can be recomputed.
+    /// Compact JSON, so a collector embeds it as is and its `data` can be compared byte for byte.
     static func line(seed: UInt64, round: Int, index: Int) -> [UInt8] {
         var generator = SplitMix64(seed: seed ^ (UInt64(round) << 32) ^ UInt64(index))
         let length = 8 + Int(generator.next() % 300)
         let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789".utf8)
-        return Array("r\(round)-\(index)-".utf8) + (0..<length).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] }
+        let text = (0..<length).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] }
+        return Array("{\"r\":\(round),\"i\":\(index),\"p\":\"".utf8) + text + Array("\"}".utf8)
     }
 
     /// Runs every round; returns the failures (empty when every invariant held).
@@ -39,9 +49,16 @@ struct CrashTester {
         /// Per round: the seq of its first line and the lines sent.
         var rounds = [(base: UInt64, lines: [[UInt8]])]()
         var acknowledged = Set<UInt64>()
+        let sync = withSync ? try SyncRound.start() : nil
+        defer { sync?.stop() }
+        var committed: UInt64 = 0
+        var syncKills = 0
+        var appendArguments = ["append", directory, "--ack", "--durability", durability.rawValue]
+        // Small segments, so damage can hit sealed segments as well as the active one.
+        if corrupt { appendArguments += ["--segment-size", "\(64 * 1024)"] }
         for round in 0..<self.rounds {
             let base = try withEventLog(directory: directory) { $0.nextSeq }
-            let child = ChildProcess(executable: executable, arguments: ["append", directory, "--ack", "--durability", durability.rawValue])
+            let child = ChildProcess(executable: executable, arguments: appendArguments)
             try child.start()
             // The kill comes at a random moment after the child's first acknowledgement, so it
             // lands while records are being appended, not while the process starts.
@@ -71,19 +88,51 @@ struct CrashTester {
                 guard let seq = UInt64(line) else { roundFailures.append("unexpected output line \"\(line.prefix(40))\""); continue }
                 acknowledged.insert(seq)
             }
-            roundFailures += try check(rounds: rounds, acknowledged: acknowledged)
+            let (problems, stored) = try check(rounds: rounds, acknowledged: acknowledged)
+            roundFailures += problems
+            if let sync {
+                let (problems, killed) = try sync.run(executable: executable, directory: directory, generator: &generator,
+                                                      maxRunMillis: maxRunMillis, kill: true)
+                roundFailures += problems.map { "sync: \($0)" }
+                if killed { syncKills += 1 }
+                roundFailures += try withEventLog(directory: directory) {
+                    try sync.check(log: $0, appended: { Self.appended($0, rounds: rounds) }, stored: stored,
+                                   previousCommitted: &committed, drained: false)
+                }.map { "sync: \($0)" }
+            }
+            if corrupt {
+                let floor = try withEventLog(directory: directory) { log in
+                    try log.consumerNames.map { try log.consumer(named: $0).committed }.min() ?? 0
+                }
+                roundFailures += try CorruptionRound.run(executable: executable, directory: directory, stored: stored, floor: floor,
+                                                         generator: &generator).map { "corrupt: \($0)" }
+            }
             failures += roundFailures.map { Failure(round: round, seed: seed, message: $0) }
             progress(round, failures)
+        }
+        if let sync {
+            // A last sync that is not killed must deliver every stored record.
+            var problems = try sync.run(executable: executable, directory: directory, generator: &generator,
+                                        maxRunMillis: maxRunMillis, kill: false).problems
+            let stored = try check(rounds: rounds, acknowledged: acknowledged).stored
+            problems += try withEventLog(directory: directory) {
+                try sync.check(log: $0, appended: { Self.appended($0, rounds: rounds) }, stored: stored,
+                               previousCommitted: &committed, drained: true)
+            }
+            failures += problems.map { Failure(round: self.rounds, seed: seed, message: "final sync: \($0)") }
+            print(sync.summary(killed: syncKills, rounds: self.rounds))
+            progress(self.rounds, failures)
         }
         return failures
     }
 
     /// Reopens the log and checks every invariant against what was sent and acknowledged.
-    private func check(rounds: [(base: UInt64, lines: [[UInt8]])], acknowledged: Set<UInt64>) throws -> [String] {
+    /// Returns the problems and every stored record's payload by seq.
+    private func check(rounds: [(base: UInt64, lines: [[UInt8]])], acknowledged: Set<UInt64>) throws -> (problems: [String], stored: [UInt64: [UInt8]]) {
         var problems = [String]()
+        var stored = [UInt64: [UInt8]]()
         try withEventLog(directory: directory) { log in
             var expectedSeq = log.firstSeq
-            var present = Set<UInt64>()
             let reader = log.reader()
             while let item = try reader.next() {
                 switch item {
@@ -92,22 +141,33 @@ struct CrashTester {
                 case .record(let record):
                     if record.seq != expectedSeq { problems.append("seq \(record.seq) follows \(expectedSeq - 1): not dense") }
                     expectedSeq = record.seq + 1
-                    present.insert(record.seq)
-                    guard let round = rounds.lastIndex(where: { $0.base <= record.seq }),
-                          record.seq - rounds[round].base < UInt64(rounds[round].lines.count) else {
+                    stored[record.seq] = record.payload
+                    guard let line = Self.appended(record.seq, rounds: rounds) else {
                         problems.append("record \(record.seq) was never appended")
                         continue
                     }
-                    if record.payload != rounds[round].lines[Int(record.seq - rounds[round].base)] { problems.append("record \(record.seq) differs from what was appended") }
+                    if record.payload != line { problems.append("record \(record.seq) differs from what was appended") }
                 }
             }
-            for seq in acknowledged where !present.contains(seq) {
+            // Retention deletes what consumer `up` (with --with-sync) has passed: below firstSeq.
+            for seq in acknowledged where seq >= log.firstSeq && stored[seq] == nil {
                 problems.append("acknowledged record \(seq) is missing")
                 if problems.count > 20 { break }
             }
             // The pass above checked every block's checksums and framing, as verify does.
         }
-        return problems
+        return (problems, stored)
+    }
+}
+
+extension CrashTester {
+    /// The line sent for `seq`: the latest round that started at or below it (a round starts at
+    /// the log's next seq, so a seq a round never got to may be reused by the next one).
+    static func appended(_ seq: UInt64, rounds: [(base: UInt64, lines: [[UInt8]])]) -> [UInt8]? {
+        guard let round = rounds.lastIndex(where: { $0.base <= seq }), seq - rounds[round].base < UInt64(rounds[round].lines.count) else {
+            return nil
+        }
+        return rounds[round].lines[Int(seq - rounds[round].base)]
     }
 }
 
