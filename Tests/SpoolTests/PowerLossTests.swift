@@ -51,7 +51,7 @@ import Testing
     }
 
     /// Opens the rewound log and checks every promise; returns the next seq after one append.
-    func checkAfterPowerLoss(_ dir: TemporaryDirectory, _ promises: Promises, appendedBefore: UInt64, consumersDurable: Bool = true,
+    func checkAfterPowerLoss(_ dir: TemporaryDirectory, _ promises: Promises, appendedBefore: UInt64,
                              context: String) throws {
         let log = try EventLog.open(directory: dir.path, configuration: smallConfiguration(blockSize: 2048))
         defer { try? log.close() }
@@ -79,17 +79,8 @@ import Testing
             #expect(present.contains(seq), "\(context): seq \(seq), below syncedThrough \(promises.syncedThrough), is lost")
         }
         let committed = try log.consumer(named: "c").committed
-        if consumersDurable || promises.durableCommit == 0 {
-            #expect(committed >= promises.durableCommit, "\(context): the durable commit \(promises.durableCommit) went back to \(committed)")
-        } else {
-            // Known bug, reported: Consumer.init creates consumers/ (DirectoryIO.create) and never
-            // fsyncs the log directory, so until a segment roll happens to fsync it, a power loss
-            // drops consumers/ and every durable commit in it (the offset resets to the oldest
-            // record: re-delivery). Once fixed, consumers/ is durable and the branch above runs.
-            withKnownIssue("consumers/ is created without an fsync of the log directory") {
-                #expect(committed >= promises.durableCommit, "\(context): the durable commit \(promises.durableCommit) went back to \(committed)")
-            }
-        }
+        // A durable commit survives: consumers/ itself is made durable when it is created.
+        #expect(committed >= promises.durableCommit, "\(context): the durable commit \(promises.durableCommit) went back to \(committed)")
         #expect(committed <= max(promises.lastCommit, log.firstSeq), "\(context): the offset \(committed) is past every commit")
         // Seqs go on past every stored record and every consumer offset: never reused under a reader.
         let next = log.nextSeq
@@ -113,9 +104,9 @@ import Testing
         var loss = PowerLoss.capture(dir.path, partial: partial, seed: seed)
         try log.close()
         FaultInjection.stopTracking(under: dir.path)
-        let consumersDurable = loss.state.directories[dir.path]?["consumers"] != nil
+        #expect(loss.state.directories[dir.path]?["consumers"] != nil, "consumers/ was made durable when it was created")
         try loss.apply(to: dir.path)
-        try checkAfterPowerLoss(dir, promises, appendedBefore: appended, consumersDurable: consumersDurable,
+        try checkAfterPowerLoss(dir, promises, appendedBefore: appended,
                                 context: "seed \(seed)\(partial ? " partial" : "")")
     }
 

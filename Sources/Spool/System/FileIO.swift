@@ -148,15 +148,19 @@ struct FileIO {
 /// Directory-level operations: create, list, lock, rename, remove, and make entries durable.
 enum DirectoryIO {
     /// Creates `path` (and missing parents) with `permissions`; an existing directory is fine.
+    /// Every directory it creates is made durable in its parent (`fsync` of the parent), so a
+    /// power loss cannot take away a directory whose files were already made durable.
     static func create(_ path: String, permissions: UInt16) throws {
         var partial = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
+            let parent = partial.isEmpty ? "/" : partial
             partial += "/" + component
             if mkdir(partial, mode_t(permissions)) != 0 {
                 let error = Errno(rawValue: errno)
                 if error == .fileExists { continue }
                 throw SpoolError.system("mkdir", path: partial, error)
             }
+            try sync(parent)
         }
         var info = stat()
         guard stat(path, &info) == 0 else { throw SpoolError.system("stat", path: path, Errno(rawValue: errno)) }
