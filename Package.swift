@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "Spool", targets: ["Spool"]),
         .library(name: "SpoolSync", targets: ["SpoolSync"]),
         .library(name: "SpoolCollector", targets: ["SpoolCollector"]),
+        .library(name: "SpoolBench", targets: ["SpoolBench"]),
         .executable(name: "spool", targets: ["spool"]),
     ],
     dependencies: [
@@ -65,7 +66,7 @@ let package = Package(
         // The Spool half of the benchmark scenarios, shared by `spool bench` and Benchmarks/.
         .target(
             name: "SpoolBench",
-            dependencies: ["Spool", "SpoolSync", "SpoolCollector", "CZstd"]
+            dependencies: ["Spool", "SpoolSync", "SpoolCollector", "CZstd", .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(
             name: "spool",

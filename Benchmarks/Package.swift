@@ -16,28 +16,16 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
-        // TEMPORARY: the root package's SpoolBench sources (a symbolic link), compiled here
-        // under another module name until the root exports a `SpoolBench` product; then
-        // depend on `.product(name: "SpoolBench", package: "Spool")` and import SpoolBench.
-        .target(
-            name: "SpoolBenchShared",
-            dependencies: [
-                .product(name: "Spool", package: "Spool"),
-                .product(name: "SpoolSync", package: "Spool"),
-                .product(name: "SpoolCollector", package: "Spool"),
-                .product(name: "Logging", package: "swift-log"),
-            ]
-        ),
         // SQLite, for the baseline only: never a dependency of the library.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
         // The Sensors Analytics SDK's store, as the other side of every comparison.
-        .target(name: "SQLiteBaseline", dependencies: ["CSQLite", "SpoolBenchShared"]),
+        .target(name: "SQLiteBaseline", dependencies: ["CSQLite", .product(name: "SpoolBench", package: "Spool")]),
         // Spool vs SQLite vs the hardware, as ratios.
         .executableTarget(
             name: "compare",
             dependencies: [
                 "SQLiteBaseline",
-                "SpoolBenchShared",
+                .product(name: "SpoolBench", package: "Spool"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -48,7 +36,7 @@ let package = Package(
                 .product(name: "Benchmark", package: "package-benchmark"),
                 .product(name: "Spool", package: "Spool"),
                 .product(name: "SpoolSync", package: "Spool"),
-                "SpoolBenchShared",
+                .product(name: "SpoolBench", package: "Spool"),
             ],
             path: "Benchmarks/SpoolMicro",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]

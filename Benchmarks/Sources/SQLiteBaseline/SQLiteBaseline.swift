@@ -1,5 +1,5 @@
 import CSQLite
-import SpoolBenchShared
+import SpoolBench
 
 /// The Sensors Analytics SDK's store, as the baseline: one SQLite database in WAL mode
 /// with `events(id INTEGER PRIMARY KEY AUTOINCREMENT, json TEXT)`; appends insert one row

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import SQLiteBaseline
-import SpoolBenchShared
+import SpoolBench
 
 /// `compare`: Spool against the Sensors Analytics SDK's SQLite design and against this
 /// machine's limits, in one run, printed as ratios next to their goals.

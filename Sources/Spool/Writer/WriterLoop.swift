@@ -27,6 +27,18 @@ extension EventLog {
             var closing = false
             if case .closing = state.status { closing = true }
             let urgent = closing || !state.waiters.isEmpty || state.syncRequestedThrough > state.writtenThrough
+            // Group commit, gathering: the callers an fdatasync just served append again within
+            // microseconds. Without waiting for them, syncs alternate between two half-groups;
+            // waiting (at most one sync's duration) until as many synced callers are back as the
+            // last sync saw lets one fdatasync cover all of them. One caller alone never waits.
+            if !closing, let gather = state.gather, now < gather.deadline {
+                let waiting = state.waiters.reduce(0) { $0 + ($1.level == .synced ? 1 : 0) }
+                if waiting > 0 && waiting < gather.target {
+                    lock.writerWait(until: gather.deadline)
+                    continue
+                }
+            }
+            state.gather = nil
             if !state.current.isEmpty {
                 let lingerNanos = UInt64(configuration.linger.components.seconds) * 1_000_000_000
                     + UInt64(configuration.linger.components.attoseconds / 1_000_000_000)
@@ -53,11 +65,18 @@ extension EventLog {
             }
             let batch = state.full
             state.full.removeAll(keepingCapacity: true)
+            let served = state.waiters.reduce(0) { $0 + ($1.level == .synced ? 1 : 0) }
             lock.unlock()
             enforceCapBeforeWriting(batch)
+            let started = monotonicNanos()
             let outcome = writer.write(batch[...], sync: wantsSync)
             lock.lock()
             publish(outcome, batch: batch)
+            if outcome.synced && served > 0 {
+                let arrived = state.waiters.reduce(0) { $0 + ($1.level == .synced ? 1 : 0) }
+                let finished = monotonicNanos()
+                state.gather = (served + arrived, finished + (finished - started))
+            }
             notifyObservers()
         }
         state.writerExited = true
