@@ -12,8 +12,12 @@ import Testing
     }
 
     /// `blocks` blocks of `perBlock` records, each block acknowledged before the next.
+    /// The linger is long, so a block is sealed only by the wait: block boundaries do not depend
+    /// on how fast the machine is.
     func makeLog(_ dir: TemporaryDirectory, blocks: Int, perBlock: Int) throws -> (bytes: [UInt8], ends: [(offset: Int, endSeq: UInt64)]) {
-        let log = try EventLog.open(directory: dir.path, configuration: Self.configuration())
+        var configuration = Self.configuration()
+        configuration.linger = .seconds(60)
+        let log = try EventLog.open(directory: dir.path, configuration: configuration)
         var ends = [(Int, UInt64)]()
         var n = 0
         for _ in 0..<blocks {

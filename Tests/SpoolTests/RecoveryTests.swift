@@ -8,7 +8,10 @@ import Testing
     /// Writes `blocks` blocks of `perBlock` records each, each block acknowledged at `written`
     /// before the next, and returns the segment's bytes and each block's (offset, endSeq).
     func makeLog(_ dir: TemporaryDirectory, blocks: Int, perBlock: Int) throws -> (bytes: [UInt8], blockEnds: [(offset: Int, endSeq: UInt64)]) {
-        let log = try EventLog.open(directory: dir.path, configuration: smallConfiguration(blockSize: 64 * 1024))
+        // A long linger: blocks are sealed only by the waits, whatever the machine's speed.
+        var configuration = smallConfiguration(blockSize: 64 * 1024)
+        configuration.linger = .seconds(60)
+        let log = try EventLog.open(directory: dir.path, configuration: configuration)
         var ends = [(Int, UInt64)]()
         var n = 0
         for _ in 0..<blocks {

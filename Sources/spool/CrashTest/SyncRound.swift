@@ -26,7 +26,10 @@ struct SyncRound {
         var arguments = ["sync", directory, "--url", url, "--consumer", "up", "--batch-count", "\(1 + generator.next() % 120)"]
         // Half the rounds drain and exit (--once); the others run as a daemon that sends at
         // launch what the previous run left, then idles.
-        if !kill || generator.next() % 2 == 0 {
+        if !kill {
+            // The final drain must not give up on a slow or busy machine: short timeouts, many retries.
+            arguments += ["--once", "--retries", "50", "--timeout", "5"]
+        } else if generator.next() % 2 == 0 {
             arguments += ["--once", "--retries", "3"]
         } else {
             arguments += ["--interval", "0"]

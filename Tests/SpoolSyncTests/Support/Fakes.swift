@@ -115,7 +115,7 @@ final class MemoryDeadLetters: DeadLetterSink {
 
 /// Waits (polling, real time) until `condition` holds; records an issue if it never does.
 func eventually(
-    _ what: String = "condition", within limit: Duration = .seconds(30),
+    _ what: String = "condition", within limit: Duration = .seconds(90),
     _ condition: @Sendable () async -> Bool
 ) async {
     let clock = ContinuousClock()
