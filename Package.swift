@@ -81,7 +81,10 @@ let package = Package(
             dependencies: ["Spool", .product(name: "MetricsTestKit", package: "swift-metrics")],
             resources: [.copy("Golden"), .copy("FuzzCorpus")]
         ),
-        .testTarget(name: "SpoolSyncTests", dependencies: ["Spool", "SpoolSync", "SpoolCollector"]),
+        .testTarget(
+            name: "SpoolSyncTests",
+            dependencies: ["Spool", "SpoolSync", "SpoolCollector", .product(name: "MetricsTestKit", package: "swift-metrics")]
+        ),
         .testTarget(name: "SpoolCollectorTests", dependencies: ["Spool", "SpoolCollector", "CZstd", "CZlib"]),
         // A fuzz target for the segment and offset-file readers; without libFuzzer it replays
         // inputs given as arguments (README, "Crash testing").

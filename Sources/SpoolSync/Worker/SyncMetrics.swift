@@ -6,18 +6,22 @@ import Metrics
 /// `kind` for failures (every ``SyncError/Code``, commits and reads included).
 struct SyncMetrics: Sendable {
     private let consumer: String
+    private let factory: any MetricsFactory
     private let retries: Counter
     private let deadLettered: Counter
     private let records: Counter
     private let bytes: Counter
 
-    init(consumer: String) {
+    /// Instruments from `factory`, or from the process-wide `MetricsSystem` when nil.
+    init(consumer: String, factory: (any MetricsFactory)? = nil) {
         self.consumer = consumer
+        let factory = factory ?? MetricsSystem.factory
+        self.factory = factory
         let dimensions = [("consumer", consumer)]
-        retries = Counter(label: "spool_sync_retries_total", dimensions: dimensions)
-        deadLettered = Counter(label: "spool_sync_dead_lettered_total", dimensions: dimensions)
-        records = Counter(label: "spool_sync_records_total", dimensions: dimensions)
-        bytes = Counter(label: "spool_sync_bytes_total", dimensions: dimensions)
+        retries = Counter(label: "spool_sync_retries_total", dimensions: dimensions, factory: factory)
+        deadLettered = Counter(label: "spool_sync_dead_lettered_total", dimensions: dimensions, factory: factory)
+        records = Counter(label: "spool_sync_records_total", dimensions: dimensions, factory: factory)
+        bytes = Counter(label: "spool_sync_bytes_total", dimensions: dimensions, factory: factory)
     }
 
     func record(from old: SyncStats, to new: SyncStats) {
@@ -28,7 +32,7 @@ struct SyncMetrics: Sendable {
             if code.isRetryable || code == .payloadTooLarge || code == .rejected {
                 uploads(code.description, delta)
             }
-            Counter(label: "spool_sync_failures_total", dimensions: [("consumer", consumer), ("kind", code.description)])
+            Counter(label: "spool_sync_failures_total", dimensions: [("consumer", consumer), ("kind", code.description)], factory: factory)
                 .increment(by: Int64(delta))
         }
         increment(retries, new.retries - old.retries)
@@ -39,7 +43,7 @@ struct SyncMetrics: Sendable {
 
     private func uploads(_ outcome: String, _ delta: Int) {
         guard delta > 0 else { return }
-        Counter(label: "spool_sync_uploads_total", dimensions: [("consumer", consumer), ("outcome", outcome)])
+        Counter(label: "spool_sync_uploads_total", dimensions: [("consumer", consumer), ("outcome", outcome)], factory: factory)
             .increment(by: Int64(delta))
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Metrics
 import Spool
 
 /// Uploads a consumer's records to a server in batches and commits them once accepted.
@@ -79,6 +80,7 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
     ///   - random: uniform draws in `0 ..< 1` for the backoff's jitter.
     ///   - wallClock: seconds since 1970, to read `Retry-After` dates.
     ///   - logger: where the worker logs (debug for each batch, info for refusals), never payloads.
+    ///   - metricsFactory: where the `spool_sync_*` metrics go; the process-wide `MetricsSystem` when nil.
     /// - Throws: ``SyncError/Code/invalidConfiguration`` naming the bad field.
     public init(
         source: any SyncSource,
@@ -88,7 +90,8 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
         clock: C,
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
         wallClock: @escaping @Sendable () -> Double = SyncWorker.systemWallClock,
-        logger: Logger = Logger(label: "spool.sync")
+        logger: Logger = Logger(label: "spool.sync"),
+        metricsFactory: (any MetricsFactory)? = nil
     ) throws(SyncError) {
         try configuration.validate()
         var logger = logger
@@ -104,7 +107,7 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
         self.wallClock = wallClock
         self.logger = logger
         self.builder = RequestBuilder(logID: source.logID, configuration: configuration)
-        self.metrics = SyncMetrics(consumer: source.consumerName)
+        self.metrics = SyncMetrics(consumer: source.consumerName, factory: metricsFactory)
     }
 
     // MARK: Lifecycle

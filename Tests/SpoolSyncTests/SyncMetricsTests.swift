@@ -1,0 +1,30 @@
+import Foundation
+import Metrics
+import MetricsTestKit
+import Spool
+import Testing
+@testable import SpoolSync
+
+/// The `spool_sync_*` metrics, observed through a test backend, agree with `stats`.
+@Suite struct SyncMetricsTests {
+    @Test func metricsMatchTheStatsSnapshot() async throws {
+        let metrics = TestMetrics()
+        let source = MemorySource(records: 120)
+        // The first request fails with 503 and is retried; everything else is accepted.
+        let uploader = ScriptedUploader { _, index in UploadResponse(status: index == 0 ? 503 : 200) }
+        let worker = try SyncWorker(
+            source: source, uploader: uploader, configuration: .manual, deadLetters: nil,
+            clock: ContinuousClock(), random: { 0 }, wallClock: { 784_111_777 }, metricsFactory: metrics)
+        let report = await worker.flush(retries: 2)
+        #expect(report.failure == nil)
+        let stats = await worker.stats
+        let consumer = [("consumer", source.consumerName)]
+        #expect(stats.retries == 1)
+        #expect(try metrics.expectCounter("spool_sync_retries_total", consumer).totalValue == Int64(stats.retries))
+        #expect(try metrics.expectCounter("spool_sync_records_total", consumer).totalValue == Int64(stats.records))
+        #expect(try metrics.expectCounter("spool_sync_bytes_total", consumer).totalValue == Int64(stats.bytes))
+        #expect(try metrics.expectCounter("spool_sync_uploads_total", consumer + [("outcome", "accepted")]).totalValue == Int64(stats.batches))
+        #expect(try metrics.expectCounter("spool_sync_uploads_total", consumer + [("outcome", "serverError")]).totalValue == 1)
+        #expect(stats.records == 120)
+    }
+}
