@@ -12,25 +12,8 @@ import Testing
     }
 
     /// `blocks` blocks of `perBlock` records, each block acknowledged before the next.
-    /// The linger is long, so a block is sealed only by the wait: block boundaries do not depend
-    /// on how fast the machine is.
     func makeLog(_ dir: TemporaryDirectory, blocks: Int, perBlock: Int) throws -> (bytes: [UInt8], ends: [(offset: Int, endSeq: UInt64)]) {
-        var configuration = Self.configuration()
-        configuration.linger = .seconds(60)
-        let log = try EventLog.open(directory: dir.path, configuration: configuration)
-        var ends = [(Int, UInt64)]()
-        var n = 0
-        for _ in 0..<blocks {
-            var last: UInt64 = 0
-            for _ in 0..<perBlock {
-                last = try log.append(payload(n))
-                n += 1
-            }
-            try log.waitUntilBlocking(last, is: .written)
-            ends.append((Int(log.lock.withLock { log.state.segments.last!.size }), last + 1))
-        }
-        try log.close()
-        return (readFile(dir.file(Format.segmentName(0))), ends)
+        try writeAcknowledgedBlocks(dir, configuration: Self.configuration(), blocks: blocks, perBlock: perBlock)
     }
 
     @Test func tornTailIsCutAtEveryOffsetWithoutTheKey() throws {

@@ -5,26 +5,11 @@ import Testing
 /// Recovery attacks the format byte by byte: torn tails at every offset, flipped bits in
 /// headers and payloads, garbage and empty files.
 @Suite struct RecoveryTests {
-    /// Writes `blocks` blocks of `perBlock` records each, each block acknowledged at `written`
-    /// before the next, and returns the segment's bytes and each block's (offset, endSeq).
+    /// `blocks` blocks of `perBlock` records, each acknowledged at `written` before the next:
+    /// the segment's bytes and each block's (end offset, end seq).
     func makeLog(_ dir: TemporaryDirectory, blocks: Int, perBlock: Int) throws -> (bytes: [UInt8], blockEnds: [(offset: Int, endSeq: UInt64)]) {
-        // A long linger: blocks are sealed only by the waits, whatever the machine's speed.
-        var configuration = smallConfiguration(blockSize: 64 * 1024)
-        configuration.linger = .seconds(60)
-        let log = try EventLog.open(directory: dir.path, configuration: configuration)
-        var ends = [(Int, UInt64)]()
-        var n = 0
-        for _ in 0..<blocks {
-            var last: UInt64 = 0
-            for _ in 0..<perBlock {
-                last = try log.append(payload(n))
-                n += 1
-            }
-            try log.waitUntilBlocking(last, is: .written)
-            ends.append((Int(log.lock.withLock { log.state.segments.last!.size }), last + 1))
-        }
-        try log.close()
-        return (readFile(dir.file(Format.segmentName(0))), ends)
+        let (bytes, ends) = try writeAcknowledgedBlocks(dir, configuration: smallConfiguration(blockSize: 64 * 1024), blocks: blocks, perBlock: perBlock)
+        return (bytes, ends)
     }
 
     @Test func tornTailIsTruncatedOnOpenAtEveryOffset() throws {

@@ -62,3 +62,27 @@ func noisyPayload(_ i: Int, size: Int) -> [UInt8] {
     let digits = Array("0123456789abcdef".utf8)
     return Array("\(i):".utf8) + (0..<size).map { _ in digits[Int(generator.next() & 15)] }
 }
+
+/// Writes `blocks` blocks of `perBlock` records (`payload(n)`) into a new log, each block
+/// acknowledged at `written` before the next, and returns the first segment's bytes with each
+/// block's end offset and end seq. The linger is made long, so a block is sealed only by the
+/// wait: block boundaries do not depend on how fast the machine is.
+func writeAcknowledgedBlocks(_ dir: TemporaryDirectory, configuration: Configuration, blocks: Int, perBlock: Int) throws
+    -> (bytes: [UInt8], ends: [(offset: Int, endSeq: UInt64)]) {
+    var configuration = configuration
+    configuration.linger = .seconds(60)
+    let log = try EventLog.open(directory: dir.path, configuration: configuration)
+    var ends = [(Int, UInt64)]()
+    var n = 0
+    for _ in 0..<blocks {
+        var last: UInt64 = 0
+        for _ in 0..<perBlock {
+            last = try log.append(payload(n))
+            n += 1
+        }
+        try log.waitUntilBlocking(last, is: .written)
+        ends.append((Int(log.lock.withLock { log.state.segments.last!.size }), last + 1))
+    }
+    try log.close()
+    return (readFile(dir.file(Format.segmentName(0))), ends)
+}
