@@ -1,9 +1,14 @@
 /// One segment file as `summary()` sees it from its block headers.
 public struct SegmentSummary: Sendable, Equatable {
+    /// The file name (`%020llu.seg`).
     public var name: String
+    /// The seq of its first record.
     public var baseSeq: UInt64
+    /// Its valid bytes on disk.
     public var bytes: Int64
+    /// Blocks whose headers check.
     public var blocks: Int
+    /// Records those blocks hold.
     public var records: UInt64
     /// Uncompressed bytes of the blocks' records areas.
     public var rawBytes: Int64
@@ -11,12 +16,19 @@ public struct SegmentSummary: Sendable, Equatable {
 
 /// The whole log from its block headers (no payload is read): what `spool stat` prints.
 public struct LogSummary: Sendable, Equatable {
+    /// The log's identity.
     public var id: LogID
+    /// Every segment, oldest first.
     public var segments: [SegmentSummary]
+    /// The seq of the oldest stored record.
     public var firstSeq: UInt64
+    /// The seq the next append gets.
     public var nextSeq: UInt64
+    /// Bytes of every segment.
     public var diskBytes: Int64 { segments.reduce(0) { $0 + $1.bytes } }
+    /// Records in every segment.
     public var records: UInt64 { segments.reduce(0) { $0 + $1.records } }
+    /// Uncompressed bytes of every block's records area.
     public var rawBytes: Int64 { segments.reduce(0) { $0 + $1.rawBytes } }
     /// Uncompressed bytes per byte on disk.
     public var compressionRatio: Double { diskBytes == 0 ? 0 : Double(rawBytes) / Double(diskBytes) }
@@ -24,10 +36,15 @@ public struct LogSummary: Sendable, Equatable {
 
 /// Everything `verify()` checked: every block's checksums, decompression and records.
 public struct VerifyReport: Sendable, Equatable {
+    /// Segment files checked.
     public var segments: Int
+    /// Blocks read and verified.
     public var blocks: Int
+    /// Records read.
     public var records: UInt64
+    /// Bytes of every segment on disk.
     public var diskBytes: Int64
+    /// Uncompressed bytes of the blocks read.
     public var rawBytes: Int64
     /// Ranges that could not be read because stored bytes were damaged.
     public var corrupt: [ReadNotice]
@@ -35,6 +52,7 @@ public struct VerifyReport: Sendable, Equatable {
     public var otherNotices: [ReadNotice]
     /// What opening found and repaired (a torn tail is reported here, not as corruption).
     public var recovery: RecoveryReport
+    /// Uncompressed bytes per byte on disk.
     public var compressionRatio: Double { diskBytes == 0 ? 0 : Double(rawBytes) / Double(diskBytes) }
     /// Whether no stored byte was found damaged.
     public var isClean: Bool { corrupt.isEmpty }

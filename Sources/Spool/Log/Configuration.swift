@@ -49,6 +49,7 @@ public struct Configuration: Sendable {
     /// Encryption at rest of every new block's payload, if set. The default is `nil` (off).
     public var encryption: Encryption? = nil
 
+    /// Every field at its documented default.
     public init() {}
 
     /// Checks every field, naming the first that is out of range.
@@ -97,6 +98,8 @@ public struct ReportingDeadline: Sendable, Hashable {
     /// The time zone of the reporting view, as a fixed offset from UTC in seconds.
     public var utcOffsetSeconds: Int
 
+    /// Records expire at `hour` o'clock of the day after they were appended, in the time zone
+    /// `utcOffsetSeconds` from UTC.
     public init(hour: Int, utcOffsetSeconds: Int) {
         self.hour = hour
         self.utcOffsetSeconds = utcOffsetSeconds

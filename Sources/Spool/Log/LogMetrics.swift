@@ -53,26 +53,34 @@ struct LogMetrics {
 public struct LogStats: Sendable, Equatable {
     /// The seq of the oldest stored record, and the seq the next append gets.
     public var firstSeq: UInt64
+    /// The seq the next append gets.
     public var nextSeq: UInt64
     /// Every record below these seqs is written / durable.
     public var writtenThrough: UInt64
+    /// Every record below this seq is durable.
     public var syncedThrough: UInt64
     /// Segment files and their bytes on disk.
     public var segments: Int
+    /// Bytes of the segment files' valid data.
     public var diskBytes: Int64
     /// Bytes appended but not yet written (framed).
     public var pendingBytes: Int
     /// Since open: records and payload bytes appended.
     public var appendedRecords: UInt64
+    /// Since open: payload bytes appended.
     public var appendedBytes: UInt64
     /// Since open: blocks written, their stored (compressed) and raw bytes, fsyncs.
     public var blocksWritten: UInt64
+    /// Since open: bytes the written blocks take on disk (headers included).
     public var storedBytes: UInt64
+    /// Since open: uncompressed bytes of the written blocks' records areas.
     public var rawBytes: UInt64
+    /// Since open: `fdatasync` calls (segment seals included).
     public var fsyncs: UInt64
     /// Since open: records dropped by the `dropOldest` cap before every consumer read them,
     /// and records skipped as expired by readers.
     public var droppedRecords: UInt64
+    /// Since open: records readers skipped as expired.
     public var expiredRecords: UInt64
     /// Since open: sealed segments deleted by retention (every consumer had passed them).
     public var retainedSegmentsDeleted: UInt64

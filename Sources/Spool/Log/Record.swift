@@ -11,6 +11,7 @@ public struct Record: Sendable, Hashable {
     /// The bytes that were appended, unchanged.
     public var payload: [UInt8]
 
+    /// A record as the log stores it.
     public init(seq: UInt64, timestamp: Int64, payload: [UInt8]) {
         self.seq = seq
         self.timestamp = timestamp

@@ -53,6 +53,7 @@ public struct SpoolError: Error, Sendable, CustomStringConvertible {
         /// An argument is out of its documented range.
         public static let invalidArgument = Code(.invalidArgument)
 
+        /// The code's name, such as `diskFull`.
         public var description: String { kind.rawValue }
     }
 
@@ -65,6 +66,7 @@ public struct SpoolError: Error, Sendable, CustomStringConvertible {
     /// The system error underneath, if any.
     public var errno: Errno?
 
+    /// An error of `code` with a message that says what and where (never a payload).
     public init(_ code: Code, _ message: String, path: String? = nil, errno: Errno? = nil) {
         self.code = code
         self.message = message
@@ -72,6 +74,7 @@ public struct SpoolError: Error, Sendable, CustomStringConvertible {
         self.errno = errno
     }
 
+    /// `code: message (path: …) [errno]`.
     public var description: String {
         var text = "\(code): \(message)"
         if let path { text += " (path: \(path))" }

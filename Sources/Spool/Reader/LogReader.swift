@@ -21,7 +21,9 @@ public final class LogReader {
 
     /// Blocks read so far, with their stored and uncompressed bytes.
     public var blocksRead: Int { cursor.blocksRead }
+    /// Bytes on disk of the blocks read so far (headers included).
     public var storedBytesRead: Int { cursor.storedBytesRead }
+    /// Uncompressed bytes of the blocks read so far.
     public var rawBytesRead: Int { cursor.rawBytesRead }
 }
 

@@ -1,6 +1,7 @@
 /// Something a reader met instead of records: every range of seqs it could not return,
 /// and why. This is the one channel through which loss is reported.
 public struct ReadNotice: Sendable, Equatable, CustomStringConvertible {
+    /// Why a range could not be returned.
     public enum Kind: String, Sendable {
         /// Stored bytes failed a check (checksum, bounds, decompression): the range is lost.
         case corrupt
@@ -13,12 +14,14 @@ public struct ReadNotice: Sendable, Equatable, CustomStringConvertible {
         case missing
     }
 
+    /// Why the range was not returned.
     public var kind: Kind
     /// The seqs the reader did not return.
     public var range: Range<UInt64>
     /// Where and why, for a person (file and offset for corruption).
     public var detail: String
 
+    /// A notice of `kind` for `range`, with a detail for people (never a payload).
     public init(kind: Kind, range: Range<UInt64>, detail: String) {
         self.kind = kind
         self.range = range
@@ -28,6 +31,7 @@ public struct ReadNotice: Sendable, Equatable, CustomStringConvertible {
     /// How many seqs the notice covers.
     public var count: UInt64 { UInt64(range.count) }
 
+    /// `kind lower..<upper (count records): detail`.
     public var description: String {
         "\(kind) \(range.lowerBound)..<\(range.upperBound) (\(count) records): \(detail)"
     }

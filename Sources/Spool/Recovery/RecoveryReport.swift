@@ -25,5 +25,6 @@ public struct RecoveryReport: Sendable, Equatable {
     /// Whether the log was created by this open.
     public var created = false
 
+    /// A report of a log that needed no repair.
     public init() {}
 }
