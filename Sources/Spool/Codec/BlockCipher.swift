@@ -11,9 +11,8 @@ import Foundation
 enum BlockCipher {
     /// The 44 bytes of associated data for a block with `header` in log `logID`.
     static func associatedData(_ header: BlockHeader, logID: LogID) -> [UInt8] {
-        var encoded = [UInt8]()
-        encoded.reserveCapacity(Format.blockHeaderSize)
-        header.append(to: &encoded)
+        var encoded = [UInt8](repeating: 0, count: Format.blockHeaderSize)
+        header.store(into: &encoded, at: 0)
         var data = Array(encoded[0..<20])
         data.append(contentsOf: encoded[24..<32])
         data.append(contentsOf: logID.bytes)

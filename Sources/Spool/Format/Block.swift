@@ -62,21 +62,21 @@ struct BlockHeader: Equatable {
         return .success(header)
     }
 
-    /// Appends the 40-byte encoding of this header, with its checksum, to `out`.
-    func append(to out: inout [UInt8]) {
-        let start = out.count
-        out.append(contentsOf: Format.blockMagic)
-        out.append(codec)
-        out.append(flags)
-        out.appendLE(UInt16(0))
-        out.appendLE(firstSeq)
-        out.appendLE(recordCount)
-        out.appendLE(storedLength)
-        out.appendLE(rawLength)
-        out.appendLE(dictionaryID)
-        out.appendLE(payloadCRC)
-        let crc = out.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[start..<start + 36])) }
-        out.appendLE(crc)
+    /// Writes the 40-byte encoding of this header, with its checksum, over `out[offset..<offset + 40]`
+    /// (which must exist): the encoder reserves the room and fills it in place, without a buffer.
+    func store(into out: inout [UInt8], at offset: Int) {
+        for i in 0..<4 { out[offset + i] = Format.blockMagic[i] }
+        out[offset + 4] = codec
+        out[offset + 5] = flags
+        out.storeLE(UInt16(0), at: offset + 6)
+        out.storeLE(firstSeq, at: offset + 8)
+        out.storeLE(recordCount, at: offset + 16)
+        out.storeLE(storedLength, at: offset + 20)
+        out.storeLE(rawLength, at: offset + 24)
+        out.storeLE(dictionaryID, at: offset + 28)
+        out.storeLE(payloadCRC, at: offset + 32)
+        let crc = out.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[offset..<offset + 36])) }
+        out.storeLE(crc, at: offset + 36)
     }
 }
 
@@ -184,10 +184,7 @@ final class BlockEncoder {
             header.storedLength = UInt32(storedSize)
         }
         header.payloadCRC = out.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[payloadStart..<payloadStart + storedSize])) }
-        var encodedHeader = [UInt8]()
-        encodedHeader.reserveCapacity(Format.blockHeaderSize)
-        header.append(to: &encodedHeader)
-        out.replaceSubrange(headerStart..<payloadStart, with: encodedHeader)
+        header.store(into: &out, at: headerStart)
         return header
     }
 }

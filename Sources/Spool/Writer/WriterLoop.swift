@@ -11,7 +11,7 @@ extension EventLog {
                 break
             case .failed:
                 // Nothing can be trusted until reopen: fail every waiter, then idle or exit.
-                failWaiters(from: state.writtenThrough)
+                failPendingWaiters()
                 if case .closing = state.status { break }
                 lock.writerWait(until: nil)
                 continue
@@ -80,7 +80,7 @@ extension EventLog {
             notifyObservers()
         }
         state.writerExited = true
-        failWaiters(from: state.writtenThrough)
+        failPendingWaiters()
         lock.broadcastProgress()
         lock.unlock()
     }
@@ -97,7 +97,7 @@ extension EventLog {
         if let failure {
             state.status = .failed(failure)
             logger.error("fdatasync failed; the log refuses writes until it is reopened", metadata: ["error": "\(failure)"])
-            failWaiters(from: state.syncedThrough)
+            failPendingWaiters()
         } else {
             state.syncedThrough = max(state.syncedThrough, target)
             if state.syncRequestedThrough <= state.syncedThrough { state.syncRequestedThrough = 0 }
@@ -147,12 +147,12 @@ extension EventLog {
             if outcome.syncFailed {
                 state.status = .failed(error)
                 logger.error("fdatasync failed; the log refuses writes until it is reopened", metadata: ["error": "\(error)"])
-                failWaiters(from: state.syncedThrough)
+                failPendingWaiters()
             } else {
                 if case .closing = state.status {
                     // Closing: no more retries; close() reports how many records were not written.
                     logger.error("write failed while closing; unwritten records are lost", metadata: ["error": "\(error)"])
-                    failWaiters(from: state.writtenThrough, with: error)
+                    failPendingWaiters(with: error)
                     state.full.removeAll()
                     state.current.reset(firstSeq: state.nextSeq)
                     lock.broadcastProgress()
@@ -162,7 +162,7 @@ extension EventLog {
                 state.status = .stalled(error)
                 state.retryAt = monotonicNanos() + (previous ? 1_000_000_000 : 100_000_000)
                 logger.warning("write failed; appends are refused until a retry succeeds", metadata: ["error": "\(error)"])
-                failWaiters(from: state.writtenThrough)
+                failPendingWaiters()
             }
         } else if case .stalled = state.status {
             state.status = .open
@@ -193,8 +193,9 @@ extension EventLog {
         for continuation in ready { continuation.resume() }
     }
 
-    /// Fails every waiter whose record is at or after `seq` with the log's error. Lock held.
-    func failWaiters(from seq: UInt64, with explicit: SpoolError? = nil) {
+    /// Completes the waiters whose records reached their level, and fails every other one with
+    /// `explicit` or the log's error. Lock held.
+    func failPendingWaiters(with explicit: SpoolError? = nil) {
         guard !state.waiters.isEmpty else { return }
         let error = explicit ?? state.error ?? SpoolError(.closed, "the log is closed")
         completeWaiters()
