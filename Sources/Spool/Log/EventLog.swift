@@ -119,11 +119,17 @@ public final class EventLog: @unchecked Sendable {
         var failure: SpoolError?
         lock.withLock {
             if case .closed = state.status { return }
-            if case .closing = state.status {} else {
-                if case .stalled = state.status { state.retryAt = 0 }
+            state.closeRequested = true
+            switch state.status {
+            case .closing, .failed:
+                break  // a failed log stays failed: the writer exits without writing more
+            case .stalled:
+                state.retryAt = 0
                 state.status = .closing
-                lock.wakeWriter()
+            case .open, .closed:
+                state.status = .closing
             }
+            lock.wakeWriter()
             while !state.writerExited { lock.progressWait() }
             let unwritten = state.nextSeq - state.writtenThrough
             if unwritten > 0 {

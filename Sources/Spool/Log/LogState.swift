@@ -73,6 +73,8 @@ struct LogState {
     /// When the writer, stalled by a write error, tries again (monotonic ns).
     var retryAt: UInt64? = nil
     var writerExited = false
+    /// `close()` was called (the status may still be `.failed`).
+    var closeRequested = false
     /// Group-commit gathering after an fdatasync: wait (until `deadline`, monotonic ns) for
     /// `target` synced callers before the next one. See `EventLog.writerLoop`.
     var gather: (target: Int, deadline: UInt64)? = nil

@@ -4,15 +4,16 @@ extension EventLog {
     /// watermarks and completes the waiters. Appends continue while it writes (group commit).
     func writerLoop() {
         lock.lock()
-        while true {
+        loop: while true {
             let now = monotonicNanos()
             switch state.status {
             case .closed:
-                break
+                break loop
             case .failed:
-                // Nothing can be trusted until reopen: fail every waiter, then idle or exit.
+                // Nothing can be trusted until reopen: fail every waiter, write nothing more,
+                // and exit when the log is closed (close() reports what was not written).
                 failPendingWaiters()
-                if case .closing = state.status { break }
+                if state.closeRequested { break loop }
                 lock.writerWait(until: nil)
                 continue
             case .stalled:
@@ -23,7 +24,6 @@ extension EventLog {
             case .open, .closing:
                 break
             }
-            if case .closed = state.status { break }
             var closing = false
             if case .closing = state.status { closing = true }
             let urgent = closing || !state.waiters.isEmpty || state.syncRequestedThrough > state.writtenThrough
