@@ -26,8 +26,8 @@ public struct BenchOptions: Sendable {
     /// The default is 1,024.
     public var pipelineWindow: Int = 1024
 
-    /// Scenario groups to run (`append`, `seal`, `drain`, `sync`, `open`, `memory`); nil runs
-    /// them all. For profiling one group. The default is nil.
+    /// Scenario groups to run (`append`, `seal`, `drain`, `sync`, `open`, `memory`, or
+    /// `synced`: only the synced appends of `append`); nil runs them all. For profiling one group. The default is nil.
     public var groups: Set<String>? = nil
 
     public init() {}

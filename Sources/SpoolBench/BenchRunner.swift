@@ -41,7 +41,7 @@ public struct BenchRunner: Sendable {
             + "fdatasync \(format(hardware.fdatasyncPerSecond))/s")
 
         var rows = [Row]()
-        if options.runs("append") { rows += try await context.appendRows(hardware: &hardware) }
+        if options.runs("append") || options.runs("synced") { rows += try await context.appendRows(hardware: &hardware) }
         if options.runs("seal") { rows += try await context.sealRows(hardware: hardware) }
         let drains = options.runs("drain") ? try await context.drainRows() : []
         rows += drains

@@ -8,16 +8,20 @@ extension Context {
         let budget = options.budget
         let spool = self.spool
         let events = self.events
+        // `synced` alone (for profiling group commit): only the synced rows and their baselines.
+        let all = options.runs("append")
         var spoolSteps = [Step]()
-        for (durability, producers) in [(Durability.buffered, 1), (.buffered, 4), (.written, 1), (.written, 4)] {
+        for (durability, producers) in all ? [(Durability.buffered, 1), (.buffered, 4), (.written, 1), (.written, 4)] : [] {
             spoolSteps.append(Step(key: "Spool \(durability) ×\(producers)") { directory in
                 try await blocking { try spool.append(durability, producers: producers, directory: directory, budget: budget) }
             })
         }
         let window = options.pipelineWindow
-        spoolSteps.append(Step(key: "Spool written pipelined") { directory in
-            try await spool.appendPipelined(window: window, directory: directory, budget: budget)
-        })
+        if all {
+            spoolSteps.append(Step(key: "Spool written pipelined") { directory in
+                try await spool.appendPipelined(window: window, directory: directory, budget: budget)
+            })
+        }
         for producers in options.syncedProducers {
             spoolSteps.append(Step(key: "Spool synced ×\(producers)") { directory in
                 try await spool.appendConcurrently(.synced, producers: producers, directory: directory, budget: budget)
@@ -27,7 +31,7 @@ extension Context {
             try await blocking { try fdatasyncRate(path: directory + "/fdatasync.bin", budget: Budget(events: budget.events, seconds: min(2, budget.seconds))) }
         }]
         if let baseline {
-            for mode in BaselineAppend.allCases {
+            for mode in BaselineAppend.allCases where all || mode == .full {
                 baselineSteps.append(Step(key: "\(baseline.name) \(mode.label)") { directory in
                     try await blocking { try baseline.append(mode, events: events, directory: directory, budget: budget) }
                 })
@@ -46,20 +50,22 @@ extension Context {
             guard let (name, figure) = base(mode) else { return }
             rows.append(Row(group: "append", scenario: key, spool: spoolFigure(key), baseline: name, baselineFigure: figure, goal: goal))
         }
-        for producers in [1, 4] {
-            let key = "buffered ×\(producers)"
-            if baseline == nil { rows.append(Row(group: "append", scenario: key, spool: spoolFigure(key))) }
-            add(key, .offBatch100)
+        if all {
+            for producers in [1, 4] {
+                let key = "buffered ×\(producers)"
+                if baseline == nil { rows.append(Row(group: "append", scenario: key, spool: spoolFigure(key))) }
+                add(key, .offBatch100)
+            }
+            for producers in [1, 4] {
+                let key = "written ×\(producers)"
+                if baseline == nil { rows.append(Row(group: "append", scenario: key, spool: spoolFigure(key))) }
+                add(key, .normal)
+                add(key, .off)
+            }
+            if baseline == nil { rows.append(Row(group: "append", scenario: "written pipelined", spool: spoolFigure("written pipelined"))) }
+            add("written pipelined", .off, goal: .atLeast(12))
+            add("written pipelined", .offBatch100, goal: .atLeast(2.5))
         }
-        for producers in [1, 4] {
-            let key = "written ×\(producers)"
-            if baseline == nil { rows.append(Row(group: "append", scenario: key, spool: spoolFigure(key))) }
-            add(key, .normal)
-            add(key, .off)
-        }
-        if baseline == nil { rows.append(Row(group: "append", scenario: "written pipelined", spool: spoolFigure("written pipelined"))) }
-        add("written pipelined", .off, goal: .atLeast(12))
-        add("written pipelined", .offBatch100, goal: .atLeast(2.5))
         if let sync = best["hw fdatasync"], sync.rate > hardware.fdatasyncPerSecond {
             hardware.fdatasyncPerSecond = sync.rate
             hardware.fdatasyncLatency = sync.latencies

@@ -26,8 +26,10 @@ struct Compare: AsyncParsableCommand {
     var largeOpen = false
     @Option(help: "Events in the backlog whose peak memory is measured (e.g. 10000000).")
     var backlog: Int?
-    @Option(name: .customLong("only"), help: "Run only these scenario groups (append, seal, drain, sync, open, memory); repeatable.")
+    @Option(name: .customLong("only"), help: "Run only these scenario groups (append, seal, drain, sync, open, memory; synced = only the synced appends); repeatable.")
     var groups: [String] = []
+    @Option(name: .customLong("producers"), help: "Producers of the synced scenario (default 1, 16, 64); repeatable.")
+    var producers: [Int] = []
 
     func validate() throws {
         guard events > 0, seconds > 0, rounds > 0 else { throw ValidationError("--events, --seconds and --rounds must be positive") }
@@ -44,6 +46,7 @@ struct Compare: AsyncParsableCommand {
         if largeOpen { options.includeLargeOpen() }
         if let backlog { options.backlogEvents = backlog }
         if !groups.isEmpty { options.groups = Set(groups) }
+        if !producers.isEmpty { options.syncedProducers = producers }
         let report = try await BenchRunner(options: options, baseline: SQLiteBaseline()).run()
         print(report.table())
         if let json {

@@ -53,8 +53,24 @@ extension EventLog {
     ///   block could not be stored: the record is then not acknowledged.
     @discardableResult
     public func append(_ payload: [UInt8], durability: Durability) async throws -> UInt64 {
-        let seq = try append(payload)
-        try await waitUntil(seq, is: durability)
+        if durability == .buffered { return try append(payload) }
+        try checkSize(payload.count)
+        let timestamp = wallClockMillis()
+        // One lock round trip: the record and its waiter go in together.
+        var seq: UInt64 = 0
+        try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
+            lock.lock()
+            do {
+                seq = try payload.withUnsafeBytes { try enqueue($0, timestamp: timestamp) }
+            } catch {
+                lock.unlock()
+                continuation.resume(throwing: error)
+                return
+            }
+            state.addWaiter(Waiter(seq: seq, level: durability, kind: .async(continuation)))
+            if state.shouldWakeWriter(for: durability) { lock.wakeWriter() }
+            lock.unlock()
+        }
         return seq
     }
 
@@ -72,15 +88,15 @@ extension EventLog {
     /// A pipelining producer appends at `buffered` and awaits only its latest seq.
     public func waitUntil(_ seq: UInt64, is durability: Durability) async throws {
         if durability == .buffered { return }
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+        try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
             lock.lock()
             if let result = immediateResult(seq, durability) {
                 lock.unlock()
                 continuation.resume(with: result)
                 return
             }
-            state.waiters.append(Waiter(seq: seq, level: durability, kind: .async(continuation)))
-            lock.wakeWriter()
+            state.addWaiter(Waiter(seq: seq, level: durability, kind: .async(continuation)))
+            if state.shouldWakeWriter(for: durability) { lock.wakeWriter() }
             lock.unlock()
         }
     }
@@ -93,8 +109,8 @@ extension EventLog {
         if let result = immediateResult(seq, durability) { return try result.get() }
         let id = state.nextBlockingID
         state.nextBlockingID += 1
-        state.waiters.append(Waiter(seq: seq, level: durability, kind: .blocking(id: id)))
-        lock.wakeWriter()
+        state.addWaiter(Waiter(seq: seq, level: durability, kind: .blocking(id: id)))
+        if state.shouldWakeWriter(for: durability) { lock.wakeWriter() }
         while true {
             if let result = state.blockingResults.removeValue(forKey: id) { return try result.get() }
             lock.progressWait()
@@ -158,7 +174,8 @@ extension EventLog {
         if state.current.isEmpty {
             state.current.firstSeq = seq
             state.current.openedAt = monotonicNanos()
-            wake = true
+            // The writer starts the linger clock; while it gathers a group it wakes by itself.
+            wake = state.gather == nil
         }
         state.current.add(payload, timestamp: timestamp)
         state.pendingBytes += framed

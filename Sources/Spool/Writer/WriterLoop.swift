@@ -30,13 +30,14 @@ extension EventLog {
             // Group commit, gathering: the callers an fdatasync just served append again within
             // microseconds. Without waiting for them, syncs alternate between two half-groups;
             // waiting (at most one sync's duration) until as many synced callers are back as the
-            // last sync saw lets one fdatasync cover all of them. One caller alone never waits.
-            if !closing, let gather = state.gather, now < gather.deadline {
-                let waiting = state.waiters.reduce(0) { $0 + ($1.level == .synced ? 1 : 0) }
-                if waiting > 0 && waiting < gather.target {
-                    lock.writerWait(until: gather.deadline)
-                    continue
-                }
+            // last sync saw lets one fdatasync cover all of them. Only synced callers gather: a
+            // `written` waiter or a `sync()` ends it. Arrivals do not wake the writer until the
+            // group is complete (`LogState.shouldWakeWriter`).
+            if !closing, let gather = state.gather, now < gather.deadline,
+               state.syncedWaiters < gather.target, state.waiters.count == state.syncedWaiters,
+               state.syncRequestedThrough <= state.writtenThrough {
+                lock.writerWait(until: gather.deadline)
+                continue
             }
             state.gather = nil
             if !state.current.isEmpty {
@@ -49,7 +50,7 @@ extension EventLog {
                     continue
                 }
             }
-            let wantsSync = state.waiters.contains { $0.level == .synced } || state.syncRequestedThrough > state.syncedThrough
+            let wantsSync = state.syncedWaiters > 0 || state.syncRequestedThrough > state.syncedThrough
             if state.full.isEmpty {
                 if wantsSync && state.writtenThrough > state.syncedThrough {
                     syncOnly()
@@ -65,7 +66,7 @@ extension EventLog {
             }
             let batch = state.full
             state.full.removeAll(keepingCapacity: true)
-            let served = state.waiters.reduce(0) { $0 + ($1.level == .synced ? 1 : 0) }
+            let served = state.syncedWaiters
             lock.unlock()
             enforceCapBeforeWriting(batch)
             let started = monotonicNanos()
@@ -73,10 +74,11 @@ extension EventLog {
             lock.lock()
             publish(outcome, batch: batch)
             if outcome.synced && served > 0 {
-                let arrived = state.waiters.reduce(0) { $0 + ($1.level == .synced ? 1 : 0) }
+                let arrived = state.syncedWaiters
                 let finished = monotonicNanos()
                 state.gather = (served + arrived, finished + (finished - started))
             }
+            resumeReady()
             notifyObservers()
         }
         state.writerExited = true
@@ -104,6 +106,7 @@ extension EventLog {
             completeWaiters()
         }
         lock.broadcastProgress()
+        resumeReady()
     }
 
     /// Applies a write outcome to the shared state and wakes whoever it concerns. Lock held.
@@ -173,24 +176,35 @@ extension EventLog {
         lock.broadcastProgress()
     }
 
-    /// Resumes the waiters whose records reached their level. Lock held.
+    /// Moves the async waiters whose records reached their level to `state.ready` (see
+    /// ``resumeReady()``) and completes the blocking ones. Lock held.
     func completeWaiters() {
         guard !state.waiters.isEmpty else { return }
         var remaining = [Waiter]()
-        var ready = [CheckedContinuation<Void, any Error>]()
         for waiter in state.waiters {
             let mark = waiter.level == .synced ? state.syncedThrough : state.writtenThrough
             if waiter.seq < mark {
                 switch waiter.kind {
-                case .async(let continuation): ready.append(continuation)
+                case .async(let continuation): state.ready.append(continuation)
                 case .blocking(let id): state.blockingResults[id] = .success(())
                 }
             } else {
                 remaining.append(waiter)
             }
         }
-        state.waiters = remaining
+        state.setWaiters(remaining)
+    }
+
+    /// Resumes the completed async waiters with the lock released, so each resumed caller can
+    /// append again at once instead of queueing on the lock the writer holds. Lock held on
+    /// entry and exit.
+    func resumeReady() {
+        guard !state.ready.isEmpty else { return }
+        let ready = state.ready
+        state.ready.removeAll(keepingCapacity: true)
+        lock.unlock()
         for continuation in ready { continuation.resume() }
+        lock.lock()
     }
 
     /// Completes the waiters whose records reached their level, and fails every other one with
@@ -199,13 +213,16 @@ extension EventLog {
         guard !state.waiters.isEmpty else { return }
         let error = explicit ?? state.error ?? SpoolError(.closed, "the log is closed")
         completeWaiters()
+        // Rare path (failure or close): resume under the lock.
+        for continuation in state.ready { continuation.resume() }
+        state.ready.removeAll()
         for waiter in state.waiters {
             switch waiter.kind {
             case .async(let continuation): continuation.resume(throwing: error)
             case .blocking(let id): state.blockingResults[id] = .failure(error)
             }
         }
-        state.waiters.removeAll()
+        state.setWaiters([])
     }
 
     /// Tells the write observers how far the log is written, outside the lock. Lock held on entry and exit.
