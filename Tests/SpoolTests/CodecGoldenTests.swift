@@ -16,8 +16,9 @@ import Testing
     static let timestamp: Int64 = 1_767_225_600_000
 
     static func build() throws -> (segment: [UInt8], dictionary: [UInt8]) {
-        var bytes = SegmentHeader(baseSeq: 0, createdMillis: timestamp, logID: logID).encoded()
+        var bytes = SegmentHeader(baseSeq: 0, createdMillis: timestamp, logID: logID, version: 1).encoded()
         let encoder = BlockEncoder(level: 1)
+        encoder.compactHeaders = false  // version 1: full headers only
         encoder.dictionary = try ZstdDictionary(id: 1, bytes: dictionary, level: 1)
         for (index, text) in texts.enumerated() {
             var block = PendingBlock()
@@ -28,7 +29,7 @@ import Testing
                 sealer.makeNonce = { try! ChaChaPoly.Nonce(data: nonce) }
                 encoder.sealer = sealer
             }
-            try encoder.encode(block, into: &bytes)
+            try encoder.encode(block, in: SegmentContext(baseSeq: 0, createdMillis: timestamp), into: &bytes)
         }
         return (bytes, DictionaryFile.encoded(id: 1, bytes: dictionary))
     }

@@ -75,12 +75,12 @@ import Testing
         writeFile(sealed, original)
     }
 
-    /// Rewrites the payload CRC (and header CRC) of the block at `offset` so only authentication can tell.
+    /// Rewrites the payload CRC (and header check) of the block at `offset`, in either header
+    /// form, so only authentication can tell.
     func recomputeChecksums(_ bytes: inout [UInt8], blockAt offset: Int) {
-        let header = blockHeaders(Array(bytes[0..<Format.segmentHeaderSize]) + Array(bytes[offset...])).first!.header
-        let payload = Array(bytes[offset + 40..<offset + header.totalSize])
-        bytes.storeLE(CRC32C.checksum(payload), at: offset + 32)
-        bytes.storeLE(CRC32C.checksum(Array(bytes[offset..<offset + 36])), at: offset + 36)
+        var header = blockHeaders(Array(bytes[0..<Format.segmentHeaderSize]) + Array(bytes[offset...])).first!.header
+        header.payloadCRC = CRC32C.checksum(Array(bytes[offset + header.headerSize..<offset + header.totalSize]))
+        header.store(into: &bytes, at: offset, segmentBase: 0)
     }
 
     @Test(arguments: ["nonce", "ciphertext", "tag"])
@@ -90,8 +90,8 @@ import Testing
         let (bytes, _) = try makeLog(dir, blocks: 3, perBlock: 4)
         let victim = blockHeaders(bytes)[1]
         let position = switch part {
-        case "nonce": victim.offset + 40 + 4 + 3
-        case "ciphertext": victim.offset + 40 + 16 + 2
+        case "nonce": victim.offset + victim.header.headerSize + 4 + 3
+        case "ciphertext": victim.offset + victim.header.headerSize + 16 + 2
         default: victim.offset + victim.header.totalSize - 2
         }
         var tampered = bytes

@@ -14,8 +14,10 @@ func codecTestKey(_ seed: UInt8) -> [UInt8] { (0..<32).map { UInt8($0) &* 7 &+ s
 func blockHeaders(_ bytes: [UInt8]) -> [(offset: Int, header: BlockHeader)] {
     var blocks = [(offset: Int, header: BlockHeader)]()
     var offset = Format.segmentHeaderSize
-    while offset + Format.blockHeaderSize <= bytes.count {
-        guard case .success(let header) = bytes.withUnsafeBytes({ BlockHeader.parse(UnsafeRawBufferPointer(rebasing: $0[offset..<offset + 40])) }) else { break }
+    let base = bytes.withUnsafeBytes { loadLE($0, 16, as: UInt64.self) }
+    while offset + Format.compactBlockHeaderSize <= bytes.count {
+        let end = min(bytes.count, offset + Format.blockHeaderSize)
+        guard case .success(let header) = bytes.withUnsafeBytes({ BlockHeader.parse(UnsafeRawBufferPointer(rebasing: $0[offset..<end]), segmentBase: base) }) else { break }
         blocks.append((offset, header))
         offset += header.totalSize
     }

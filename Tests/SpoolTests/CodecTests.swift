@@ -189,7 +189,7 @@ import Testing
         #expect(records(try log.readAll()).map(\.payload) == (0..<10).map { payload($0) })
         try log.close()
         let keyIDs = blockHeaders(readFile(dir.file(Format.segmentName(0)))).map { block in
-            readFile(dir.file(Format.segmentName(0)))[(block.offset + 40)..<(block.offset + 44)].enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << (8 * $1.offset) }
+            readFile(dir.file(Format.segmentName(0)))[(block.offset + block.header.headerSize)..<(block.offset + block.header.headerSize + 4)].enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << (8 * $1.offset) }
         }
         #expect(keyIDs == [1, 1, 1, 1, 1, 2, 2, 2, 2, 2])
     }

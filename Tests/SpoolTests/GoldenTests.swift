@@ -15,18 +15,20 @@ import Testing
 
     /// Builds the golden segment: header, one zstd block of three records, one stored block of one.
     static func build() throws -> [UInt8] {
-        var bytes = SegmentHeader(baseSeq: 0, createdMillis: 1_767_225_600_000, logID: logID).encoded()
+        var bytes = SegmentHeader(baseSeq: 0, createdMillis: 1_767_225_600_000, logID: logID, version: 1).encoded()
         var first = PendingBlock()
         first.reset(firstSeq: 0)
         for (timestamp, text) in goldenRecords {
             Array(text.utf8).withUnsafeBytes { first.add($0, timestamp: timestamp) }
         }
         let encoder = BlockEncoder(level: 1)
-        try encoder.encode(first, into: &bytes)
+        encoder.compactHeaders = false  // version 1: full headers only
+        let segment = SegmentContext(baseSeq: 0, createdMillis: 1_767_225_600_000)
+        try encoder.encode(first, in: segment, into: &bytes)
         var second = PendingBlock()
         second.reset(firstSeq: 3)
         Array("bye".utf8).withUnsafeBytes { second.add($0, timestamp: 1_767_225_602_000) }
-        try encoder.encode(second, into: &bytes)
+        try encoder.encode(second, in: segment, into: &bytes)
         return bytes
     }
 

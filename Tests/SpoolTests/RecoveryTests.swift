@@ -69,14 +69,9 @@ import Testing
         let sealed = dir.file(segments[0])
         let original = readFile(sealed)
         // Map block offsets of the first segment.
-        var blocks = [(offset: Int, header: BlockHeader)]()
-        var offset = Format.segmentHeaderSize
-        while offset < original.count {
-            let header = try original.withUnsafeBytes { try BlockHeader.parse(UnsafeRawBufferPointer(rebasing: $0[offset..<offset + 40])).get() }
-            blocks.append((offset, header))
-            offset += header.totalSize
-        }
+        let blocks = blockHeaders(original)
         #expect(blocks.count >= 3)
+        #expect(blocks.last.map { $0.offset + $0.header.totalSize } == original.count)
         let victim = blocks[1]
         var generator = SeededGenerator(seed: 7)
         let positions = [victim.offset, victim.offset + 4, victim.offset + 8, victim.offset + 20, victim.offset + 36, victim.offset + 39,

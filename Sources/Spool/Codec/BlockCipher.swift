@@ -9,10 +9,14 @@ import Foundation
 /// reserved, first seq, record count), header bytes 24..<32 (raw length, dictionary id) and the
 /// log id. The payload CRC covers the stored (encrypted) payload, so checks need no key.
 enum BlockCipher {
-    /// The 44 bytes of associated data for a block with `header` in log `logID`.
+    /// The 44 bytes of associated data for a block with `header` in log `logID`. They come
+    /// from the full (40-byte) encoding of the header's fields whichever form the block uses,
+    /// so the first seq is absolute in both.
     static func associatedData(_ header: BlockHeader, logID: LogID) -> [UInt8] {
         var encoded = [UInt8](repeating: 0, count: Format.blockHeaderSize)
-        header.store(into: &encoded, at: 0)
+        var full = header
+        full.form = .full
+        full.store(into: &encoded, at: 0)
         var data = Array(encoded[0..<20])
         data.append(contentsOf: encoded[24..<32])
         data.append(contentsOf: logID.bytes)

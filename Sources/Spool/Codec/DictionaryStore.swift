@@ -193,18 +193,15 @@ final class DictionaryStore: Sendable {
 
     /// The dictionary ids named by the block headers of a segment, or nil if a header is damaged.
     private func dictionaryIDs(in segment: SegmentInfo) throws -> Set<UInt32>? {
-        let file: FileIO
+        let reader: SegmentReader
         do {
-            file = try FileIO.open(directory + "/" + segment.name, .readOnly)
+            reader = try SegmentReader(path: directory + "/" + segment.name, baseSeq: segment.baseSeq, limit: segment.size)
         } catch let error as SpoolError where error.errno == .noSuchFileOrDirectory {
             return []
         }
-        defer { file.close() }
         var ids = Set<UInt32>()
         var offset = Int64(Format.segmentHeaderSize)
-        while offset + Int64(Format.blockHeaderSize) <= segment.size {
-            let bytes = try file.read(count: Format.blockHeaderSize, at: offset)
-            guard case .success(let header) = bytes.withUnsafeBytes({ BlockHeader.parse($0) }) else { return nil }
+        while let header = try reader.readHeader(at: offset) {
             if header.dictionaryID != 0 { ids.insert(header.dictionaryID) }
             offset += Int64(header.totalSize)
         }

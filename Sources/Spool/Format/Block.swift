@@ -1,5 +1,9 @@
-/// The fixed header in front of every block. See FORMAT.md, "Blocks".
+/// The header in front of every block, in one of two encodings (FORMAT.md §3): the 40-byte
+/// full form, or the 20-byte compact form when every field fits (small blocks, where a 40-byte
+/// header would cost as much as the compressed record).
 struct BlockHeader: Equatable {
+    enum Form: Equatable { case full, compact }
+
     var codec: UInt8
     var flags: UInt8
     var firstSeq: UInt64
@@ -8,22 +12,30 @@ struct BlockHeader: Equatable {
     var rawLength: UInt32
     var dictionaryID: UInt32
     var payloadCRC: UInt32
+    var form: Form = .full
 
     /// The seq just past the block's last record.
     var endSeq: UInt64 { firstSeq &+ UInt64(recordCount) }
+    /// Bytes of the header itself.
+    var headerSize: Int { form == .full ? Format.blockHeaderSize : Format.compactBlockHeaderSize }
     /// Bytes the whole block takes in its segment.
-    var totalSize: Int { Format.blockHeaderSize + Int(storedLength) }
+    var totalSize: Int { headerSize + Int(storedLength) }
     /// Whether the payload is encrypted (flags bit 0).
     var isEncrypted: Bool { flags & Format.flagEncrypted != 0 }
 
-    /// Why 40 bytes are not a valid block header.
+    /// Why bytes are not a valid block header.
     enum Invalid: Error, Equatable {
         case badMagic, badChecksum, badField(String)
     }
 
-    /// Parses and validates 40 bytes: magic, header checksum, then every field's bounds.
-    /// A header that passes can be trusted for lengths (they are bounded by the format's maxima).
-    static func parse(_ bytes: UnsafeRawBufferPointer) -> Result<BlockHeader, Invalid> {
+    /// Parses and validates the header at the start of `bytes` (at most 40 bytes are read):
+    /// magic, header checksum, then every field's bounds. A header that passes can be trusted
+    /// for lengths (they are bounded by the format's maxima). `segmentBase` is the base seq of
+    /// the segment it is in (compact headers store their first seq relative to it).
+    static func parse(_ bytes: UnsafeRawBufferPointer, segmentBase: UInt64) -> Result<BlockHeader, Invalid> {
+        if bytes.count >= 2, bytes[0] == Format.compactBlockMagic[0], bytes[1] == Format.compactBlockMagic[1] {
+            return parseCompact(bytes, segmentBase: segmentBase)
+        }
         guard bytes.count >= Format.blockHeaderSize else { return .failure(.badField("short header")) }
         for i in 0..<4 where bytes[i] != Format.blockMagic[i] { return .failure(.badMagic) }
         let stored = loadLE(bytes, 36, as: UInt32.self)
@@ -38,45 +50,94 @@ struct BlockHeader: Equatable {
             dictionaryID: loadLE(bytes, 28, as: UInt32.self),
             payloadCRC: loadLE(bytes, 32, as: UInt32.self))
         guard loadLE(bytes, 6, as: UInt16.self) == 0 else { return .failure(.badField("reserved bytes are not zero")) }
-        guard header.codec == Format.codecNone || header.codec == Format.codecZstd else {
-            return .failure(.badField("unknown codec \(header.codec)"))
-        }
-        guard header.flags & ~Format.flagEncrypted == 0 else { return .failure(.badField("unsupported flags \(header.flags)")) }
-        if header.codec == Format.codecNone, header.dictionaryID != 0 {
-            return .failure(.badField("dictionary \(header.dictionaryID) on an uncompressed block"))
-        }
-        guard header.recordCount > 0, Int(header.recordCount) <= Format.maxRecordsPerBlock else {
-            return .failure(.badField("record count \(header.recordCount)"))
-        }
-        guard Int(header.rawLength) <= Format.maxRawLength, Int(header.rawLength) >= 2 * Int(header.recordCount) else {
-            return .failure(.badField("raw length \(header.rawLength)"))
-        }
-        let overhead = header.isEncrypted ? UInt32(Format.encryptionOverhead) : 0
-        guard Int(header.storedLength) <= Format.maxStoredLength, header.storedLength > overhead else {
-            return .failure(.badField("stored length \(header.storedLength)"))
-        }
-        if header.codec == Format.codecNone, header.storedLength != header.rawLength + overhead {
-            return .failure(.badField("stored length differs from raw length for an uncompressed block"))
-        }
         guard header.firstSeq <= UInt64.max - UInt64(header.recordCount) else { return .failure(.badField("first seq overflows")) }
-        return .success(header)
+        return header.validated()
     }
 
-    /// Writes the 40-byte encoding of this header, with its checksum, over `out[offset..<offset + 40]`
-    /// (which must exist): the encoder reserves the room and fills it in place, without a buffer.
-    func store(into out: inout [UInt8], at offset: Int) {
-        for i in 0..<4 { out[offset + i] = Format.blockMagic[i] }
-        out[offset + 4] = codec
-        out[offset + 5] = flags
-        out.storeLE(UInt16(0), at: offset + 6)
-        out.storeLE(firstSeq, at: offset + 8)
-        out.storeLE(recordCount, at: offset + 16)
-        out.storeLE(storedLength, at: offset + 20)
-        out.storeLE(rawLength, at: offset + 24)
-        out.storeLE(dictionaryID, at: offset + 28)
-        out.storeLE(payloadCRC, at: offset + 32)
-        let crc = out.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[offset..<offset + 36])) }
-        out.storeLE(crc, at: offset + 36)
+    private static func parseCompact(_ bytes: UnsafeRawBufferPointer, segmentBase: UInt64) -> Result<BlockHeader, Invalid> {
+        guard bytes.count >= Format.compactBlockHeaderSize else { return .failure(.badField("short header")) }
+        let check = loadLE(bytes, 18, as: UInt16.self)
+        let computed = UInt16(truncatingIfNeeded: CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<18])))
+        guard check == computed else { return .failure(.badChecksum) }
+        let delta = UInt64(loadLE(bytes, 4, as: UInt32.self))
+        let count = UInt32(bytes[3])
+        guard segmentBase <= UInt64.max - delta - UInt64(count) else { return .failure(.badField("first seq overflows")) }
+        let header = BlockHeader(
+            codec: bytes[2] & 0x0F, flags: bytes[2] >> 4,
+            firstSeq: segmentBase + delta,
+            recordCount: count,
+            storedLength: UInt32(loadLE(bytes, 8, as: UInt16.self)),
+            rawLength: UInt32(loadLE(bytes, 10, as: UInt16.self)),
+            dictionaryID: UInt32(loadLE(bytes, 12, as: UInt16.self)),
+            payloadCRC: loadLE(bytes, 14, as: UInt32.self),
+            form: .compact)
+        return header.validated()
+    }
+
+    /// The bounds both forms share.
+    private func validated() -> Result<BlockHeader, Invalid> {
+        guard codec == Format.codecNone || codec == Format.codecZstd else {
+            return .failure(.badField("unknown codec \(codec)"))
+        }
+        guard flags & ~Format.flagEncrypted == 0 else { return .failure(.badField("unsupported flags \(flags)")) }
+        if codec == Format.codecNone, dictionaryID != 0 {
+            return .failure(.badField("dictionary \(dictionaryID) on an uncompressed block"))
+        }
+        guard recordCount > 0, Int(recordCount) <= Format.maxRecordsPerBlock else {
+            return .failure(.badField("record count \(recordCount)"))
+        }
+        guard Int(rawLength) <= Format.maxRawLength, Int(rawLength) >= 2 * Int(recordCount) else {
+            return .failure(.badField("raw length \(rawLength)"))
+        }
+        let overhead = isEncrypted ? UInt32(Format.encryptionOverhead) : 0
+        guard Int(storedLength) <= Format.maxStoredLength, storedLength > overhead else {
+            return .failure(.badField("stored length \(storedLength)"))
+        }
+        if codec == Format.codecNone, storedLength != rawLength + overhead {
+            return .failure(.badField("stored length differs from raw length for an uncompressed block"))
+        }
+        return .success(self)
+    }
+
+    /// Whether these fields fit the compact form in a segment based at `segmentBase`
+    /// (`storedLength` may still grow by the encryption overhead, which is allowed for).
+    static func fitsCompact(firstSeq: UInt64, segmentBase: UInt64, count: Int, rawLength: Int, dictionaryID: UInt32) -> Bool {
+        firstSeq >= segmentBase && firstSeq - segmentBase <= UInt64(UInt32.max)
+            && count <= Int(UInt8.max) && rawLength + Format.encryptionOverhead <= Int(UInt16.max)
+            && dictionaryID <= UInt32(UInt16.max)
+    }
+
+    /// Writes this header's encoding (`headerSize` bytes, with its check) over
+    /// `out[offset..<offset + headerSize]` (which must exist): the encoder reserves the room
+    /// and fills it in place, without a buffer. A compact header needs its segment's base seq.
+    func store(into out: inout [UInt8], at offset: Int, segmentBase: UInt64 = 0) {
+        switch form {
+        case .full:
+            for i in 0..<4 { out[offset + i] = Format.blockMagic[i] }
+            out[offset + 4] = codec
+            out[offset + 5] = flags
+            out.storeLE(UInt16(0), at: offset + 6)
+            out.storeLE(firstSeq, at: offset + 8)
+            out.storeLE(recordCount, at: offset + 16)
+            out.storeLE(storedLength, at: offset + 20)
+            out.storeLE(rawLength, at: offset + 24)
+            out.storeLE(dictionaryID, at: offset + 28)
+            out.storeLE(payloadCRC, at: offset + 32)
+            let crc = out.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[offset..<offset + 36])) }
+            out.storeLE(crc, at: offset + 36)
+        case .compact:
+            out[offset] = Format.compactBlockMagic[0]
+            out[offset + 1] = Format.compactBlockMagic[1]
+            out[offset + 2] = codec | flags << 4
+            out[offset + 3] = UInt8(recordCount)
+            out.storeLE(UInt32(firstSeq - segmentBase), at: offset + 4)
+            out.storeLE(UInt16(storedLength), at: offset + 8)
+            out.storeLE(UInt16(rawLength), at: offset + 10)
+            out.storeLE(UInt16(dictionaryID), at: offset + 12)
+            out.storeLE(payloadCRC, at: offset + 14)
+            let crc = out.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[offset..<offset + 18])) }
+            out.storeLE(UInt16(truncatingIfNeeded: crc), at: offset + 18)
+        }
     }
 }
 
@@ -123,11 +184,13 @@ struct PendingBlock {
 }
 
 /// Decodes a verified records area into records, checking every length against the bounds.
-func decodeRecords(_ raw: UnsafeRawBufferPointer, header: BlockHeader) -> [Record]? {
+/// `timestampBase` is what the first record's timestamp delta is added to: 0 in a full block,
+/// the segment's created ms in a compact one (see `SegmentReader.timestampBase(for:)`).
+func decodeRecords(_ raw: UnsafeRawBufferPointer, header: BlockHeader, timestampBase: Int64) -> [Record]? {
     var reader = ByteReader(raw)
     var records = [Record]()
     records.reserveCapacity(Int(header.recordCount))
-    var timestamp: Int64 = 0
+    var timestamp = timestampBase
     for index in 0..<UInt64(header.recordCount) {
         guard let length = reader.readVarint(), length <= UInt64(reader.remaining),
               let delta = reader.readVarint(),
@@ -138,45 +201,80 @@ func decodeRecords(_ raw: UnsafeRawBufferPointer, header: BlockHeader) -> [Recor
     return reader.remaining == 0 ? records : nil
 }
 
+/// Where a block is being written: what a compact header is relative to.
+struct SegmentContext: Equatable {
+    var baseSeq: UInt64
+    var createdMillis: Int64
+}
+
 /// Seals pending blocks into their stored form: compress (zstd, one frame per block, with the
 /// current dictionary if any), encrypt (if a key is set), checksum, header. Owns a reusable
-/// compression context. Not thread-safe: the writer thread's.
+/// compression context and scratch buffer. Not thread-safe: the writer thread's.
 final class BlockEncoder {
     private let compressor: ZstdCompressor
     /// The dictionary new blocks are compressed with; nil for none. Set between blocks.
     var dictionary: ZstdDictionary?
     /// The key new blocks are encrypted with; nil to write them in the clear.
     var sealer: BlockSealer?
+    /// A compact block's records area, its first timestamp rebased on the segment's.
+    private var rebased: [UInt8] = []
+    /// Whether blocks whose fields fit get the compact header. Off only to rebuild the
+    /// version-1 golden files, which hold full headers alone.
+    var compactHeaders = true
 
     init(level: Int32) { compressor = ZstdCompressor(level: level) }
 
     /// Appends the stored block for `block` (header then payload) to `out` and returns its header.
-    /// A block that zstd does not make smaller is stored uncompressed (codec 0, no dictionary).
+    ///
+    /// A block whose fields fit gets the compact header (FORMAT.md §3.2): its first timestamp
+    /// is rebased on the segment's created ms and a zstd frame loses its magic number. A block
+    /// that zstd does not make smaller is stored uncompressed (codec 0, no dictionary).
     @discardableResult
-    func encode(_ block: PendingBlock, into out: inout [UInt8]) throws -> BlockHeader {
+    func encode(_ block: PendingBlock, in segment: SegmentContext, into out: inout [UInt8]) throws -> BlockHeader {
+        var form = BlockHeader.Form.full
+        if compactHeaders, BlockHeader.fitsCompact(firstSeq: block.firstSeq, segmentBase: segment.baseSeq, count: block.count,
+                                   rawLength: block.raw.count, dictionaryID: dictionary?.id ?? 0),
+           rebaseFirstTimestamp(block.raw, on: segment.createdMillis) {
+            form = .compact
+        }
+        return try form == .compact
+            ? rebased.withUnsafeBytes { try encode(block, raw: $0, form: form, segment: segment, into: &out) }
+            : block.raw.withUnsafeBytes { try encode(block, raw: $0, form: form, segment: segment, into: &out) }
+    }
+
+    private func encode(_ block: PendingBlock, raw: UnsafeRawBufferPointer, form: BlockHeader.Form,
+                        segment: SegmentContext, into out: inout [UInt8]) throws -> BlockHeader {
         let headerStart = out.count
-        let payloadStart = headerStart + Format.blockHeaderSize
-        let bound = ZstdCompressor.bound(block.raw.count)
-        out.append(contentsOf: repeatElement(0, count: Format.blockHeaderSize + bound))
-        let compressedSize = try block.raw.withUnsafeBytes { source in
-            try out.withUnsafeMutableBytes { destination in
-                try compressor.compress(source, into: UnsafeMutableRawBufferPointer(rebasing: destination[payloadStart..<payloadStart + bound]),
-                                        dictionary: dictionary)
-            }
+        let headerSize = form == .full ? Format.blockHeaderSize : Format.compactBlockHeaderSize
+        let payloadStart = headerStart + headerSize
+        let bound = ZstdCompressor.bound(raw.count)
+        out.append(contentsOf: repeatElement(0, count: headerSize + bound))
+        var compressedSize = try out.withUnsafeMutableBytes { destination in
+            try compressor.compress(raw, into: UnsafeMutableRawBufferPointer(rebasing: destination[payloadStart..<payloadStart + bound]),
+                                    dictionary: dictionary, contentSize: form == .full)
+        }
+        if form == .compact {
+            assert(out[payloadStart..<payloadStart + 4].elementsEqual(Format.zstdFrameMagic))
+            // Every frame starts with the same 4 bytes: a compact block does not store them.
+            out.removeSubrange(payloadStart..<payloadStart + Format.zstdFrameMagic.count)
+            compressedSize -= Format.zstdFrameMagic.count
         }
         var codec = Format.codecZstd
         var dictionaryID = dictionary?.id ?? 0
         var storedSize = compressedSize
-        if compressedSize >= block.raw.count {
+        if compressedSize >= raw.count {
             codec = Format.codecNone
             dictionaryID = 0
-            storedSize = block.raw.count
-            out.replaceSubrange(payloadStart..<payloadStart + storedSize, with: block.raw)
+            storedSize = raw.count
+            out.withUnsafeMutableBytes { destination in
+                UnsafeMutableRawBufferPointer(rebasing: destination[payloadStart..<payloadStart + storedSize]).copyMemory(from: raw)
+            }
         }
         out.removeLast(out.count - payloadStart - storedSize)
         var header = BlockHeader(
             codec: codec, flags: 0, firstSeq: block.firstSeq, recordCount: UInt32(block.count),
-            storedLength: UInt32(storedSize), rawLength: UInt32(block.raw.count), dictionaryID: dictionaryID, payloadCRC: 0)
+            storedLength: UInt32(storedSize), rawLength: UInt32(raw.count), dictionaryID: dictionaryID, payloadCRC: 0,
+            form: form)
         if let sealer {
             header.flags |= Format.flagEncrypted
             try sealer.seal(&out, payloadFrom: payloadStart, header: header)
@@ -184,7 +282,23 @@ final class BlockEncoder {
             header.storedLength = UInt32(storedSize)
         }
         header.payloadCRC = out.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[payloadStart..<payloadStart + storedSize])) }
-        header.store(into: &out, at: headerStart)
+        header.store(into: &out, at: headerStart, segmentBase: segment.baseSeq)
         return header
+    }
+
+    /// Fills `rebased` with `raw` whose first record's timestamp delta is from `base` instead
+    /// of 0 (a few bytes instead of six, in blocks of one record). False if `raw` does not parse
+    /// (it always does: the log framed it) or the result would not fit a compact header.
+    private func rebaseFirstTimestamp(_ raw: [UInt8], on base: Int64) -> Bool {
+        raw.withUnsafeBytes { bytes in
+            var reader = ByteReader(bytes)
+            guard let length = reader.readVarint(), let delta = reader.readVarint() else { return false }
+            let rest = bytes.count - reader.remaining
+            rebased.removeAll(keepingCapacity: true)
+            rebased.appendVarint(length)
+            rebased.appendVarint(zigzag(unzigzag(delta) &- base))
+            rebased.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[rest...]))
+            return rebased.count + Format.encryptionOverhead <= Int(UInt16.max)
+        }
     }
 }

@@ -17,7 +17,8 @@ enum Format {
 
     /// "SPOOLSEG"
     static let segmentMagic: [UInt8] = Array("SPOOLSEG".utf8)
-    static let segmentVersion: UInt16 = 1
+    /// The newest segment version (2: compact block headers may appear). Readers accept 1 and 2.
+    static let segmentVersion: UInt16 = 2
     static let segmentHeaderSize = 64
     // 0: magic[8] | 8: version u16 | 10: header size u16 | 12: reserved u32 (0)
     // 16: base seq u64 | 24: created ms i64 | 32: log id [16] | 48: reserved [12] (0)
@@ -32,6 +33,20 @@ enum Format {
     // 8: first seq u64 | 16: record count u32 | 20: stored length u32
     // 24: raw length u32 | 28: dictionary id u32 | 32: payload CRC-32C u32
     // 36: header CRC-32C of bytes 0..<36
+
+    // MARK: Compact block header (20 bytes), for blocks whose fields fit (FORMAT.md §3.2)
+
+    /// "Sc"
+    static let compactBlockMagic: [UInt8] = Array("Sc".utf8)
+    static let compactBlockHeaderSize = 20
+    // 0: magic[2] | 2: codec (bits 0-3) and flags (bits 4-7) u8 | 3: record count u8
+    // 4: first seq - segment base seq u32 | 8: stored length u16 | 10: raw length u16
+    // 12: dictionary id u16 | 14: payload CRC-32C u32 | 18: low 16 bits of the CRC-32C of bytes 0..<18
+    // The first record's timestamp is a delta from the segment's created ms, not from 0, and
+    // a zstd payload omits the frame's 4-byte magic number.
+
+    /// The 4 bytes every zstd frame starts with (omitted from compact blocks' payloads).
+    static let zstdFrameMagic: [UInt8] = [0x28, 0xB5, 0x2F, 0xFD]
 
     /// Codec 0: the records area is stored as is.
     static let codecNone: UInt8 = 0

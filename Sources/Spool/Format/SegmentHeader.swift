@@ -3,12 +3,14 @@ struct SegmentHeader: Equatable {
     var baseSeq: UInt64
     var createdMillis: Int64
     var logID: LogID
+    /// 1: full block headers only; 2: compact ones too (FORMAT.md §2). Writers write the newest.
+    var version: UInt16 = Format.segmentVersion
 
     func encoded() -> [UInt8] {
         var out = [UInt8]()
         out.reserveCapacity(Format.segmentHeaderSize)
         out.append(contentsOf: Format.segmentMagic)
-        out.appendLE(Format.segmentVersion)
+        out.appendLE(version)
         out.appendLE(UInt16(Format.segmentHeaderSize))
         out.appendLE(UInt32(0))
         out.appendLE(baseSeq)
@@ -27,13 +29,14 @@ struct SegmentHeader: Equatable {
         let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<60]))
         guard crc == loadLE(bytes, 60, as: UInt32.self) else { return .failure(.badChecksum) }
         let version = loadLE(bytes, 8, as: UInt16.self)
-        guard version == Format.segmentVersion, loadLE(bytes, 10, as: UInt16.self) == UInt16(Format.segmentHeaderSize) else {
+        guard (1...Format.segmentVersion).contains(version), loadLE(bytes, 10, as: UInt16.self) == UInt16(Format.segmentHeaderSize) else {
             return .failure(.unsupportedVersion(version))
         }
         return .success(SegmentHeader(
             baseSeq: loadLE(bytes, 16, as: UInt64.self),
             createdMillis: loadLE(bytes, 24, as: Int64.self),
-            logID: LogID(bytes: Array(bytes[32..<48]))))
+            logID: LogID(bytes: Array(bytes[32..<48])),
+            version: version))
     }
 }
 

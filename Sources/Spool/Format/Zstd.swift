@@ -1,33 +1,28 @@
 import CZstd
 
 /// A reusable zstd compression context. Not thread-safe: one owner (the writer thread).
+///
+/// Every frame is made with `ZSTD_compress2` and the context's sticky parameters: the level,
+/// no checksum (the block's CRC-32C covers the payload), no dictionary id (the block header
+/// names the dictionary), and the content size unless the caller leaves it out.
 final class ZstdCompressor {
     private let context: OpaquePointer
     let level: Int32
+    /// The dictionary the context references (kept alive while referenced); nil for none.
+    private var referenced: ZstdDictionary?
+    private var contentSize = true
 
     init(level: Int32) {
         guard let context = ZSTD_createCCtx() else { fatalError("ZSTD_createCCtx failed: out of memory") }
         self.context = context
         self.level = level
+        for (parameter, value) in [(ZSTD_c_compressionLevel, level), (ZSTD_c_checksumFlag, 0), (ZSTD_c_dictIDFlag, 0), (ZSTD_c_contentSizeFlag, 1)] {
+            let result = ZSTD_CCtx_setParameter(context, parameter, value)
+            precondition(ZSTD_isError(result) == 0, "zstd refused parameter \(parameter.rawValue) = \(value)")
+        }
     }
 
     deinit { ZSTD_freeCCtx(context) }
-
-    /// The dictionary the context references for `ZSTD_compress2` (kept alive while referenced).
-    private var referenced: ZstdDictionary?
-
-    /// Points the context's sticky parameters at `dictionary`: no dictionary id, no checksum,
-    /// the content size in the frame header. Done once per dictionary, not per block.
-    private func reference(_ dictionary: ZstdDictionary) throws {
-        ZSTD_CCtx_reset(context, ZSTD_reset_session_and_parameters)
-        for (parameter, value) in [(ZSTD_c_dictIDFlag, Int32(0)), (ZSTD_c_checksumFlag, 0), (ZSTD_c_contentSizeFlag, 1)] {
-            let result = ZSTD_CCtx_setParameter(context, parameter, value)
-            if ZSTD_isError(result) != 0 { throw SpoolError(.io, "zstd: \(String(cString: ZSTD_getErrorName(result)))") }
-        }
-        let result = ZSTD_CCtx_refCDict(context, dictionary.compression)
-        if ZSTD_isError(result) != 0 { throw SpoolError(.io, "zstd: \(String(cString: ZSTD_getErrorName(result)))") }
-        referenced = dictionary
-    }
 
     /// The most bytes compressing `count` bytes can produce.
     static func bound(_ count: Int) -> Int { ZSTD_compressBound(count) }
@@ -35,21 +30,28 @@ final class ZstdCompressor {
     /// Compresses `source` into `destination` (which must hold `bound(source.count)` bytes)
     /// as one zstd frame and returns the compressed size. With a dictionary, the frame is made
     /// with its digested form (the level is the dictionary's) and names no dictionary id: the
-    /// block header does (FORMAT.md §3).
+    /// block header does (FORMAT.md §3). Without `contentSize`, the frame header leaves the
+    /// content size out (the block header has it): a byte less for a compact block.
     func compress(_ source: UnsafeRawBufferPointer, into destination: UnsafeMutableRawBufferPointer,
-                  dictionary: ZstdDictionary? = nil) throws -> Int {
-        let result: Int
-        if let dictionary {
-            if referenced !== dictionary { try reference(dictionary) }
-            result = ZSTD_compress2(context, destination.baseAddress, destination.count, source.baseAddress, source.count)
-        } else {
-            result = ZSTD_compressCCtx(context, destination.baseAddress, destination.count,
-                                       source.baseAddress, source.count, level)
+                  dictionary: ZstdDictionary? = nil, contentSize: Bool = true) throws -> Int {
+        if referenced !== dictionary {
+            // A nil dictionary returns the context to no-dictionary mode.
+            try check(ZSTD_CCtx_refCDict(context, dictionary?.compression))
+            referenced = dictionary
         }
+        if self.contentSize != contentSize {
+            try check(ZSTD_CCtx_setParameter(context, ZSTD_c_contentSizeFlag, contentSize ? 1 : 0))
+            self.contentSize = contentSize
+        }
+        let result = ZSTD_compress2(context, destination.baseAddress, destination.count, source.baseAddress, source.count)
+        try check(result)
+        return result
+    }
+
+    private func check(_ result: Int) throws {
         if ZSTD_isError(result) != 0 {
             throw SpoolError(.io, "zstd compression failed: \(String(cString: ZSTD_getErrorName(result)))")
         }
-        return result
     }
 }
 
@@ -65,12 +67,14 @@ final class ZstdDecompressor {
     deinit { ZSTD_freeDCtx(context) }
 
     /// Decompresses one frame into exactly `destination.count` bytes; returns false when the
-    /// frame is invalid or does not decode to exactly that many bytes.
+    /// frame is invalid or does not decode to exactly that many bytes. A frame that declares
+    /// its content size must declare that many; one that does not (compact blocks' frames)
+    /// is decoded into the buffer, which zstd never writes past.
     func decompress(_ source: UnsafeRawBufferPointer, into destination: UnsafeMutableRawBufferPointer,
                     dictionary: ZstdDictionary? = nil) -> Bool {
         let declared = ZSTD_getFrameContentSize(source.baseAddress, source.count)
-        // ZSTD_CONTENTSIZE_UNKNOWN / _ERROR are the two largest UInt64 values.
-        guard declared == UInt64(destination.count) else { return false }
+        // ZSTD_CONTENTSIZE_UNKNOWN is the largest UInt64 value, _ERROR the next.
+        guard declared == UInt64(destination.count) || declared == UInt64.max else { return false }
         let result = if let dictionary {
             ZSTD_decompress_usingDDict(context, destination.baseAddress, destination.count,
                                        source.baseAddress, source.count, dictionary.decompression)

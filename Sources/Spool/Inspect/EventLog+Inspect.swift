@@ -68,9 +68,7 @@ extension EventLog {
             var summary = SegmentSummary(name: segment.name, baseSeq: segment.baseSeq, bytes: segment.size, blocks: 0, records: 0, rawBytes: 0)
             if let reader = try? SegmentReader(path: directory + "/" + segment.name, baseSeq: segment.baseSeq, limit: segment.size) {
                 var offset = Int64(Format.segmentHeaderSize)
-                while offset + Int64(Format.blockHeaderSize) <= segment.size {
-                    let bytes = try reader.file.read(count: Format.blockHeaderSize, at: offset)
-                    guard case .success(let header) = bytes.withUnsafeBytes({ BlockHeader.parse($0) }) else { break }
+                while let header = try reader.readHeader(at: offset) {
                     summary.blocks += 1
                     summary.records += UInt64(header.recordCount)
                     summary.rawBytes += Int64(header.rawLength)

@@ -110,7 +110,8 @@ final class LogCursor {
             }
             // Throws for a missing dictionary or key, staying on this block (see BlockDecoder).
             let records: [Record]
-            switch try decoder.decode(header, payload: reader.payload, location: "\(info.name) offset \(offset)") {
+            switch try decoder.decode(header, payload: reader.payload, timestampBase: reader.timestampBase(for: header),
+                                      location: "\(info.name) offset \(offset)") {
             case .records(let decodedRecords):
                 records = decodedRecords
             case .corrupt(let why):

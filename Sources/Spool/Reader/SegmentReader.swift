@@ -11,6 +11,9 @@ final class SegmentReader {
     /// The payload of the last block read (stored form, checksum verified).
     private(set) var payload: [UInt8] = []
     private var headerBuffer = [UInt8](repeating: 0, count: Format.blockHeaderSize)
+    /// The segment header's created ms, once ``checkHeader(logID:)`` passed (compact blocks'
+    /// first timestamps are relative to it).
+    private(set) var createdMillis: Int64 = 0
 
     init(path: String, baseSeq: UInt64, limit: Int64) throws {
         file = try FileIO.open(path, .readOnly)
@@ -43,21 +46,44 @@ final class SegmentReader {
         case .success(let header):
             if header.baseSeq != baseSeq { return "the header's base seq \(header.baseSeq) does not match the file name" }
             if let logID, header.logID != logID { return "the segment belongs to another log (\(header.logID))" }
+            createdMillis = header.createdMillis
             return nil
         }
     }
 
+    /// What the first record's timestamp delta of a block with `header` is from.
+    func timestampBase(for header: BlockHeader) -> Int64 { header.form == .compact ? createdMillis : 0 }
+
+    /// Reads and parses the block header at `offset` (either form): nil when too few bytes
+    /// remain before `limit` for the header its first bytes announce.
+    private func parseHeader(at offset: Int64) throws -> Result<BlockHeader, BlockHeader.Invalid>? {
+        let available = Int(min(Int64(Format.blockHeaderSize), limit - offset))
+        guard available >= Format.compactBlockHeaderSize else { return nil }
+        let n = try headerBuffer.withUnsafeMutableBytes {
+            try file.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<available]), at: offset)
+        }
+        guard n == available else { return nil }
+        let compact = headerBuffer[0] == Format.compactBlockMagic[0] && headerBuffer[1] == Format.compactBlockMagic[1]
+        guard compact || n == Format.blockHeaderSize else { return nil }
+        return headerBuffer.withUnsafeBytes { BlockHeader.parse(UnsafeRawBufferPointer(rebasing: $0[0..<n]), segmentBase: baseSeq) }
+    }
+
+    /// The header of the block at `offset`, without reading its payload (for walks over a
+    /// segment's headers); nil when it is cut short or invalid.
+    func readHeader(at offset: Int64) throws -> BlockHeader? {
+        guard case .success(let header) = try parseHeader(at: offset),
+              offset + Int64(header.totalSize) <= limit else { return nil }
+        return header
+    }
+
     /// Reads and verifies the block at `offset`.
     func readBlock(at offset: Int64) throws -> BlockRead {
-        guard offset + Int64(Format.blockHeaderSize) <= limit else { return .truncated }
-        let n = try headerBuffer.withUnsafeMutableBytes { try file.read(into: $0, at: offset) }
-        guard n == Format.blockHeaderSize else { return .truncated }
-        let parsed = headerBuffer.withUnsafeBytes { BlockHeader.parse($0) }
+        guard let parsed = try parseHeader(at: offset) else { return .truncated }
         guard case .success(let header) = parsed else {
             if case .failure(let invalid) = parsed { return .corrupt("block header at offset \(offset): \(invalid)") }
             return .corrupt("block header at offset \(offset)")
         }
-        let payloadOffset = offset + Int64(Format.blockHeaderSize)
+        let payloadOffset = offset + Int64(header.headerSize)
         guard payloadOffset + Int64(header.storedLength) <= limit else { return .truncated }
         let length = Int(header.storedLength)
         if payload.count != length {
@@ -77,20 +103,22 @@ final class SegmentReader {
         return .valid(header)
     }
 
-    /// Finds the next valid block strictly after `offset`, scanning for the block magic.
+    /// Finds the next valid block strictly after `offset`, scanning for either block magic.
     /// Reads the rest of the segment at most once in 1 MiB chunks: bounded by `limit`.
     func resync(after offset: Int64) throws -> (offset: Int64, header: BlockHeader)? {
         let chunkSize = 1 << 20
         var start = offset + 1
         var chunk = [UInt8](repeating: 0, count: chunkSize + Format.blockMagic.count)
-        while start + Int64(Format.blockHeaderSize) <= limit {
+        while start + Int64(Format.compactBlockHeaderSize) <= limit {
             let want = Int(min(Int64(chunk.count), limit - start))
             let n = try chunk.withUnsafeMutableBytes { try file.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: start) }
             guard n >= Format.blockMagic.count else { return nil }
             var i = 0
             while i + Format.blockMagic.count <= n {
-                if chunk[i] == Format.blockMagic[0] && chunk[i + 1] == Format.blockMagic[1]
-                    && chunk[i + 2] == Format.blockMagic[2] && chunk[i + 3] == Format.blockMagic[3] {
+                let full = chunk[i] == Format.blockMagic[0] && chunk[i + 1] == Format.blockMagic[1]
+                    && chunk[i + 2] == Format.blockMagic[2] && chunk[i + 3] == Format.blockMagic[3]
+                let compact = chunk[i] == Format.compactBlockMagic[0] && chunk[i + 1] == Format.compactBlockMagic[1]
+                if full || compact {
                     let candidate = start + Int64(i)
                     if case .valid(let header) = try readBlock(at: candidate) {
                         return (candidate, header)

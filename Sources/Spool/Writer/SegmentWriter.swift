@@ -12,6 +12,8 @@ final class SegmentWriter {
     /// The seq the next block in the active segment must start with.
     private(set) var activeEndSeq: UInt64 = 0
     private var activeOpenedAt: UInt64 = 0
+    /// The active segment's header's created ms (compact block headers are relative to it).
+    private var activeCreatedMillis: Int64 = 0
     private var activeHasBlocks = false
     /// Encoded blocks waiting for one `write` call.
     private var out: [UInt8] = []
@@ -36,7 +38,15 @@ final class SegmentWriter {
             replacedEmptySegment = active.baseSeq
             try createSegment(baseSeq: nextSeq)
         } else if let active {
-            self.active = try FileIO.open(directory + "/" + active.name, .readWrite)
+            let file = try FileIO.open(directory + "/" + active.name, .readWrite)
+            // Recovery checked (or rewrote) this header before the writer was made.
+            let header = try file.read(count: Format.segmentHeaderSize, at: 0)
+            guard case .success(let parsed) = header.withUnsafeBytes({ SegmentHeader.parse($0) }) else {
+                file.close()
+                throw SpoolError(.corrupt, "the active segment's header is damaged", path: file.path)
+            }
+            self.active = file
+            activeCreatedMillis = parsed.createdMillis
             activeBase = active.baseSeq
             activeSize = active.size
             self.activeEndSeq = activeEndSeq
@@ -85,7 +95,7 @@ final class SegmentWriter {
                     outcome.sealed.append(try roll(toBase: block.firstSeq))
                     outcome.fsyncs += 1
                 }
-                let header = try encoder.encode(block, into: &out)
+                let header = try encoder.encode(block, in: SegmentContext(baseSeq: activeBase, createdMillis: activeCreatedMillis), into: &out)
                 codec.didEncode(block, header: header, segment: activeBase)
                 encodedInOut += 1
                 storedInOut += header.totalSize
@@ -169,7 +179,8 @@ final class SegmentWriter {
         let path = directory + "/" + Format.segmentName(baseSeq)
         try DirectoryIO.remove(path)  // a leftover of an earlier failed attempt holds no acknowledged record
         let file = try FileIO.open(path, .createNew(permissions: configuration.fileMode))
-        let header = SegmentHeader(baseSeq: baseSeq, createdMillis: wallClockMillis(), logID: logID).encoded()
+        let created = wallClockMillis()
+        let header = SegmentHeader(baseSeq: baseSeq, createdMillis: created, logID: logID).encoded()
         do {
             try file.write(header, at: 0)
             try DirectoryIO.sync(directory)
@@ -179,6 +190,7 @@ final class SegmentWriter {
             throw error
         }
         active = file
+        activeCreatedMillis = created
         activeBase = baseSeq
         activeSize = Int64(header.count)
         activeEndSeq = baseSeq
