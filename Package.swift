@@ -88,7 +88,7 @@ let package = Package(
         .testTarget(name: "SpoolCollectorTests", dependencies: ["Spool", "SpoolCollector", "CZstd", "CZlib"]),
         // A fuzz target for the segment and offset-file readers; without libFuzzer it replays
         // inputs given as arguments (README, "Crash testing").
-        .executableTarget(name: "SpoolFuzz", dependencies: ["Spool"]),
+        .executableTarget(name: "SpoolFuzz", dependencies: ["Spool", "CISAL"]),
         // Tests that run the `spool` binary as real child processes (crash tests, CLI).
         .testTarget(name: "SpoolCLITests", dependencies: ["Spool"]),
     ]

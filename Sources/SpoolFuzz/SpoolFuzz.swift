@@ -1,3 +1,4 @@
+import CISAL
 import Foundation
 import Spool
 
@@ -71,17 +72,26 @@ func fuzzOne(_ input: [UInt8], directory: String) -> String {
 
 /// A valid 64-byte segment header (log id all zeros).
 func segmentHeader(base: UInt64) -> [UInt8] {
-    var header = Array("SPOOLSEG".utf8) + [1, 0, 64, 0, 0, 0, 0, 0]
+    var header = Array("SPOOLSEG".utf8) + [2, 0, 64, 0, 0, 0, 0, 0]
     header += (0..<8).map { UInt8(truncatingIfNeeded: base >> (8 * UInt64($0))) }
-    header += [UInt8](repeating: 0, count: 44)
+    header += [UInt8](repeating: 0, count: 36)  // created ms, log id, reserved
     return header + littleEndian(crc32c(header))
 }
 
-/// Walks `bytes` as back-to-back blocks and rewrites each one's payload CRC and header CRC.
+/// Walks `bytes` as back-to-back blocks, full (40-byte header) or compact (20-byte header,
+/// magic "Sc"), and rewrites each one's payload CRC and header check.
 func fixingChecksums(_ bytes: [UInt8]) -> [UInt8] {
     var out = bytes
     var offset = 0
-    while offset + 40 <= out.count {
+    while offset + 20 <= out.count {
+        if out[offset] == UInt8(ascii: "S"), out[offset + 1] == UInt8(ascii: "c") {
+            let end = min(out.count, offset + 20 + (Int(out[offset + 8]) | Int(out[offset + 9]) << 8))
+            out.replaceSubrange(offset + 14..<offset + 18, with: littleEndian(crc32c(Array(out[offset + 20..<end]))))
+            out.replaceSubrange(offset + 18..<offset + 20, with: littleEndian(crc32c(Array(out[offset..<offset + 18]))).prefix(2))
+            offset = end
+            continue
+        }
+        guard offset + 40 <= out.count else { break }
         let stored = Int(out[offset + 20]) | Int(out[offset + 21]) << 8 | Int(out[offset + 22]) << 16 | Int(out[offset + 23]) << 24
         let end = min(out.count, offset + 40 + stored)
         out.replaceSubrange(offset + 32..<offset + 36, with: littleEndian(crc32c(Array(out[offset + 40..<end]))))
@@ -91,14 +101,11 @@ func fixingChecksums(_ bytes: [UInt8]) -> [UInt8] {
     return out
 }
 
-/// CRC-32C (Castagnoli), bitwise: small inputs only.
+/// CRC-32C (Castagnoli) by ISA-L, as Spool computes it (`~crc32_iscsi(data, ~0)`).
 func crc32c(_ bytes: [UInt8]) -> UInt32 {
-    var crc: UInt32 = 0xFFFF_FFFF
-    for byte in bytes {
-        crc ^= UInt32(byte)
-        for _ in 0..<8 { crc = (crc >> 1) ^ (0x82F6_3B78 & (0 &- (crc & 1))) }
-    }
-    return ~crc
+    var bytes = bytes
+    guard !bytes.isEmpty else { return 0 }
+    return ~bytes.withUnsafeMutableBufferPointer { crc32_iscsi($0.baseAddress, Int32($0.count), ~0) }
 }
 
 func littleEndian(_ value: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * UInt32($0))) } }

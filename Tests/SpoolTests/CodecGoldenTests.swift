@@ -18,7 +18,6 @@ import Testing
     static func build() throws -> (segment: [UInt8], dictionary: [UInt8]) {
         var bytes = SegmentHeader(baseSeq: 0, createdMillis: timestamp, logID: logID, version: 1).encoded()
         let encoder = BlockEncoder(level: 1)
-        encoder.compactHeaders = false  // version 1: full headers only
         encoder.dictionary = try ZstdDictionary(id: 1, bytes: dictionary, level: 1)
         for (index, text) in texts.enumerated() {
             var block = PendingBlock()
@@ -29,7 +28,7 @@ import Testing
                 sealer.makeNonce = { try! ChaChaPoly.Nonce(data: nonce) }
                 encoder.sealer = sealer
             }
-            try encoder.encode(block, in: SegmentContext(baseSeq: 0, createdMillis: timestamp), into: &bytes)
+            try encoder.encode(block, in: SegmentContext(baseSeq: 0, createdMillis: timestamp, version: 1), into: &bytes)
         }
         return (bytes, DictionaryFile.encoded(id: 1, bytes: dictionary))
     }

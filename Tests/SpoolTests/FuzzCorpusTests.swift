@@ -10,11 +10,20 @@ import Testing
 @Suite struct FuzzCorpusTests {
     static let corpus = Bundle.module.path(forResource: "FuzzCorpus", ofType: nil)!
 
-    /// Rewrites the two CRCs of every block in `bytes`, walking them by their stored lengths.
+    /// Rewrites the checksums of every block in `bytes` (either header form), walking them by their stored lengths.
     func fixingChecksums(_ bytes: [UInt8]) -> [UInt8] {
         var out = bytes
         var offset = 0
-        while offset + Format.blockHeaderSize <= out.count {
+        while offset + Format.compactBlockHeaderSize <= out.count {
+            if out[offset] == Format.compactBlockMagic[0], out[offset + 1] == Format.compactBlockMagic[1] {
+                let stored = Int(out.withUnsafeBytes { loadLE($0, offset + 8, as: UInt16.self) })
+                let end = min(out.count, offset + Format.compactBlockHeaderSize + stored)
+                out.storeLE(CRC32C.checksum(Array(out[offset + Format.compactBlockHeaderSize..<end])), at: offset + 14)
+                out.storeLE(UInt16(truncatingIfNeeded: CRC32C.checksum(Array(out[offset..<offset + 18]))), at: offset + 18)
+                offset = end
+                continue
+            }
+            guard offset + Format.blockHeaderSize <= out.count else { break }
             let stored = Int(out.withUnsafeBytes { loadLE($0, offset + 20, as: UInt32.self) })
             let end = min(out.count, offset + Format.blockHeaderSize + stored)
             out.storeLE(CRC32C.checksum(Array(out[offset + Format.blockHeaderSize..<end])), at: offset + 32)

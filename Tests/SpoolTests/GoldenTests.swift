@@ -22,8 +22,7 @@ import Testing
             Array(text.utf8).withUnsafeBytes { first.add($0, timestamp: timestamp) }
         }
         let encoder = BlockEncoder(level: 1)
-        encoder.compactHeaders = false  // version 1: full headers only
-        let segment = SegmentContext(baseSeq: 0, createdMillis: 1_767_225_600_000)
+        let segment = SegmentContext(baseSeq: 0, createdMillis: 1_767_225_600_000, version: 1)
         try encoder.encode(first, in: segment, into: &bytes)
         var second = PendingBlock()
         second.reset(firstSeq: 3)

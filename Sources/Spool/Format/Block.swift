@@ -201,10 +201,12 @@ func decodeRecords(_ raw: UnsafeRawBufferPointer, header: BlockHeader, timestamp
     return reader.remaining == 0 ? records : nil
 }
 
-/// Where a block is being written: what a compact header is relative to.
+/// Where a block is being written: what a compact header is relative to, and whether the
+/// segment may hold one (version 1 segments hold full headers only).
 struct SegmentContext: Equatable {
     var baseSeq: UInt64
     var createdMillis: Int64
+    var version: UInt16 = Format.segmentVersion
 }
 
 /// Seals pending blocks into their stored form: compress (zstd, one frame per block, with the
@@ -218,9 +220,6 @@ final class BlockEncoder {
     var sealer: BlockSealer?
     /// A compact block's records area, its first timestamp rebased on the segment's.
     private var rebased: [UInt8] = []
-    /// Whether blocks whose fields fit get the compact header. Off only to rebuild the
-    /// version-1 golden files, which hold full headers alone.
-    var compactHeaders = true
 
     init(level: Int32) { compressor = ZstdCompressor(level: level) }
 
@@ -232,7 +231,7 @@ final class BlockEncoder {
     @discardableResult
     func encode(_ block: PendingBlock, in segment: SegmentContext, into out: inout [UInt8]) throws -> BlockHeader {
         var form = BlockHeader.Form.full
-        if compactHeaders, BlockHeader.fitsCompact(firstSeq: block.firstSeq, segmentBase: segment.baseSeq, count: block.count,
+        if segment.version >= 2, BlockHeader.fitsCompact(firstSeq: block.firstSeq, segmentBase: segment.baseSeq, count: block.count,
                                    rawLength: block.raw.count, dictionaryID: dictionary?.id ?? 0),
            rebaseFirstTimestamp(block.raw, on: segment.createdMillis) {
             form = .compact

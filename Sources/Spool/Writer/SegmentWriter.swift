@@ -14,6 +14,8 @@ final class SegmentWriter {
     private var activeOpenedAt: UInt64 = 0
     /// The active segment's header's created ms (compact block headers are relative to it).
     private var activeCreatedMillis: Int64 = 0
+    /// The active segment's format version: a version-1 segment reopened gets full headers only.
+    private var activeVersion = Format.segmentVersion
     private var activeHasBlocks = false
     /// Encoded blocks waiting for one `write` call.
     private var out: [UInt8] = []
@@ -47,6 +49,7 @@ final class SegmentWriter {
             }
             self.active = file
             activeCreatedMillis = parsed.createdMillis
+            activeVersion = parsed.version
             activeBase = active.baseSeq
             activeSize = active.size
             self.activeEndSeq = activeEndSeq
@@ -95,7 +98,7 @@ final class SegmentWriter {
                     outcome.sealed.append(try roll(toBase: block.firstSeq))
                     outcome.fsyncs += 1
                 }
-                let header = try encoder.encode(block, in: SegmentContext(baseSeq: activeBase, createdMillis: activeCreatedMillis), into: &out)
+                let header = try encoder.encode(block, in: SegmentContext(baseSeq: activeBase, createdMillis: activeCreatedMillis, version: activeVersion), into: &out)
                 codec.didEncode(block, header: header, segment: activeBase)
                 encodedInOut += 1
                 storedInOut += header.totalSize
@@ -191,6 +194,7 @@ final class SegmentWriter {
         }
         active = file
         activeCreatedMillis = created
+        activeVersion = Format.segmentVersion
         activeBase = baseSeq
         activeSize = Int64(header.count)
         activeEndSeq = baseSeq
