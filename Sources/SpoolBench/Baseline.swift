@@ -17,6 +17,25 @@ public protocol Baseline: Sendable {
     /// then reopens it in `mode` and drains it — take the `batch` oldest, build the JSON
     /// array request body, delete them — until empty, timed.
     func drain(_ mode: BaselineDrain, batch: Int, events: EventSet, count: Int, directory: String) throws -> (run: Run, bytes: Int)
+
+    /// Stores `count` events one per transaction, as a trickling app does, at the setting
+    /// that survives a process kill (Spool's `written`), and returns the bytes on disk they
+    /// added.
+    func trickle(events: EventSet, count: Int, directory: String) throws -> TrickleBytes
+}
+
+/// What trickled events cost a store on disk, per event.
+public struct TrickleBytes: Sendable, Codable {
+    /// Growth of the store's files once it is closed (for SQLite: the database after its WAL
+    /// was checkpointed into it and removed), per event.
+    public var perEvent: Double
+    /// Growth of its files while open (for SQLite: the database and its WAL), per event.
+    public var perEventWhileOpen: Double
+
+    public init(perEvent: Double, perEventWhileOpen: Double) {
+        self.perEvent = perEvent
+        self.perEventWhileOpen = perEventWhileOpen
+    }
 }
 
 /// How a baseline commits appends.

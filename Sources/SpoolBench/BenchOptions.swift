@@ -26,7 +26,12 @@ public struct BenchOptions: Sendable {
     /// The default is 1,024.
     public var pipelineWindow: Int = 1024
 
-    /// Scenario groups to run (`append`, `seal`, `drain`, `sync`, `open`, `memory`, or
+    /// Events trickled one at a time (each acknowledged at `written`) per trickle measurement,
+    /// and how many the dictionary samples before training. The defaults are 10,000 and 4,000.
+    public var trickleEvents = 10_000
+    public var trickleTrainAfter = 4_000
+
+    /// Scenario groups to run (`append`, `seal`, `drain`, `sync`, `open`, `memory`, `trickle`, or
     /// `synced`: only the synced appends of `append`); nil runs them all. For profiling one group. The default is nil.
     public var groups: Set<String>? = nil
 
@@ -46,6 +51,8 @@ public struct BenchOptions: Sendable {
         options.sequentialBytes = 4 << 20
         options.syncedProducers = [1, 16]
         options.pipelineWindow = 256
+        options.trickleEvents = 1_000
+        options.trickleTrainAfter = 500
         return options
     }
 

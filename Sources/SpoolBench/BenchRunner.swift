@@ -48,6 +48,7 @@ public struct BenchRunner: Sendable {
         if options.runs("sync") { rows += try await context.syncRows(drainRows: drains) }
         if options.runs("open") { rows += try await context.openRows() }
         if options.runs("memory") { rows += try await context.memoryRows() }
+        if options.runs("trickle") { rows += try await context.trickleRows() }
 
         let info = RunInfo(
             events: events.count, meanEventBytes: events.meanSize, directory: scratch.root,

@@ -37,3 +37,40 @@ extension Context {
         ]
     }
 }
+
+extension Context {
+    /// Bytes on disk per event when events trickle in one at a time at `written` (one block
+    /// each): Spool with a trained dictionary against Spool without one and against the
+    /// baseline storing the same events one per transaction.
+    func trickleRows() async throws -> [Row] {
+        let events = self.events
+        let count = options.trickleEvents
+        let trainAfter = options.trickleTrainAfter
+        let directory = try scratch.fresh("trickle")
+        let figures = try await blocking { try trickleBytesPerEvent(events: events, count: count, trainAfter: trainAfter, directory: directory) }
+        scratch.remove(directory)
+        progress("  trickle of \(count) events: \(format(figures.noDictionary)) B/event without a dictionary, "
+            + "\(format(figures.trainedDictionary)) with one (trained after \(figures.warmUpEvents) events, \(figures.dictionaryFileBytes) B file)")
+        let scenario = "trickle \(count), written, 1/block"
+        let trained = Figure(figures.trainedDictionary, "B/event", note: "trained dictionary")
+        var rows = [
+            Row(group: "trickle", scenario: scenario, spool: trained,
+                baseline: "Spool, no dictionary", baselineFigure: Figure(figures.noDictionary, "B/event"), percent: true, goal: .atMost(0.25)),
+        ]
+        if let baseline {
+            let base = try scratch.fresh("trickle-baseline")
+            let bytes = try await blocking { try baseline.trickle(events: events, count: count, directory: base) }
+            scratch.remove(base)
+            rows.append(Row(group: "trickle", scenario: scenario, spool: trained,
+                            baseline: "\(baseline.name) NORMAL, 1/txn, closed", baselineFigure: Figure(bytes.perEvent, "B/event"),
+                            percent: true, goal: .atMost(0.20)))
+            rows.append(Row(group: "trickle", scenario: scenario, spool: trained,
+                            baseline: "\(baseline.name) NORMAL, 1/txn, open (db + WAL)", baselineFigure: Figure(bytes.perEventWhileOpen, "B/event"),
+                            percent: true))
+        }
+        rows.append(Row(group: "trickle", scenario: scenario + ", encrypted",
+                        spool: Figure(figures.trainedDictionaryEncrypted, "B/event", note: "trained dictionary"),
+                        baseline: "Spool, trained dictionary, clear", baselineFigure: trained, percent: true))
+        return rows
+    }
+}

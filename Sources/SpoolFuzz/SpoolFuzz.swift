@@ -78,16 +78,16 @@ func segmentHeader(base: UInt64) -> [UInt8] {
     return header + littleEndian(crc32c(header))
 }
 
-/// Walks `bytes` as back-to-back blocks, full (40-byte header) or compact (20-byte header,
-/// magic "Sc"), and rewrites each one's payload CRC and header check.
+/// Walks `bytes` as back-to-back blocks, full (40-byte header) or compact (18-byte header,
+/// magic byte 0xC5), and rewrites each one's payload CRC and header check.
 func fixingChecksums(_ bytes: [UInt8]) -> [UInt8] {
     var out = bytes
     var offset = 0
-    while offset + 20 <= out.count {
-        if out[offset] == UInt8(ascii: "S"), out[offset + 1] == UInt8(ascii: "c") {
-            let end = min(out.count, offset + 20 + (Int(out[offset + 8]) | Int(out[offset + 9]) << 8))
-            out.replaceSubrange(offset + 14..<offset + 18, with: littleEndian(crc32c(Array(out[offset + 20..<end]))))
-            out.replaceSubrange(offset + 18..<offset + 20, with: littleEndian(crc32c(Array(out[offset..<offset + 18]))).prefix(2))
+    while offset + 18 <= out.count {
+        if out[offset] == 0xC5 {
+            let end = min(out.count, offset + 18 + (Int(out[offset + 8]) | Int(out[offset + 9]) << 8))
+            out.replaceSubrange(offset + 12..<offset + 16, with: littleEndian(crc32c(Array(out[offset + 18..<end]))))
+            out.replaceSubrange(offset + 16..<offset + 18, with: littleEndian(crc32c(Array(out[offset..<offset + 16]))).prefix(2))
             offset = end
             continue
         }

@@ -49,18 +49,18 @@ import Testing
         #expect(u64(24) == UInt64(Self.created))
         // First block: compact header.
         var o = 64
-        #expect(Array(bytes[o..<o + 2]) == Array("Sc".utf8))
-        #expect(bytes[o + 2] == 0x01)  // codec 1 (zstd), flags 0
-        #expect(bytes[o + 3] == 2)  // records
+        #expect(bytes[o] == 0xC5)
+        #expect(bytes[o + 1] == 0x01)  // codec 1 (zstd), flags 0
+        #expect(bytes[o + 2] == 2)  // records
+        #expect(bytes[o + 3] == 0)  // no dictionary
         #expect(u32(o + 4) == 0)  // first seq 100 = base + 0
         let stored = Int(u16(o + 8))
         let raw = Int(u16(o + 10))
-        #expect(u16(o + 12) == 0)  // no dictionary
-        #expect(u32(o + 14) == CRC32C.checksum(Array(bytes[o + 20..<o + 20 + stored])))
-        #expect(u16(o + 18) == UInt16(truncatingIfNeeded: CRC32C.checksum(Array(bytes[o..<o + 18]))))
+        #expect(u32(o + 12) == CRC32C.checksum(Array(bytes[o + 18..<o + 18 + stored])))
+        #expect(u16(o + 16) == UInt16(truncatingIfNeeded: CRC32C.checksum(Array(bytes[o..<o + 16]))))
         // The payload is a zstd frame without its magic number: put it back to decode.
-        #expect(Array(bytes[o + 20..<o + 24]) != [0x28, 0xB5, 0x2F, 0xFD])
-        let frame = [0x28, 0xB5, 0x2F, 0xFD] + Array(bytes[o + 20..<o + 20 + stored])
+        #expect(Array(bytes[o + 18..<o + 22]) != [0x28, 0xB5, 0x2F, 0xFD])
+        let frame = [0x28, 0xB5, 0x2F, 0xFD] + Array(bytes[o + 18..<o + 18 + stored])
         #expect(frame[4] & 0xC0 == 0, "frame header descriptor: no content size field")
         var area = [UInt8](repeating: 0, count: raw)
         let ok = frame.withUnsafeBytes { source in area.withUnsafeMutableBytes { ZstdDecompressor().decompress(source, into: $0) } }
@@ -89,18 +89,18 @@ import Testing
         }
         #expect(reader == raw)
         // Second block: compact, stored (codec 0), seq 102, timestamp 2 s before the segment's.
-        o += 20 + stored
-        #expect(Array(bytes[o..<o + 2]) == Array("Sc".utf8))
-        #expect(bytes[o + 2] == 0x00)
-        #expect(bytes[o + 3] == 1)
+        o += 18 + stored
+        #expect(bytes[o] == 0xC5)
+        #expect(bytes[o + 1] == 0x00)
+        #expect(bytes[o + 2] == 1)
         #expect(u32(o + 4) == 2)
         #expect(u16(o + 8) == u16(o + 10))
-        let bye = Array(bytes[o + 20..<o + 20 + Int(u16(o + 8))])
+        // One record: no length, just the timestamp delta and the payload.
+        let bye = Array(bytes[o + 18..<o + 18 + Int(u16(o + 8))])
         reader = 0
-        #expect(varint(bye) == 3)
         #expect(unzigzag(varint(bye)) == -2000)
         #expect(Array(bye[reader...]) == Array("bye".utf8))
-        #expect(o + 20 + Int(u16(o + 8)) == bytes.count)
+        #expect(o + 18 + Int(u16(o + 8)) == bytes.count)
     }
 
     @Test func goldenCompactSegmentReadsThroughTheLibrary() throws {

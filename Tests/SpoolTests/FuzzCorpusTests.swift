@@ -15,11 +15,11 @@ import Testing
         var out = bytes
         var offset = 0
         while offset + Format.compactBlockHeaderSize <= out.count {
-            if out[offset] == Format.compactBlockMagic[0], out[offset + 1] == Format.compactBlockMagic[1] {
+            if out[offset] == Format.compactBlockMagic {
                 let stored = Int(out.withUnsafeBytes { loadLE($0, offset + 8, as: UInt16.self) })
                 let end = min(out.count, offset + Format.compactBlockHeaderSize + stored)
-                out.storeLE(CRC32C.checksum(Array(out[offset + Format.compactBlockHeaderSize..<end])), at: offset + 14)
-                out.storeLE(UInt16(truncatingIfNeeded: CRC32C.checksum(Array(out[offset..<offset + 18]))), at: offset + 18)
+                out.storeLE(CRC32C.checksum(Array(out[offset + Format.compactBlockHeaderSize..<end])), at: offset + 12)
+                out.storeLE(UInt16(truncatingIfNeeded: CRC32C.checksum(Array(out[offset..<offset + 16]))), at: offset + 16)
                 offset = end
                 continue
             }

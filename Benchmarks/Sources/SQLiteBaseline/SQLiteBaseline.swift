@@ -36,6 +36,22 @@ public struct SQLiteBaseline: Baseline {
         return Run(count: count, nanos: monotonicNanos() - start, latencies: perTransaction == 1 ? Latencies(nanos: nanos) : nil)
     }
 
+    public func trickle(events: EventSet, count: Int, directory: String) throws -> TrickleBytes {
+        let path = directory + "/events.db"
+        try Database(path: path, synchronous: "NORMAL").close()
+        let empty = bytesOnDisk(directory)
+        let db = try Database(path: path, synchronous: "NORMAL")
+        let insert = try db.prepare("INSERT INTO events(json) VALUES(?)")
+        for index in 0..<count {
+            try insert.run(text: events[cycling: index])
+        }
+        let open = bytesOnDisk(directory)
+        insert.finalize()
+        try db.close()
+        let closed = bytesOnDisk(directory)
+        return TrickleBytes(perEvent: Double(closed - empty) / Double(count), perEventWhileOpen: Double(open - empty) / Double(count))
+    }
+
     public func drain(_ mode: BaselineDrain, batch: Int, events: EventSet, count: Int, directory: String) throws -> (run: Run, bytes: Int) {
         let path = directory + "/events.db"
         do {

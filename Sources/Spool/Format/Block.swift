@@ -33,7 +33,7 @@ struct BlockHeader: Equatable {
     /// for lengths (they are bounded by the format's maxima). `segmentBase` is the base seq of
     /// the segment it is in (compact headers store their first seq relative to it).
     static func parse(_ bytes: UnsafeRawBufferPointer, segmentBase: UInt64) -> Result<BlockHeader, Invalid> {
-        if bytes.count >= 2, bytes[0] == Format.compactBlockMagic[0], bytes[1] == Format.compactBlockMagic[1] {
+        if bytes.count >= 1, bytes[0] == Format.compactBlockMagic {
             return parseCompact(bytes, segmentBase: segmentBase)
         }
         guard bytes.count >= Format.blockHeaderSize else { return .failure(.badField("short header")) }
@@ -56,20 +56,20 @@ struct BlockHeader: Equatable {
 
     private static func parseCompact(_ bytes: UnsafeRawBufferPointer, segmentBase: UInt64) -> Result<BlockHeader, Invalid> {
         guard bytes.count >= Format.compactBlockHeaderSize else { return .failure(.badField("short header")) }
-        let check = loadLE(bytes, 18, as: UInt16.self)
-        let computed = UInt16(truncatingIfNeeded: CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<18])))
+        let check = loadLE(bytes, 16, as: UInt16.self)
+        let computed = UInt16(truncatingIfNeeded: CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<16])))
         guard check == computed else { return .failure(.badChecksum) }
         let delta = UInt64(loadLE(bytes, 4, as: UInt32.self))
-        let count = UInt32(bytes[3])
+        let count = UInt32(bytes[2])
         guard segmentBase <= UInt64.max - delta - UInt64(count) else { return .failure(.badField("first seq overflows")) }
         let header = BlockHeader(
-            codec: bytes[2] & 0x0F, flags: bytes[2] >> 4,
+            codec: bytes[1] & 0x0F, flags: bytes[1] >> 4,
             firstSeq: segmentBase + delta,
             recordCount: count,
             storedLength: UInt32(loadLE(bytes, 8, as: UInt16.self)),
             rawLength: UInt32(loadLE(bytes, 10, as: UInt16.self)),
-            dictionaryID: UInt32(loadLE(bytes, 12, as: UInt16.self)),
-            payloadCRC: loadLE(bytes, 14, as: UInt32.self),
+            dictionaryID: UInt32(bytes[3]),
+            payloadCRC: loadLE(bytes, 12, as: UInt32.self),
             form: .compact)
         return header.validated()
     }
@@ -86,7 +86,10 @@ struct BlockHeader: Equatable {
         guard recordCount > 0, Int(recordCount) <= Format.maxRecordsPerBlock else {
             return .failure(.badField("record count \(recordCount)"))
         }
-        guard Int(rawLength) <= Format.maxRawLength, Int(rawLength) >= 2 * Int(recordCount) else {
+        // Each record takes at least a length and a timestamp byte; a compact block's lone
+        // record has no length.
+        let minimumRaw = form == .compact && recordCount == 1 ? 1 : 2 * Int(recordCount)
+        guard Int(rawLength) <= Format.maxRawLength, Int(rawLength) >= minimumRaw else {
             return .failure(.badField("raw length \(rawLength)"))
         }
         let overhead = isEncrypted ? UInt32(Format.encryptionOverhead) : 0
@@ -104,7 +107,7 @@ struct BlockHeader: Equatable {
     static func fitsCompact(firstSeq: UInt64, segmentBase: UInt64, count: Int, rawLength: Int, dictionaryID: UInt32) -> Bool {
         firstSeq >= segmentBase && firstSeq - segmentBase <= UInt64(UInt32.max)
             && count <= Int(UInt8.max) && rawLength + Format.encryptionOverhead <= Int(UInt16.max)
-            && dictionaryID <= UInt32(UInt16.max)
+            && dictionaryID <= UInt32(UInt8.max)
     }
 
     /// Writes this header's encoding (`headerSize` bytes, with its check) over
@@ -126,17 +129,16 @@ struct BlockHeader: Equatable {
             let crc = out.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[offset..<offset + 36])) }
             out.storeLE(crc, at: offset + 36)
         case .compact:
-            out[offset] = Format.compactBlockMagic[0]
-            out[offset + 1] = Format.compactBlockMagic[1]
-            out[offset + 2] = codec | flags << 4
-            out[offset + 3] = UInt8(recordCount)
+            out[offset] = Format.compactBlockMagic
+            out[offset + 1] = codec | flags << 4
+            out[offset + 2] = UInt8(recordCount)
+            out[offset + 3] = UInt8(dictionaryID)
             out.storeLE(UInt32(firstSeq - segmentBase), at: offset + 4)
             out.storeLE(UInt16(storedLength), at: offset + 8)
             out.storeLE(UInt16(rawLength), at: offset + 10)
-            out.storeLE(UInt16(dictionaryID), at: offset + 12)
-            out.storeLE(payloadCRC, at: offset + 14)
-            let crc = out.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[offset..<offset + 18])) }
-            out.storeLE(UInt16(truncatingIfNeeded: crc), at: offset + 18)
+            out.storeLE(payloadCRC, at: offset + 12)
+            let crc = out.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[offset..<offset + 16])) }
+            out.storeLE(UInt16(truncatingIfNeeded: crc), at: offset + 16)
         }
     }
 }
@@ -188,6 +190,11 @@ struct PendingBlock {
 /// the segment's created ms in a compact one (see `SegmentReader.timestampBase(for:)`).
 func decodeRecords(_ raw: UnsafeRawBufferPointer, header: BlockHeader, timestampBase: Int64) -> [Record]? {
     var reader = ByteReader(raw)
+    if header.form == .compact && header.recordCount == 1 {
+        // A compact block of one record leaves out its length: the rest of the area is the payload.
+        guard let delta = reader.readVarint(), let payload = reader.readBytes(reader.remaining) else { return nil }
+        return [Record(seq: header.firstSeq, timestamp: timestampBase &+ unzigzag(delta), payload: Array(payload))]
+    }
     var records = [Record]()
     records.reserveCapacity(Int(header.recordCount))
     var timestamp = timestampBase
@@ -233,7 +240,7 @@ final class BlockEncoder {
         var form = BlockHeader.Form.full
         if segment.version >= 2, BlockHeader.fitsCompact(firstSeq: block.firstSeq, segmentBase: segment.baseSeq, count: block.count,
                                    rawLength: block.raw.count, dictionaryID: dictionary?.id ?? 0),
-           rebaseFirstTimestamp(block.raw, on: segment.createdMillis) {
+           rebaseFirstTimestamp(block.raw, count: block.count, on: segment.createdMillis) {
             form = .compact
         }
         return try form == .compact
@@ -285,16 +292,17 @@ final class BlockEncoder {
         return header
     }
 
-    /// Fills `rebased` with `raw` whose first record's timestamp delta is from `base` instead
-    /// of 0 (a few bytes instead of six, in blocks of one record). False if `raw` does not parse
-    /// (it always does: the log framed it) or the result would not fit a compact header.
-    private func rebaseFirstTimestamp(_ raw: [UInt8], on base: Int64) -> Bool {
+    /// Fills `rebased` with the compact records area of `raw` (`count` records): the first
+    /// timestamp delta is from `base` instead of 0 (a few bytes instead of six), and a lone
+    /// record leaves out its length. False if `raw` does not parse (it always does: the log
+    /// framed it) or the result would not fit a compact header.
+    private func rebaseFirstTimestamp(_ raw: [UInt8], count: Int, on base: Int64) -> Bool {
         raw.withUnsafeBytes { bytes in
             var reader = ByteReader(bytes)
             guard let length = reader.readVarint(), let delta = reader.readVarint() else { return false }
             let rest = bytes.count - reader.remaining
             rebased.removeAll(keepingCapacity: true)
-            rebased.appendVarint(length)
+            if count > 1 { rebased.appendVarint(length) }
             rebased.appendVarint(zigzag(unzigzag(delta) &- base))
             rebased.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[rest...]))
             return rebased.count + Format.encryptionOverhead <= Int(UInt16.max)

@@ -34,16 +34,16 @@ enum Format {
     // 24: raw length u32 | 28: dictionary id u32 | 32: payload CRC-32C u32
     // 36: header CRC-32C of bytes 0..<36
 
-    // MARK: Compact block header (20 bytes), for blocks whose fields fit (FORMAT.md §3.2)
+    // MARK: Compact block header (18 bytes), for blocks whose fields fit (FORMAT.md §3.2)
 
-    /// "Sc"
-    static let compactBlockMagic: [UInt8] = Array("Sc".utf8)
-    static let compactBlockHeaderSize = 20
-    // 0: magic[2] | 2: codec (bits 0-3) and flags (bits 4-7) u8 | 3: record count u8
+    /// One byte, 0xC5: never the first byte of a full header ("S").
+    static let compactBlockMagic: UInt8 = 0xC5
+    static let compactBlockHeaderSize = 18
+    // 0: magic u8 | 1: codec (bits 0-3) and flags (bits 4-7) u8 | 2: record count u8 | 3: dictionary id u8
     // 4: first seq - segment base seq u32 | 8: stored length u16 | 10: raw length u16
-    // 12: dictionary id u16 | 14: payload CRC-32C u32 | 18: low 16 bits of the CRC-32C of bytes 0..<18
-    // The first record's timestamp is a delta from the segment's created ms, not from 0, and
-    // a zstd payload omits the frame's 4-byte magic number.
+    // 12: payload CRC-32C u32 | 16: low 16 bits of the CRC-32C of bytes 0..<16
+    // The first record's timestamp is a delta from the segment's created ms, not from 0; a
+    // block of one record leaves out its length; a zstd payload omits the frame's magic number.
 
     /// The 4 bytes every zstd frame starts with (omitted from compact blocks' payloads).
     static let zstdFrameMagic: [UInt8] = [0x28, 0xB5, 0x2F, 0xFD]

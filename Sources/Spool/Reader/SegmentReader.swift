@@ -63,7 +63,7 @@ final class SegmentReader {
             try file.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<available]), at: offset)
         }
         guard n == available else { return nil }
-        let compact = headerBuffer[0] == Format.compactBlockMagic[0] && headerBuffer[1] == Format.compactBlockMagic[1]
+        let compact = headerBuffer[0] == Format.compactBlockMagic
         guard compact || n == Format.blockHeaderSize else { return nil }
         return headerBuffer.withUnsafeBytes { BlockHeader.parse(UnsafeRawBufferPointer(rebasing: $0[0..<n]), segmentBase: baseSeq) }
     }
@@ -117,10 +117,17 @@ final class SegmentReader {
             while i + Format.blockMagic.count <= n {
                 let full = chunk[i] == Format.blockMagic[0] && chunk[i + 1] == Format.blockMagic[1]
                     && chunk[i + 2] == Format.blockMagic[2] && chunk[i + 3] == Format.blockMagic[3]
-                let compact = chunk[i] == Format.compactBlockMagic[0] && chunk[i + 1] == Format.compactBlockMagic[1]
+                let compact = chunk[i] == Format.compactBlockMagic
                 if full || compact {
+                    // Check the header in the chunk first: most candidates of a one-byte magic
+                    // fail their header check, and need no read of their own.
+                    let end = min(n, i + Format.blockHeaderSize)
+                    let inChunk = end - i >= (compact ? Format.compactBlockHeaderSize : Format.blockHeaderSize)
+                    let plausible = !inChunk || chunk.withUnsafeBytes {
+                        (try? BlockHeader.parse(UnsafeRawBufferPointer(rebasing: $0[i..<end]), segmentBase: baseSeq).get()) != nil
+                    }
                     let candidate = start + Int64(i)
-                    if case .valid(let header) = try readBlock(at: candidate) {
+                    if plausible, case .valid(let header) = try readBlock(at: candidate) {
                         return (candidate, header)
                     }
                 }
