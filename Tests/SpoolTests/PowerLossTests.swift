@@ -157,10 +157,17 @@ import Testing
             stat(path, &info)
             return UInt64(info.st_ino)
         }
+        // The fdatasync'd size includes the zeros synced writes preallocate past the data, so
+        // a power loss leaves the data through the synced record, then any prefix of what was
+        // written after it, then zeros up to that size (8 KiB of them at most here: how many
+        // zeros follow changes nothing, and a 1 MiB file per cut would make this minutes long).
         let syncedSize = Int(state.files[inode(segment)]?.size ?? 0)
-        #expect(syncedSize > 64 && syncedSize < segmentBytes.count)
-        for cut in syncedSize...segmentBytes.count {
-            writeFile(segment, Array(segmentBytes[0..<cut]))
+        let syncedBlock = blockHeaders(segmentBytes).first { $0.header.endSeq > syncedSeq }!
+        let syncedEnd = syncedBlock.offset + syncedBlock.header.totalSize
+        #expect(syncedEnd < segmentBytes.count, "records were written after the synced one")
+        #expect(syncedSize >= syncedEnd)
+        for cut in syncedEnd...segmentBytes.count {
+            writeFile(segment, Array(segmentBytes[0..<cut]) + [UInt8](repeating: 0, count: min(8192, max(0, syncedSize - cut))))
             let reopened = try EventLog.open(directory: dir.path, configuration: configuration)
             let items = try reopened.readAll()
             #expect(notices(items).isEmpty, "cut at \(cut)")

@@ -99,6 +99,11 @@ final class LogCursor {
                     return .notice(notice)
                 }
                 if isActive { return nil }
+                if position >= segmentEnd {
+                    // Every record of the segment was read: what follows its last block holds none.
+                    segment = nil
+                    continue
+                }
                 return .notice(skip(to: segmentEnd, kind: .corrupt, detail: "\(info.name): \(reason); no valid block follows"))
             }
             if header.endSeq <= position {  // seeking: skip the block unread

@@ -140,15 +140,34 @@ enum Recovery {
             break
         }
         if validEnd < segment.size {
+            let preallocated = try isZero(reader.file, from: validEnd, to: segment.size)
             let writable = try FileIO.open(path, .readWrite)
             defer { writable.close() }
             try writable.truncate(to: validEnd)
             try writable.syncData()
-            report.tornTail = .init(segment: segment.name, offset: validEnd, bytes: segment.size - validEnd)
-            logger.info("truncated a torn tail left by an interrupted write", metadata: [
-                "segment": "\(segment.name)", "offset": "\(validEnd)", "bytes": "\(segment.size - validEnd)",
-            ])
+            if preallocated {
+                report.preallocatedBytesCut = segment.size - validEnd
+            } else {
+                report.tornTail = .init(segment: segment.name, offset: validEnd, bytes: segment.size - validEnd)
+                logger.info("truncated a torn tail left by an interrupted write", metadata: [
+                    "segment": "\(segment.name)", "offset": "\(validEnd)", "bytes": "\(segment.size - validEnd)",
+                ])
+            }
         }
         return (validEnd, endSeq)
+    }
+
+    /// Whether `file` holds only zero bytes in `start..<end` (read in 1 MiB chunks).
+    private static func isZero(_ file: FileIO, from start: Int64, to end: Int64) throws -> Bool {
+        var chunk = [UInt8](repeating: 0, count: Int(min(end - start, 1 << 20)))
+        var offset = start
+        while offset < end {
+            let want = Int(min(Int64(chunk.count), end - offset))
+            let n = try chunk.withUnsafeMutableBytes { try file.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: offset) }
+            guard n > 0 else { return false }
+            if chunk[0..<n].contains(where: { $0 != 0 }) { return false }
+            offset += Int64(n)
+        }
+        return true
     }
 }

@@ -13,6 +13,9 @@ public struct RecoveryReport: Sendable, Equatable {
 
     /// The torn tail that was truncated, if any.
     public var tornTail: TornTail?
+    /// Zero bytes past the last block that opening cut: space synced writes preallocated
+    /// (FORMAT.md §6), not damage.
+    public var preallocatedBytesCut: Int64 = 0
     /// Damaged stretches found inside the active segment (a valid block follows each one);
     /// readers report them with their seq ranges.
     public var corruptions: [String] = []

@@ -19,6 +19,13 @@ final class SegmentWriter {
     private var activeHasBlocks = false
     /// Encoded blocks waiting for one `write` call.
     private var out: [UInt8] = []
+    /// The active segment file's size on disk: at least `activeSize`; more once synced writes
+    /// preallocated zeros past the data (see ``preallocate(through:)``).
+    private var fileEnd: Int64 = 0
+    /// Zeros written ahead of synced data, so that most `fdatasync`s overwrite allocated
+    /// blocks and need not commit a new file size: 1 MiB at a time.
+    static let preallocationStep: Int64 = 1 << 20
+    private static let zeros = [UInt8](repeating: 0, count: Int(preallocationStep))
 
     /// The active segment as the log's shared state should know it.
     var activeSegment: SegmentInfo? { active == nil ? nil : SegmentInfo(baseSeq: activeBase, size: activeSize) }
@@ -48,6 +55,7 @@ final class SegmentWriter {
                 throw SpoolError(.corrupt, "the active segment's header is damaged", path: file.path)
             }
             self.active = file
+            fileEnd = active.size
             activeCreatedMillis = parsed.createdMillis
             activeVersion = parsed.version
             activeBase = active.baseSeq
@@ -60,7 +68,10 @@ final class SegmentWriter {
         }
     }
 
+    /// Closes the active segment, cutting off preallocated zeros (best effort: a crash before
+    /// this leaves them, and recovery cuts them).
     func close() {
+        if let active, fileEnd > activeSize { try? active.truncate(to: activeSize) }
         active?.close()
         active = nil
     }
@@ -94,7 +105,7 @@ final class SegmentWriter {
         do {
             for block in batch {
                 if needsRoll(before: block) {
-                    try flush(&outcome, &encodedInOut, &storedInOut, &rawInOut)
+                    try flush(&outcome, &encodedInOut, &storedInOut, &rawInOut, preallocating: false)
                     outcome.sealed.append(try roll(toBase: block.firstSeq))
                     outcome.fsyncs += 1
                 }
@@ -106,7 +117,7 @@ final class SegmentWriter {
                 activeEndSeq = block.firstSeq + UInt64(block.count)
                 activeHasBlocks = true
             }
-            try flush(&outcome, &encodedInOut, &storedInOut, &rawInOut)
+            try flush(&outcome, &encodedInOut, &storedInOut, &rawInOut, preallocating: sync)
         } catch {
             out.removeAll(keepingCapacity: true)
             outcome.error = error as? SpoolError ?? SpoolError(.io, "\(error)")
@@ -144,17 +155,21 @@ final class SegmentWriter {
         return false
     }
 
-    /// Writes the output buffer to the active segment with one call. On failure the file is
-    /// cut back so no partial block is left behind.
-    private func flush(_ outcome: inout Outcome, _ blocks: inout Int, _ stored: inout Int, _ raw: inout Int) throws {
+    /// Writes the output buffer to the active segment with one call (after zeros ahead of it
+    /// when `preallocating`). On failure the file is cut back so no partial block is left behind.
+    private func flush(_ outcome: inout Outcome, _ blocks: inout Int, _ stored: inout Int, _ raw: inout Int,
+                       preallocating: Bool) throws {
         guard !out.isEmpty, let active else { return }
         do {
+            if preallocating { try preallocate(through: activeSize + Int64(out.count)) }
             try active.write(out, at: activeSize)
         } catch {
             try? active.truncate(to: activeSize)
+            fileEnd = activeSize
             throw error
         }
         activeSize += Int64(out.count)
+        fileEnd = max(fileEnd, activeSize)
         out.removeAll(keepingCapacity: true)
         outcome.blocksWritten += blocks
         outcome.storedBytes += stored
@@ -164,10 +179,28 @@ final class SegmentWriter {
         raw = 0
     }
 
+    /// Makes sure zeros are written up to past `end` (in whole steps, never past the segment
+    /// size by more than one step), so the data written there next overwrites allocated blocks:
+    /// the `fdatasync` that follows commits the new size once per step instead of every time.
+    /// Only synced writes preallocate (the zeros are written once, then overwritten).
+    private func preallocate(through end: Int64) throws {
+        guard let active, end > fileEnd else { return }
+        let step = Self.preallocationStep
+        let target = min((end / step + 1) * step, max(end, Int64(configuration.segmentSize) + step))
+        var offset = fileEnd
+        while offset < target {
+            let count = Int(min(step, target - offset))
+            try Self.zeros.withUnsafeBytes { try active.write(UnsafeRawBufferPointer(rebasing: $0[0..<count]), at: offset) }
+            offset += Int64(count)
+        }
+        fileEnd = target
+    }
+
     /// Seals the active segment (fdatasync, close) and creates the next one, named `base`.
     private func roll(toBase base: UInt64) throws -> SegmentInfo {
         let sealed = SegmentInfo(baseSeq: activeBase, size: activeSize)
         if let active {
+            if fileEnd > activeSize { try active.truncate(to: activeSize) }
             try active.syncData()
             active.close()
             self.active = nil
@@ -193,6 +226,7 @@ final class SegmentWriter {
             throw error
         }
         active = file
+        fileEnd = Int64(header.count)
         activeCreatedMillis = created
         activeVersion = Format.segmentVersion
         activeBase = baseSeq
