@@ -97,8 +97,8 @@ import Testing
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
         try FileManager.default.createDirectory(atPath: dir.file("dictionaries"), withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: Self.goldenDirectory + "/00000000000000000000.seg", toPath: dir.file("00000000000000000000.seg"))
-        try FileManager.default.copyItem(atPath: Self.goldenDirectory + "/dictionaries/0000000001.zdict", toPath: dir.file("dictionaries/0000000001.zdict"))
+        copyItem(Self.goldenDirectory + "/00000000000000000000.seg", to: dir.file("00000000000000000000.seg"))
+        copyItem(Self.goldenDirectory + "/dictionaries/0000000001.zdict", to: dir.file("dictionaries/0000000001.zdict"))
         var configuration = Configuration()
         configuration.encryption = .init(keys: [7: Self.key], current: nil)
         let log = try EventLog.open(directory: dir.path, configuration: configuration)

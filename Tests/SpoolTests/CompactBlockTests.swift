@@ -106,7 +106,7 @@ import Testing
     @Test func goldenCompactSegmentReadsThroughTheLibrary() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
-        try FileManager.default.copyItem(atPath: Self.goldenPath, toPath: dir.file("00000000000000000100.seg"))
+        copyItem(Self.goldenPath, to: dir.file("00000000000000000100.seg"))
         let log = try EventLog.open(directory: dir.path)
         #expect(log.id == Self.logID)
         let read = records(try log.readAll())
@@ -162,7 +162,7 @@ import Testing
     @Test func aReopenedVersionOneSegmentGetsFullHeadersOnly() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
-        try FileManager.default.copyItem(atPath: GoldenTests.goldenPath, toPath: dir.file("00000000000000000000.seg"))
+        copyItem(GoldenTests.goldenPath, to: dir.file("00000000000000000000.seg"))
         let log = try EventLog.open(directory: dir.path)
         try trickle(log, [payload(1), payload(2)])
         #expect(records(try log.readAll()).map(\.seq) == [0, 1, 2, 3, 4, 5])

@@ -108,7 +108,7 @@ import Testing
     @Test func goldenSegmentReadsThroughTheLibrary() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
-        try FileManager.default.copyItem(atPath: Self.goldenPath, toPath: dir.file("00000000000000000000.seg"))
+        copyItem(Self.goldenPath, to: dir.file("00000000000000000000.seg"))
         let log = try EventLog.open(directory: dir.path)
         #expect(log.id == Self.logID)
         let read = records(try log.readAll())

@@ -19,7 +19,7 @@ import Testing
     func snapshot(_ dir: TemporaryDirectory) throws -> TemporaryDirectory {
         let copy = TemporaryDirectory("snapshot")
         try FileManager.default.removeItem(atPath: copy.path)
-        try FileManager.default.copyItem(atPath: dir.path, toPath: copy.path)
+        copyItem(dir.path, to: copy.path)
         return copy
     }
 

@@ -51,6 +51,23 @@ func notices(_ items: [ReadItem]) -> [ReadNotice] {
 func readFile(_ path: String) -> [UInt8] { Array(FileManager.default.contents(atPath: path) ?? Data()) }
 
 /// Overwrites a whole file.
+/// Copies a file, or a directory tree, byte by byte. Not `FileManager.copyItem`: when these
+/// tests used it (copying a live log's directory, with all suites in one process), other
+/// tests' reads and writes failed now and then with EBADF, as if a descriptor of theirs had
+/// been closed under them; with this copy they did not (cause not pinned down).
+func copyItem(_ source: String, to destination: String) {
+    var isDirectory: ObjCBool = false
+    guard FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory) else { return }
+    if isDirectory.boolValue {
+        try? FileManager.default.createDirectory(atPath: destination, withIntermediateDirectories: true)
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: source)) ?? [] {
+            copyItem(source + "/" + name, to: destination + "/" + name)
+        }
+    } else {
+        writeFile(destination, readFile(source))
+    }
+}
+
 func writeFile(_ path: String, _ bytes: [UInt8]) { _ = FileManager.default.createFile(atPath: path, contents: Data(bytes)) }
 
 /// Seeded randomness for tests: every random test reproduces from its seed.

@@ -110,9 +110,15 @@ extension EventLog {
         let id = state.nextBlockingID
         state.nextBlockingID += 1
         state.addWaiter(Waiter(seq: seq, level: durability, kind: .blocking(id: id)))
-        if state.shouldWakeWriter(for: durability) { lock.wakeWriter() }
+        // This thread may block: if the writer thread is idle, write here (one caller alone
+        // gets its record written without two thread hand-offs); otherwise let the writer work.
+        if !canLeadWrite() && state.shouldWakeWriter(for: durability) { lock.wakeWriter() }
         while true {
             if let result = state.blockingResults.removeValue(forKey: id) { return try result.get() }
+            if canLeadWrite() {
+                leadWrite()
+                continue
+            }
             lock.progressWait()
         }
     }

@@ -83,6 +83,9 @@ struct LogState {
     var writerExited = false
     /// `close()` was called (the status may still be `.failed`).
     var closeRequested = false
+    /// Someone holds the write token and is writing outside the lock: the writer thread or a
+    /// blocking caller (`EventLog.leadWrite`). Only the holder touches the `SegmentWriter`.
+    var writing = false
     /// Group-commit gathering after an fdatasync: wait (until `deadline`, monotonic ns) for
     /// `target` synced callers before the next one. See `EventLog.writerLoop`.
     var gather: (target: Int, deadline: UInt64)? = nil

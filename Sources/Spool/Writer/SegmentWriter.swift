@@ -1,5 +1,7 @@
 /// The writer thread's own state: the active segment file, the block encoder and the output
-/// buffer. Not thread-safe: only the writer thread touches it (and `close`, after the thread ended).
+/// buffer. Not thread-safe: only the holder of the write token (`LogState.writing`: the writer
+/// thread, or a blocking caller writing its own record) touches it, and `close` after the
+/// writer thread ended.
 final class SegmentWriter {
     let directory: String
     let configuration: Configuration
@@ -25,6 +27,9 @@ final class SegmentWriter {
     /// Zeros written ahead of synced data, so that most `fdatasync`s overwrite allocated
     /// blocks and need not commit a new file size: 1 MiB at a time.
     static let preallocationStep: Int64 = 1 << 20
+    /// Cleared when writing zeros failed (a disk almost full, a file-size limit): the data is
+    /// then written without them, and the next segment tries again.
+    private var preallocates = true
     private static let zeros = [UInt8](repeating: 0, count: Int(preallocationStep))
 
     /// The active segment as the log's shared state should know it.
@@ -160,8 +165,17 @@ final class SegmentWriter {
     private func flush(_ outcome: inout Outcome, _ blocks: inout Int, _ stored: inout Int, _ raw: inout Int,
                        preallocating: Bool) throws {
         guard !out.isEmpty, let active else { return }
+        if preallocating && preallocates {
+            do {
+                try preallocate(through: activeSize + Int64(out.count))
+            } catch {
+                // Zeros are an optimisation: never let them take the space the data needs.
+                try? active.truncate(to: activeSize)
+                fileEnd = activeSize
+                preallocates = false
+            }
+        }
         do {
-            if preallocating { try preallocate(through: activeSize + Int64(out.count)) }
             try active.write(out, at: activeSize)
         } catch {
             try? active.truncate(to: activeSize)
@@ -227,6 +241,7 @@ final class SegmentWriter {
         }
         active = file
         fileEnd = Int64(header.count)
+        preallocates = true
         activeCreatedMillis = created
         activeVersion = Format.segmentVersion
         activeBase = baseSeq

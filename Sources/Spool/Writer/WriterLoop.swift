@@ -2,10 +2,18 @@ extension EventLog {
     /// The dedicated writer thread: takes sealed (or lingered-out) blocks from the shared state,
     /// writes them outside the lock, syncs when a caller asked, then publishes the new
     /// watermarks and completes the waiters. Appends continue while it writes (group commit).
+    ///
+    /// Whoever writes holds the write token (`state.writing`): this thread, or a blocking
+    /// caller that found it idle and writes its own record (``leadWrite()``).
     func writerLoop() {
         lock.lock()
         loop: while true {
             let now = monotonicNanos()
+            if state.writing {
+                // A blocking caller is writing; it wakes this thread when it is done.
+                lock.writerWait(until: nil)
+                continue
+            }
             switch state.status {
             case .closed:
                 break loop
@@ -64,22 +72,7 @@ extension EventLog {
                 lock.writerWait(until: nil)
                 continue
             }
-            let batch = state.full
-            state.full.removeAll(keepingCapacity: true)
-            let served = state.syncedWaiters
-            lock.unlock()
-            enforceCapBeforeWriting(batch)
-            let started = monotonicNanos()
-            let outcome = writer.write(batch[...], sync: wantsSync)
-            lock.lock()
-            publish(outcome, batch: batch)
-            if outcome.synced && served > 0 {
-                let arrived = state.syncedWaiters
-                let finished = monotonicNanos()
-                state.gather = (served + arrived, finished + (finished - started))
-            }
-            resumeReady()
-            notifyObservers()
+            writeFullBlocks(sync: wantsSync, gathering: true)
         }
         state.writerExited = true
         failPendingWaiters()
@@ -87,13 +80,65 @@ extension EventLog {
         lock.unlock()
     }
 
-    /// Makes already-written data durable when a caller asks and nothing new is pending. Lock held.
+    /// Writes the full blocks (and syncs them when `sync`), holding the write token, then
+    /// publishes the outcome and resumes whoever it completed. With `gathering`, a sync that
+    /// served synced callers starts a gathering window for the next group. Lock held on entry
+    /// and exit; released while writing.
+    func writeFullBlocks(sync: Bool, gathering: Bool) {
+        let batch = state.full
+        state.full.removeAll(keepingCapacity: true)
+        let served = state.syncedWaiters
+        state.writing = true
+        lock.unlock()
+        enforceCapBeforeWriting(batch)
+        let started = monotonicNanos()
+        let outcome = writer.write(batch[...], sync: sync)
+        lock.lock()
+        state.writing = false
+        publish(outcome, batch: batch)
+        if gathering && outcome.synced && served > 0 {
+            let arrived = state.syncedWaiters
+            let finished = monotonicNanos()
+            state.gather = (served + arrived, finished + (finished - started))
+        }
+        resumeReady()
+        notifyObservers()
+    }
+
+    /// Whether a blocking caller may write the pending records itself: the log is open, no one
+    /// holds the write token, no synced group is gathering, and there is something to write.
+    /// Its own record is then written without two thread hand-offs. Lock held.
+    func canLeadWrite() -> Bool {
+        guard case .open = state.status, !state.writing else { return false }
+        if let gather = state.gather, monotonicNanos() < gather.deadline { return false }
+        return !state.current.isEmpty || !state.full.isEmpty
+            || (state.syncedWaiters > 0 && state.writtenThrough > state.syncedThrough)
+    }
+
+    /// A blocking caller's write, on its own thread (see ``canLeadWrite()``): seals the current
+    /// block and writes everything pending, syncing if any caller waits for it; then wakes the
+    /// writer thread for whatever arrived meanwhile. Lock held on entry and exit.
+    func leadWrite() {
+        sealCurrentBlock()
+        let wantsSync = state.syncedWaiters > 0
+        if !state.full.isEmpty {
+            writeFullBlocks(sync: wantsSync, gathering: false)
+        } else if wantsSync && state.writtenThrough > state.syncedThrough {
+            syncOnly()
+        }
+        lock.wakeWriter()
+    }
+
+    /// Makes already-written data durable when a caller asks and nothing new is pending,
+    /// holding the write token. Lock held.
     private func syncOnly() {
         let target = state.writtenThrough
+        state.writing = true
         lock.unlock()
         var failure: SpoolError?
         do { try writer.syncActive() } catch { failure = error as? SpoolError ?? SpoolError(.io, "\(error)") }
         lock.lock()
+        state.writing = false
         state.counters.fsyncs += 1
         metrics.fsyncs.increment()
         if let failure {
@@ -225,7 +270,8 @@ extension EventLog {
         state.setWaiters([])
     }
 
-    /// Tells the write observers how far the log is written, outside the lock. Lock held on entry and exit.
+    /// Tells the write observers how far the log is written, outside the lock, on the thread
+    /// that wrote. Lock held on entry and exit.
     private func notifyObservers() {
         guard !state.observers.isEmpty else { return }
         let mark = state.writtenThrough
