@@ -44,8 +44,8 @@ import Testing
         }
         let bytes = readFile(Self.goldenDirectory + "/00000000000000000000.seg")
         let file = readFile(Self.goldenDirectory + "/dictionaries/0000000001.zdict")
-        func u32(_ b: [UInt8], _ o: Int) -> UInt32 { (0..<4).reduce(0) { $0 | UInt32(b[o + $1]) << (8 * $1) } }
-        func u16(_ b: [UInt8], _ o: Int) -> UInt16 { UInt16(b[o]) | UInt16(b[o + 1]) << 8 }
+        func u32(_ b: [UInt8], _ o: Int) -> UInt32 { GoldenBytes(b).u32(o) }
+        func u16(_ b: [UInt8], _ o: Int) -> UInt16 { GoldenBytes(b).u16(o) }
         // §8: the dictionary file.
         #expect(Array(file[0..<8]) == Array("SPOOLDIC".utf8))
         #expect(u16(file, 8) == 1 && u16(file, 10) == 32)

@@ -38,10 +38,9 @@ import Testing
         if let out = ProcessInfo.processInfo.environment["SPOOL_WRITE_COMPACT_GOLDEN"] {
             writeFile(out + "/00000000000000000100.seg", try Self.build())
         }
-        let bytes = readFile(Self.goldenPath)
-        func u16(_ o: Int) -> UInt16 { UInt16(bytes[o]) | UInt16(bytes[o + 1]) << 8 }
-        func u32(_ o: Int) -> UInt32 { (0..<4).reduce(0) { $0 | UInt32(bytes[o + $1]) << (8 * $1) } }
-        func u64(_ o: Int) -> UInt64 { (0..<8).reduce(0) { $0 | UInt64(bytes[o + $1]) << (8 * $1) } }
+        let golden = GoldenBytes(readFile(Self.goldenPath))
+        let bytes = golden.bytes
+        let (u16, u32, u64) = (golden.u16, golden.u32, golden.u64)
         // Segment header, version 2.
         #expect(Array(bytes[0..<8]) == Array("SPOOLSEG".utf8))
         #expect(u16(8) == 2)
@@ -66,28 +65,15 @@ import Testing
         let ok = frame.withUnsafeBytes { source in area.withUnsafeMutableBytes { ZstdDecompressor().decompress(source, into: $0) } }
         #expect(ok)
         // Records area as in a full block, but the first timestamp is a delta from the segment's created ms.
-        var reader = 0
-        func varint(_ area: [UInt8]) -> UInt64 {
-            var value: UInt64 = 0
-            var shift: UInt64 = 0
-            while true {
-                let b = area[reader]
-                reader += 1
-                value |= UInt64(b & 0x7F) << shift
-                if b < 0x80 { return value }
-                shift += 7
-            }
-        }
-        func unzigzag(_ z: UInt64) -> Int64 { Int64(bitPattern: z >> 1) ^ -Int64(bitPattern: z & 1) }
+        var records = GoldenBytes(area)
         var previous = Self.created
         for (index, text) in Self.texts.enumerated() {
-            let length = Int(varint(area))
-            previous += unzigzag(varint(area))
+            let length = Int(records.varint())
+            previous += records.zigzagVarint()
             #expect(previous == Self.created + 1500 + Int64(index) * 250)
-            #expect(Array(area[reader..<reader + length]) == Array(text.utf8))
-            reader += length
+            #expect(records.take(length) == Array(text.utf8))
         }
-        #expect(reader == raw)
+        #expect(records.cursor == raw)
         // Second block: compact, stored (codec 0), seq 102, timestamp 2 s before the segment's.
         o += 18 + stored
         #expect(bytes[o] == 0xC5)
@@ -96,10 +82,9 @@ import Testing
         #expect(u32(o + 4) == 2)
         #expect(u16(o + 8) == u16(o + 10))
         // One record: no length, just the timestamp delta and the payload.
-        let bye = Array(bytes[o + 18..<o + 18 + Int(u16(o + 8))])
-        reader = 0
-        #expect(unzigzag(varint(bye)) == -2000)
-        #expect(Array(bye[reader...]) == Array("bye".utf8))
+        var bye = GoldenBytes(Array(bytes[o + 18..<o + 18 + Int(u16(o + 8))]))
+        #expect(bye.zigzagVarint() == -2000)
+        #expect(bye.take(bye.bytes.count - bye.cursor) == Array("bye".utf8))
         #expect(o + 18 + Int(u16(o + 8)) == bytes.count)
     }
 

@@ -39,10 +39,9 @@ import Testing
         if let out = ProcessInfo.processInfo.environment["SPOOL_WRITE_GOLDEN"] {
             writeFile(out + "/00000000000000000000.seg", try Self.build())
         }
-        let bytes = readFile(Self.goldenPath)
-        func u16(_ o: Int) -> UInt16 { UInt16(bytes[o]) | UInt16(bytes[o + 1]) << 8 }
-        func u32(_ o: Int) -> UInt32 { (0..<4).reduce(0) { $0 | UInt32(bytes[o + $1]) << (8 * $1) } }
-        func u64(_ o: Int) -> UInt64 { (0..<8).reduce(0) { $0 | UInt64(bytes[o + $1]) << (8 * $1) } }
+        let golden = GoldenBytes(readFile(Self.goldenPath))
+        let bytes = golden.bytes
+        let (u16, u32, u64) = (golden.u16, golden.u32, golden.u64)
         // Segment header.
         #expect(Array(bytes[0..<8]) == Array("SPOOLSEG".utf8))
         #expect(u16(8) == 1)
@@ -73,29 +72,15 @@ import Testing
         }
         #expect(ok)
         // Records area: varint length, varint zigzag(timestamp delta), payload.
-        var reader = 0
+        var records = GoldenBytes(area)
         var previous: Int64 = 0
-        func varint() -> UInt64 {
-            var value: UInt64 = 0
-            var shift: UInt64 = 0
-            while true {
-                let b = area[reader]
-                reader += 1
-                value |= UInt64(b & 0x7F) << shift
-                if b < 0x80 { return value }
-                shift += 7
-            }
-        }
         for (timestamp, text) in Self.goldenRecords {
-            let length = Int(varint())
-            let z = varint()
-            let delta = Int64(bitPattern: z >> 1) ^ -Int64(bitPattern: z & 1)
-            previous += delta
+            let length = Int(records.varint())
+            previous += records.zigzagVarint()
             #expect(previous == timestamp)
-            #expect(Array(area[reader..<reader + length]) == Array(text.utf8))
-            reader += length
+            #expect(records.take(length) == Array(text.utf8))
         }
-        #expect(reader == raw)
+        #expect(records.cursor == raw)
         // Second block: stored uncompressed (codec 0), one record.
         o += 40 + stored
         #expect(bytes[o + 4] == 0)

@@ -103,3 +103,42 @@ func writeAcknowledgedBlocks(_ dir: TemporaryDirectory, configuration: Configura
     try log.close()
     return (readFile(dir.file(Format.segmentName(0))), ends)
 }
+
+/// A golden file read the way FORMAT.md gives it, independently of the library's own decoding:
+/// little-endian integers at offsets, and a cursor over LEB128 varints and zigzag deltas.
+struct GoldenBytes {
+    let bytes: [UInt8]
+    /// Where ``varint()`` reads next.
+    var cursor = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    func u16(_ o: Int) -> UInt16 { UInt16(bytes[o]) | UInt16(bytes[o + 1]) << 8 }
+    func u32(_ o: Int) -> UInt32 { (0..<4).reduce(0) { $0 | UInt32(bytes[o + $1]) << (8 * $1) } }
+    func u64(_ o: Int) -> UInt64 { (0..<8).reduce(0) { $0 | UInt64(bytes[o + $1]) << (8 * $1) } }
+
+    /// The unsigned LEB128 varint at the cursor.
+    mutating func varint() -> UInt64 {
+        var value: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let b = bytes[cursor]
+            cursor += 1
+            value |= UInt64(b & 0x7F) << shift
+            if b < 0x80 { return value }
+            shift += 7
+        }
+    }
+
+    /// The zigzag-encoded signed varint at the cursor.
+    mutating func zigzagVarint() -> Int64 {
+        let z = varint()
+        return Int64(bitPattern: z >> 1) ^ -Int64(bitPattern: z & 1)
+    }
+
+    /// `count` bytes at the cursor.
+    mutating func take(_ count: Int) -> [UInt8] {
+        defer { cursor += count }
+        return Array(bytes[cursor..<cursor + count])
+    }
+}

@@ -58,18 +58,9 @@ extension EventLog {
         let timestamp = wallClockMillis()
         // One lock round trip: the record and its waiter go in together.
         var seq: UInt64 = 0
-        try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
-            lock.lock()
-            do {
-                seq = try payload.withUnsafeBytes { try enqueue($0, timestamp: timestamp) }
-            } catch {
-                lock.unlock()
-                continuation.resume(throwing: error)
-                return
-            }
-            state.addWaiter(Waiter(seq: seq, level: durability, kind: .async(continuation)))
-            if state.shouldWakeWriter(for: durability) { lock.wakeWriter() }
-            lock.unlock()
+        try await suspendUntilStored(durability) {
+            seq = try payload.withUnsafeBytes { try enqueue($0, timestamp: timestamp) }
+            return seq
         }
         return seq
     }
@@ -88,11 +79,31 @@ extension EventLog {
     /// A pipelining producer appends at `buffered` and awaits only its latest seq.
     public func waitUntil(_ seq: UInt64, is durability: Durability) async throws {
         if durability == .buffered { return }
+        try await suspendUntilStored(durability) {
+            if let result = immediateResult(seq, durability) {
+                try result.get()
+                return nil
+            }
+            return seq
+        }
+    }
+
+    /// Suspends until a record is as durable as `durability` asks. `prepare` runs under the
+    /// lock and returns the seq to wait for, nil if there is nothing to wait for, or throws.
+    private func suspendUntilStored(_ durability: Durability, _ prepare: () throws -> UInt64?) async throws {
         try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
             lock.lock()
-            if let result = immediateResult(seq, durability) {
+            let seq: UInt64?
+            do {
+                seq = try prepare()
+            } catch {
                 lock.unlock()
-                continuation.resume(with: result)
+                continuation.resume(throwing: error)
+                return
+            }
+            guard let seq else {
+                lock.unlock()
+                continuation.resume()
                 return
             }
             state.addWaiter(Waiter(seq: seq, level: durability, kind: .async(continuation)))
