@@ -119,17 +119,32 @@ public func sequentialWrite(_ data: [UInt8], total: Int, path: String) throws ->
 
 /// Appends 256 bytes and `fdatasync`s, again and again within `budget`. Returns the rate
 /// of append+sync pairs and their latencies. Removes the file.
-public func fdatasyncRate(path: String, budget: Budget) throws -> Run {
-    let fd = try openFile(path, flags: O_CREAT | O_TRUNC | O_WRONLY | O_APPEND)
+///
+/// With `preallocated`, the file first gets 16 MiB of zeros (written and synced, untimed) and
+/// each record overwrites the next 256 bytes of them: the `fdatasync` then has no new file size
+/// to commit, as for Spool's synced writes (FORMAT.md §6, preallocated space).
+public func fdatasyncRate(path: String, budget: Budget, preallocated: Bool = false) throws -> Run {
+    let fd = try openFile(path, flags: O_CREAT | O_TRUNC | O_WRONLY | (preallocated ? 0 : O_APPEND))
     defer { close(fd); unlink(path) }
     let record = [UInt8](repeating: 0x61, count: 256)
+    if preallocated {
+        let zeros = [UInt8](repeating: 0, count: 1 << 20)
+        for _ in 0..<16 { try writeAll(fd, zeros, path: path) }
+        try check(fdatasync(fd), "fdatasync", path)
+    }
+    var offset: off_t = 0
     var nanos = [UInt64]()
     nanos.reserveCapacity(budget.events)
     let start = monotonicNanos()
     let deadline = budget.deadline(from: start)
     while nanos.count < budget.events {
         let t0 = monotonicNanos()
-        try writeAll(fd, record, path: path)
+        if preallocated {
+            guard pwrite(fd, record, record.count, offset) == record.count else { throw BenchError("pwrite \(path): \(String(cString: strerror(errno)))") }
+            offset = (offset + off_t(record.count)) % (16 << 20)
+        } else {
+            try writeAll(fd, record, path: path)
+        }
         try check(fdatasync(fd), "fdatasync", path)
         let t1 = monotonicNanos()
         nanos.append(t1 - t0)

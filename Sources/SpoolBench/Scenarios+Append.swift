@@ -27,8 +27,11 @@ extension Context {
                 try await spool.appendConcurrently(.synced, producers: producers, directory: directory, budget: budget)
             })
         }
+        let syncBudget = Budget(events: budget.events, seconds: min(2, budget.seconds))
         var baselineSteps = [Step(key: "hw fdatasync") { directory in
-            try await blocking { try fdatasyncRate(path: directory + "/fdatasync.bin", budget: Budget(events: budget.events, seconds: min(2, budget.seconds))) }
+            try await blocking { try fdatasyncRate(path: directory + "/fdatasync.bin", budget: syncBudget) }
+        }, Step(key: "hw fdatasync preallocated") { directory in
+            try await blocking { try fdatasyncRate(path: directory + "/fdatasync.bin", budget: syncBudget, preallocated: true) }
         }]
         if let baseline {
             for mode in BaselineAppend.allCases where all || mode == .full {
@@ -71,11 +74,17 @@ extension Context {
             hardware.fdatasyncLatency = sync.latencies
         }
         let fdatasync = Figure(hardware.fdatasyncPerSecond, "events/s", latency: hardware.fdatasyncLatency)
+        // The ceiling of N synced producers: N events per fdatasync of allocated blocks, and
+        // nothing else in the cycle (no compression, no wake-ups).
+        let overwrite = best["hw fdatasync preallocated"]!
         for producers in options.syncedProducers {
             let key = "synced ×\(producers)"
             add(key, .full, goal: producers == 64 ? .atLeast(50) : nil)
             rows.append(Row(group: "append", scenario: key, spool: spoolFigure(key),
                             baseline: "hw: 256 B append+fdatasync", baselineFigure: fdatasync))
+            rows.append(Row(group: "append", scenario: key, spool: spoolFigure(key),
+                            baseline: "hw ceiling: \(producers) × overwrite+fdatasync rate",
+                            baselineFigure: Figure(Double(producers) * overwrite.rate, "events/s"), percent: true))
         }
         return rows
     }
