@@ -164,4 +164,36 @@ import Testing
         #expect(reopened.nextSeq == 1, "close wrote the pending record")
         try reopened.close()
     }
+
+    /// Closing again (one after another, or from several threads at once) must not close a
+    /// descriptor a second time: by then that number may belong to someone else's file.
+    @Test func closingAgainLeavesOtherDescriptorsAlone() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        func descriptorsAreOpen(_ fds: [Int32]) -> Bool { fds.allSatisfy { fcntl($0, F_GETFD) != -1 } }
+        let log = try EventLog.open(directory: dir.path)
+        try log.appendBlocking(payload(0), durability: .synced)
+        try log.close()
+        // Likely to be given the numbers the log just released.
+        let others = (0..<8).map { open(dir.file("other-\($0)"), O_CREAT | O_RDWR | O_CLOEXEC, 0o600) }
+        #expect(others.allSatisfy { $0 >= 0 })
+        try log.close()
+        #expect(descriptorsAreOpen(others), "a second close closed someone else's descriptor")
+
+        let concurrent = try EventLog.open(directory: dir.path)
+        let group = DispatchGroup()
+        for _ in 0..<4 {
+            group.enter()
+            Thread.detachNewThread {
+                try? concurrent.close()
+                group.leave()
+            }
+        }
+        group.wait()
+        #expect(descriptorsAreOpen(others), "concurrent closes closed someone else's descriptor")
+        let reopened = try EventLog.open(directory: dir.path)
+        #expect(reopened.nextSeq == 1)
+        try reopened.close()
+        for fd in others { close(fd) }
+    }
 }

@@ -117,8 +117,14 @@ public final class EventLog: @unchecked Sendable {
     /// - Throws: the write error if pending records could not be written (their count is in the message).
     public func close() throws {
         var failure: SpoolError?
-        lock.withLock {
-            if case .closed = state.status { return }
+        // Only the first call closes; any other waits until it has (closing twice must never
+        // release the directory lock's descriptor twice: the second close(2) would close
+        // whatever file had been given that number since).
+        let first = lock.withLock { () -> Bool in
+            if state.closeRequested {
+                while !state.closeFinished { lock.progressWait() }
+                return false
+            }
             state.closeRequested = true
             switch state.status {
             case .closing, .failed:
@@ -136,11 +142,17 @@ public final class EventLog: @unchecked Sendable {
                 failure = SpoolError(.io, "\(unwritten) appended records could not be written before close (records \(state.writtenThrough)..<\(state.nextSeq))", path: directory)
             }
             state.status = .closed
+            return true
         }
+        guard first else { return }
         writer.close()
         codec.close()
         consumerCache.closeAll()
         directoryLock.release()
+        lock.withLock {
+            state.closeFinished = true
+            lock.broadcastProgress()
+        }
         if let failure { throw failure }
     }
 

@@ -83,6 +83,9 @@ struct LogState {
     var writerExited = false
     /// `close()` was called (the status may still be `.failed`).
     var closeRequested = false
+    /// `close()` finished releasing the files and the directory lock (other callers of
+    /// `close()` wait for it).
+    var closeFinished = false
     /// Someone holds the write token and is writing outside the lock: the writer thread or a
     /// blocking caller (`EventLog.leadWrite`). Only the holder touches the `SegmentWriter`.
     var writing = false

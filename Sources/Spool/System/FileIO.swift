@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Synchronization
 import SystemPackage
 
 /// Thin wrappers over the system calls Spool uses. Every call retries `EINTR`, passes
@@ -244,8 +245,9 @@ enum DirectoryIO {
 }
 
 /// An exclusive `flock` on the directory's LOCK file, held for the life of an open log.
-final class DirectoryLock {
-    private let fd: Int32
+/// ``release()`` closes the descriptor once, however often it is called.
+final class DirectoryLock: Sendable {
+    private let fd: Mutex<Int32>
     let path: String
 
     init(directory: String, permissions: UInt16) throws {
@@ -261,12 +263,16 @@ final class DirectoryLock {
             }
             throw SpoolError.system("flock", path: path, error)
         }
-        self.fd = fd
+        self.fd = Mutex(fd)
     }
 
     func release() {
-        flock(fd, LOCK_UN)
-        close(fd)
+        fd.withLock { fd in
+            guard fd >= 0 else { return }
+            flock(fd, LOCK_UN)
+            close(fd)
+            fd = -1
+        }
     }
 }
 
