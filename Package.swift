@@ -26,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", "3.0.0"..<"5.0.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.21.0"),
     ],
     targets: [
         // System libraries: zstd (compression), ISA-L (CRC-32C), zlib (gzip bodies).
@@ -44,11 +45,12 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        // The sync worker and its HTTP uploader (URLSession).
+        // The sync worker and its HTTP uploaders (AsyncHTTPClient on Linux, URLSession elsewhere).
         .target(
             name: "SpoolSync",
             dependencies: [
                 "Spool", "CZstd", "CZlib",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
@@ -85,7 +87,9 @@ let package = Package(
             name: "SpoolSyncTests",
             dependencies: ["Spool", "SpoolSync", "SpoolCollector", .product(name: "MetricsTestKit", package: "swift-metrics")]
         ),
-        .testTarget(name: "SpoolCollectorTests", dependencies: ["Spool", "SpoolCollector", "CZstd", "CZlib"]),
+        .testTarget(name: "SpoolCollectorTests", dependencies: [
+            "Spool", "SpoolCollector", "CZstd", "CZlib", .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        ]),
         // A fuzz target for the segment and offset-file readers; without libFuzzer it replays
         // inputs given as arguments (README, "Crash testing").
         .executableTarget(name: "SpoolFuzz", dependencies: ["Spool", "CISAL"]),

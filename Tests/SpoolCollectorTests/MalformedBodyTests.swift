@@ -137,9 +137,7 @@ import Testing
 
     @Test func onlyPostIsAccepted() async throws {
         let server = try await TestServer.start()
-        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(server.port)/batch")!)
-        request.httpMethod = "GET"
-        let answer = try await server.send(request)
+        let answer = try await server.send(.GET)
         await server.collector.stop()
         #expect(answer.status == 405)
     }

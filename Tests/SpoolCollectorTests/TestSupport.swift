@@ -1,10 +1,10 @@
+import AsyncHTTPClient
 import CZlib
 import CZstd
 import Foundation
+import NIOCore
+import NIOHTTP1
 import Testing
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 @testable import SpoolCollector
 
 /// The answer to one request, or the network error that replaced it.
@@ -19,7 +19,8 @@ struct Answer: Sendable {
     }
 }
 
-/// A running collector on 127.0.0.1 and an ephemeral port, with a URLSession client.
+/// A running collector on 127.0.0.1 and an ephemeral port, with an AsyncHTTPClient client
+/// (the client `spool sync` uses on Linux).
 struct TestServer: Sendable {
     let collector: Collector
     let port: Int
@@ -34,12 +35,7 @@ struct TestServer: Sendable {
 
     /// POSTs `body` to `/batch` with `headers`.
     func post(_ body: [UInt8], headers: [String: String], path: String = "/batch") async throws -> Answer {
-        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
-        request.httpMethod = "POST"
-        request.httpBody = Data(body)
-        request.timeoutInterval = 60
-        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        return try await send(request)
+        try await send(.POST, path: path, headers: headers, body: body)
     }
 
     /// POSTs a batch: sets `Spool-Batch` for `log` and `seqs`, and the content headers of `format`.
@@ -50,28 +46,27 @@ struct TestServer: Sendable {
         return try await post(body, headers: headers)
     }
 
-    func send(_ request: URLRequest) async throws -> Answer {
-        let session = URLSession(configuration: .ephemeral)
-        defer { session.finishTasksAndInvalidate() }
-        return try await withCheckedThrowingContinuation { continuation in
-            let task = session.dataTask(with: request) { data, response, error in
-                if let error {
-                    continuation.resume(throwing: error)
-                } else if let response = response as? HTTPURLResponse {
-                    var headers: [String: String] = [:]
-                    for (name, value) in response.allHeaderFields {
-                        headers["\(name)"] = "\(value)"
-                    }
-                    let body = String(decoding: data ?? Data(), as: UTF8.self)
-                    continuation.resume(returning: Answer(status: response.statusCode, headers: headers, body: body))
-                } else {
-                    continuation.resume(throwing: URLError(.badServerResponse))
-                }
-            }
-            task.resume()
-        }
+    /// Sends one request and collects the whole answer.
+    func send(_ method: HTTPMethod, path: String = "/batch", headers: [String: String] = [:], body: [UInt8]? = nil) async throws -> Answer {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
+        request.method = method
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+        let response = try await testClient.execute(request, timeout: .seconds(60))
+        var answerHeaders: [String: String] = [:]
+        for header in response.headers { answerHeaders[header.name] = header.value }
+        let bytes = try await response.body.collect(upTo: 16 << 20)
+        return Answer(status: Int(response.status.code), headers: answerHeaders, body: String(buffer: bytes))
     }
 }
+
+/// The tests' HTTP client: a refused connection fails at once instead of being retried until
+/// the request's deadline. Process-wide, never shut down.
+let testClient: HTTPClient = {
+    var configuration = HTTPClient.Configuration()
+    configuration.connectionPool.retryConnectionEstablishment = false
+    return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+}()
 
 /// The log id the tests send from.
 let testLog = "0123456789abcdef0123456789abcdef"

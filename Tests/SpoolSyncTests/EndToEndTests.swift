@@ -5,11 +5,11 @@ import Synchronization
 import Testing
 @testable import SpoolSync
 
-/// The worker over real HTTP on 127.0.0.1: a real `EventLog` and consumer, `URLSessionUploader`,
-/// and the reference collector with injected faults.
+/// The worker over real HTTP on 127.0.0.1: a real `EventLog` and consumer, the default uploader
+/// (`HTTPClientUploader` on Linux), and the reference collector with injected faults.
 @Suite(.serialized) struct EndToEndTests {
-    /// Retries allowed where a flush must succeed: real HTTP over libcurl can time out now
-    /// and then even without injected faults, and a retry is the designed answer.
+    /// Retries allowed where a flush must succeed: real HTTP can time out now and then even
+    /// without injected faults (a loaded 2-core machine), and a retry is the designed answer.
     static let retries = 20
 
     /// A log in a fresh temporary directory, a collector, and the URL to post to.
@@ -61,7 +61,7 @@ import Testing
         #expect(report.failure == nil)
         #expect(report.records == 230)
         #expect(report.batches == 5)
-        // A rare retried timeout (see URLSessionUploader) may add an error before a good.
+        // A rare retried timeout may add an error before a good.
         #expect(results.withLock { $0 }.filter { !$0.hasPrefix("error") } == ["good", "good", "good", "good", "good", "noData"])
         let received = rig.collector.records()
         #expect(received.map(\.seq) == Array(0..<230))

@@ -5,7 +5,8 @@ import Synchronization
 import FoundationNetworking
 #endif
 
-/// The default ``Uploader``: an HTTP `POST` of each body to one URL with `URLSession`.
+/// An ``Uploader`` posting each body to one URL with `URLSession`: the default on Apple
+/// platforms. On Linux the default is ``HTTPClientUploader`` (see there why).
 ///
 /// Each request carries the worker's headers and its own timeout (`requestTimeout`, 30 s by
 /// default). Redirects are followed by `URLSession`; every other answer is returned as it

@@ -2,7 +2,8 @@ import Spool
 
 /// Sends one request body to a server: the transport seam of the sync worker.
 ///
-/// The default is ``URLSessionUploader``; plug your own to use another HTTP client or
+/// The defaults are ``HTTPClientUploader`` (AsyncHTTPClient) on Linux and
+/// ``URLSessionUploader`` on Apple platforms; plug your own to use another HTTP client or
 /// another protocol altogether. An implementation answers with the server's response
 /// whatever its status (the worker classifies it), and throws only when there is no
 /// response: a network failure, a reset, a malformed answer. It must honour task

@@ -22,8 +22,14 @@ extension SyncWorker where C == ContinuousClock {
             clock: ContinuousClock(), logger: logger)
     }
 
-    /// A worker for a Spool consumer posting to `url` with ``URLSessionUploader``.
+    /// A worker for a Spool consumer posting to `url` with the platform's default uploader:
+    /// ``HTTPClientUploader`` on Linux, ``URLSessionUploader`` on Apple platforms.
     public init(consumer: Consumer, url: URL, configuration: SyncConfiguration = .init(), logger: Logger = Logger(label: "spool.sync")) throws(SyncError) {
-        try self.init(consumer: consumer, uploader: URLSessionUploader(url: url), configuration: configuration, logger: logger)
+        #if canImport(FoundationNetworking)
+        let uploader: any Uploader = HTTPClientUploader(url: url)
+        #else
+        let uploader: any Uploader = URLSessionUploader(url: url)
+        #endif
+        try self.init(consumer: consumer, uploader: uploader, configuration: configuration, logger: logger)
     }
 }

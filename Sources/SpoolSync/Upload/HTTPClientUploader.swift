@@ -1,0 +1,86 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// An ``Uploader`` over AsyncHTTPClient (SwiftNIO): an HTTP `POST` of each body to one URL.
+/// The default on Linux.
+///
+/// Why not `URLSession` there: swift-corelibs-foundation's `URLSession` (over libcurl) has to
+/// close every connection after each request (``URLSessionUploader`` explains the hang that
+/// keep-alive causes), and cancelling its async API from a cancellation handler can deadlock;
+/// AsyncHTTPClient keeps connections alive (a pool per host) and honours task cancellation.
+///
+/// Each request carries the worker's headers and its own timeout. Redirects are not followed
+/// (a collector answers, it does not redirect); every answer is returned as it is, for the
+/// worker to classify, with at most the first 4 KiB of its body. Neither the body nor the
+/// answer is logged.
+///
+/// Thread safety: `Sendable`; one instance may serve several workers.
+public struct HTTPClientUploader: Uploader {
+    /// Where bodies are posted.
+    public let url: URL
+    private let client: HTTPClient
+
+    /// The client uploaders use unless given one: process-wide, never shut down (like
+    /// AsyncHTTPClient's own `shared`), on NIO's singleton event loop group. It does not follow
+    /// redirects, and a connection that cannot be made fails the request at once (the worker's
+    /// own retries and backoff take it from there) instead of being retried until the request's
+    /// deadline: a server that is down is reported as such, not as a timeout.
+    public static let defaultClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.redirectConfiguration = .disallow
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.timeout.connect = .seconds(10)
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
+
+    /// - Parameters:
+    ///   - url: the collector's endpoint.
+    ///   - client: the client to use. The default is ``defaultClient``.
+    public init(url: URL, client: HTTPClient = HTTPClientUploader.defaultClient) {
+        self.url = url
+        self.client = client
+    }
+
+    public func upload(_ request: UploadRequest) async throws -> UploadResponse {
+        var outgoing = HTTPClientRequest(url: url.absoluteString)
+        outgoing.method = .POST
+        for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
+        outgoing.body = .bytes(ByteBuffer(bytes: request.body))
+        let host = url.host ?? "the server"
+        let timeout = TimeAmount.nanoseconds(max(1, request.timeout.nanoseconds))
+        let response: HTTPClientResponse
+        do {
+            response = try await client.execute(outgoing, timeout: timeout)
+        } catch let error as HTTPClientError where [.deadlineExceeded, .readTimeout, .connectTimeout].contains(error) {
+            throw SyncError(.timeout, "no answer from \(host) in time", cause: error)
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw SyncError(.network, "the request to \(host) failed", cause: error)
+        }
+        var headers: [String: String] = [:]
+        for header in response.headers { headers[header.name.lowercased()] = header.value }
+        // Keep the start of the body: the worker reports at most a short message from it.
+        var body: [UInt8] = []
+        do {
+            for try await chunk in response.body {
+                body.append(contentsOf: chunk.readableBytesView.prefix(4096 - body.count))
+                if body.count >= 4096 { break }
+            }
+        } catch {
+            throw SyncError(.network, "the answer from \(host) was cut off", cause: error)
+        }
+        return UploadResponse(status: Int(response.status.code), headers: headers, body: body)
+    }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds (saturating).
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? .max : whole.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
+    }
+}
