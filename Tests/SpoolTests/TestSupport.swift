@@ -51,10 +51,7 @@ func notices(_ items: [ReadItem]) -> [ReadNotice] {
 func readFile(_ path: String) -> [UInt8] { Array(FileManager.default.contents(atPath: path) ?? Data()) }
 
 /// Overwrites a whole file.
-/// Copies a file, or a directory tree, byte by byte. Not `FileManager.copyItem`: when these
-/// tests used it (copying a live log's directory, with all suites in one process), other
-/// tests' reads and writes failed now and then with EBADF, as if a descriptor of theirs had
-/// been closed under them; with this copy they did not (cause not pinned down).
+/// Copies a file, or a directory tree (a live log's directory included), byte by byte.
 func copyItem(_ source: String, to destination: String) {
     var isDirectory: ObjCBool = false
     guard FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory) else { return }
