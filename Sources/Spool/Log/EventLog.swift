@@ -105,8 +105,9 @@ public final class EventLog: @unchecked Sendable {
     /// Every record below this seq is durable.
     public var syncedThrough: UInt64 { lock.withLock { state.syncedThrough } }
 
-    /// Registers `handler`, called on the writer thread after each batch of blocks is written,
-    /// with the seq just past the last written record. Keep it short and non-blocking.
+    /// Registers `handler`, called after each batch of blocks is written, with the seq just
+    /// past the last written record, on the thread that wrote the batch (the writer thread, or
+    /// a blocking caller writing its own record). Keep it short and non-blocking.
     public func observeWrites(_ handler: @escaping @Sendable (UInt64) -> Void) {
         lock.withLock { state.observers.append(handler) }
     }
