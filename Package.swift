@@ -80,7 +80,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SpoolTests",
-            dependencies: ["Spool", .product(name: "MetricsTestKit", package: "swift-metrics")],
+            dependencies: ["Spool", "SpoolFuzzInput", .product(name: "MetricsTestKit", package: "swift-metrics")],
             resources: [.copy("Golden"), .copy("FuzzCorpus")]
         ),
         .testTarget(
@@ -92,7 +92,9 @@ let package = Package(
         ]),
         // A fuzz target for the segment and offset-file readers; without libFuzzer it replays
         // inputs given as arguments (README, "Crash testing").
-        .executableTarget(name: "SpoolFuzz", dependencies: ["Spool", "CISAL"]),
+        .executableTarget(name: "SpoolFuzz", dependencies: ["SpoolFuzzInput"]),
+        // What a fuzz input becomes and how it is read: shared by SpoolFuzz and FuzzCorpusTests.
+        .target(name: "SpoolFuzzInput", dependencies: ["Spool", "CISAL"]),
         // Tests that run the `spool` binary as real child processes (crash tests, CLI).
         .testTarget(name: "SpoolCLITests", dependencies: ["Spool"]),
     ]

@@ -121,14 +121,18 @@ extension EventLog {
         let id = state.nextBlockingID
         state.nextBlockingID += 1
         state.addWaiter(Waiter(seq: seq, level: durability, kind: .blocking(id: id)))
-        // This thread may block: if the writer thread is idle, write here (one caller alone
-        // gets its record written without two thread hand-offs); otherwise let the writer work.
-        if !canLeadWrite() && state.shouldWakeWriter(for: durability) { lock.wakeWriter() }
+        // This thread may block: if no one is writing, write here (one caller alone gets its
+        // record written without two thread hand-offs); otherwise wake the writer, once.
+        var wokeWriter = false
         while true {
             if let result = state.blockingResults.removeValue(forKey: id) { return try result.get() }
             if canLeadWrite() {
                 leadWrite()
                 continue
+            }
+            if !wokeWriter && state.shouldWakeWriter(for: durability) {
+                lock.wakeWriter()
+                wokeWriter = true
             }
             lock.progressWait()
         }

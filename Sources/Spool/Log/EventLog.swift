@@ -75,7 +75,8 @@ public final class EventLog: @unchecked Sendable {
         let codec = try LogCodec(directory: directory, configuration: configuration, logID: recovered.meta.logID,
                                  inheritedThrough: segments.last?.baseSeq, logger: logger)
         let writer = try SegmentWriter(directory: directory, configuration: configuration, logID: recovered.meta.logID, codec: codec,
-                                       active: segments.last, activeEndSeq: recovered.endSeq, nextSeq: nextSeq)
+                                       active: segments.last, activeHeader: recovered.activeHeader,
+                                       activeEndSeq: recovered.endSeq, nextSeq: nextSeq)
         if let replaced = writer.replacedEmptySegment { segments.removeAll { $0.baseSeq == replaced } }
         if let active = writer.activeSegment {
             if segments.last?.baseSeq == active.baseSeq {

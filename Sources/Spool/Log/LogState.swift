@@ -65,8 +65,6 @@ struct LogState {
     var writtenThrough: UInt64
     /// Every record below this seq is durable (survives power loss).
     var syncedThrough: UInt64
-    /// A `sync()` asked that every record below this seq be made durable.
-    var syncRequestedThrough: UInt64 = 0
     /// Callers waiting for their record to be written or synced. Change it only through
     /// ``addWaiter(_:)`` and ``setWaiters(_:)``, which keep ``syncedWaiters`` right.
     private(set) var waiters: [Waiter] = []
@@ -89,6 +87,8 @@ struct LogState {
     /// Someone holds the write token and is writing outside the lock: the writer thread or a
     /// blocking caller (`EventLog.leadWrite`). Only the holder touches the `SegmentWriter`.
     var writing = false
+    /// The writer thread sleeps until the write token is released (a blocking caller holds it).
+    var writerAwaitsToken = false
     /// Group-commit gathering after an fdatasync: wait (until `deadline`, monotonic ns) for
     /// `target` synced callers before the next one. See `EventLog.writerLoop`.
     var gather: (target: Int, deadline: UInt64)? = nil

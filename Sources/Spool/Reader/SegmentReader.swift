@@ -11,9 +11,9 @@ final class SegmentReader {
     /// The payload of the last block read (stored form, checksum verified).
     private(set) var payload: [UInt8] = []
     private var headerBuffer = [UInt8](repeating: 0, count: Format.blockHeaderSize)
-    /// The segment header's created ms, once ``checkHeader(logID:)`` passed (compact blocks'
-    /// first timestamps are relative to it).
-    private(set) var createdMillis: Int64 = 0
+    /// The segment header, once ``checkHeader(logID:)`` passed (compact blocks' first
+    /// timestamps are relative to its created ms).
+    private(set) var header: SegmentHeader?
 
     init(path: String, baseSeq: UInt64, limit: Int64) throws {
         file = try FileIO.open(path, .readOnly)
@@ -46,13 +46,13 @@ final class SegmentReader {
         case .success(let header):
             if header.baseSeq != baseSeq { return "the header's base seq \(header.baseSeq) does not match the file name" }
             if let logID, header.logID != logID { return "the segment belongs to another log (\(header.logID))" }
-            createdMillis = header.createdMillis
+            self.header = header
             return nil
         }
     }
 
     /// What the first record's timestamp delta of a block with `header` is from.
-    func timestampBase(for header: BlockHeader) -> Int64 { header.form == .compact ? createdMillis : 0 }
+    func timestampBase(for block: BlockHeader) -> Int64 { block.form == .compact ? header?.createdMillis ?? 0 : 0 }
 
     /// Reads and parses the block header at `offset` (either form): nil when too few bytes
     /// remain before `limit` for the header its first bytes announce.

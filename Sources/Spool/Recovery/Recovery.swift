@@ -6,6 +6,8 @@ struct RecoveredLog {
     var segments: [SegmentInfo]
     /// The seq after the last valid record of the active segment.
     var endSeq: UInt64
+    /// The active segment's header (checked, or rewritten), for the writer that appends to it.
+    var activeHeader: SegmentHeader?
     var consumerOffsets: [String: UInt64]
     var report: RecoveryReport
 }
@@ -39,17 +41,20 @@ enum Recovery {
         }
 
         var endSeq: UInt64 = 0
+        var activeHeader: SegmentHeader?
         if let active = segments.last {
-            let (size, end) = try recoverActive(directory: directory, segment: active, meta: meta, configuration: configuration, report: &report, logger: logger)
+            let (size, end, header) = try recoverActive(directory: directory, segment: active, meta: meta, configuration: configuration, report: &report, logger: logger)
             segments[segments.count - 1].size = size
             endSeq = end
+            activeHeader = header
         }
 
         let consumerOffsets = try Consumers.loadOffsets(directory: directory, firstSeq: segments.first?.baseSeq ?? endSeq, report: &report, logger: logger)
         if !report.ignoredFiles.isEmpty {
             logger.debug("ignoring files that are not part of the log", metadata: ["files": "\(report.ignoredFiles)"])
         }
-        return RecoveredLog(meta: meta, segments: segments, endSeq: endSeq, consumerOffsets: consumerOffsets, report: report)
+        return RecoveredLog(meta: meta, segments: segments, endSeq: endSeq, activeHeader: activeHeader,
+                            consumerOffsets: consumerOffsets, report: report)
     }
 
     static func fileSize(_ path: String) throws -> Int64 {
@@ -94,9 +99,9 @@ enum Recovery {
     }
 
     /// Scans every block of the active segment, truncates a torn tail, and returns the
-    /// segment's valid size and the seq after its last record.
+    /// segment's valid size, the seq after its last record and its header.
     private static func recoverActive(directory: String, segment: SegmentInfo, meta: MetaRecord, configuration: Configuration,
-                                      report: inout RecoveryReport, logger: Logger) throws -> (Int64, UInt64) {
+                                      report: inout RecoveryReport, logger: Logger) throws -> (Int64, UInt64, SegmentHeader) {
         let path = directory + "/" + segment.name
         let reader = try SegmentReader(path: path, baseSeq: segment.baseSeq, limit: segment.size)
         if let problem = try reader.checkHeader(logID: meta.logID) {
@@ -109,13 +114,14 @@ enum Recovery {
             if validBlock != nil {
                 throw SpoolError(.corrupt, "the active segment's header is damaged (\(problem)) but it holds valid blocks; move the file aside to open the log", path: path)
             }
+            let header = SegmentHeader(baseSeq: segment.baseSeq, createdMillis: wallClockMillis(), logID: meta.logID)
             try writable.truncate(to: 0)
-            try writable.write(SegmentHeader(baseSeq: segment.baseSeq, createdMillis: wallClockMillis(), logID: meta.logID).encoded(), at: 0)
+            try writable.write(header.encoded(), at: 0)
             try writable.syncData()
             if segment.size > 0 {
                 report.tornTail = .init(segment: segment.name, offset: 0, bytes: segment.size)
             }
-            return (Int64(Format.segmentHeaderSize), segment.baseSeq)
+            return (Int64(Format.segmentHeaderSize), segment.baseSeq, header)
         }
         var offset = Int64(Format.segmentHeaderSize)
         var validEnd = offset
@@ -154,7 +160,7 @@ enum Recovery {
                 ])
             }
         }
-        return (validEnd, endSeq)
+        return (validEnd, endSeq, reader.header!)  // checkHeader passed above
     }
 
     /// Whether `file` holds only zero bytes in `start..<end` (read in 1 MiB chunks).

@@ -38,8 +38,10 @@ final class SegmentWriter {
     /// The base of an empty active segment that opening replaced because seqs had to skip ahead.
     private(set) var replacedEmptySegment: UInt64?
 
+    /// `active` and `activeHeader` are the active segment as recovery left it (header checked
+    /// or rewritten); nil for a log without segments.
     init(directory: String, configuration: Configuration, logID: LogID, codec: LogCodec,
-         active: SegmentInfo?, activeEndSeq: UInt64, nextSeq: UInt64) throws {
+         active: SegmentInfo?, activeHeader: SegmentHeader?, activeEndSeq: UInt64, nextSeq: UInt64) throws {
         self.directory = directory
         self.configuration = configuration
         self.logID = logID
@@ -52,17 +54,11 @@ final class SegmentWriter {
             replacedEmptySegment = active.baseSeq
             try createSegment(baseSeq: nextSeq)
         } else if let active {
-            let file = try FileIO.open(directory + "/" + active.name, .readWrite)
-            // Recovery checked (or rewrote) this header before the writer was made.
-            let header = try file.read(count: Format.segmentHeaderSize, at: 0)
-            guard case .success(let parsed) = header.withUnsafeBytes({ SegmentHeader.parse($0) }) else {
-                file.close()
-                throw SpoolError(.corrupt, "the active segment's header is damaged", path: file.path)
-            }
-            self.active = file
+            guard let activeHeader else { preconditionFailure("recovery returns the header of the active segment") }
+            self.active = try FileIO.open(directory + "/" + active.name, .readWrite)
             fileEnd = active.size
-            activeCreatedMillis = parsed.createdMillis
-            activeVersion = parsed.version
+            activeCreatedMillis = activeHeader.createdMillis
+            activeVersion = activeHeader.version
             activeBase = active.baseSeq
             activeSize = active.size
             self.activeEndSeq = activeEndSeq

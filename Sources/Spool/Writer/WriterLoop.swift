@@ -11,7 +11,9 @@ extension EventLog {
             let now = monotonicNanos()
             if state.writing {
                 // A blocking caller is writing; it wakes this thread when it is done.
+                state.writerAwaitsToken = true
                 lock.writerWait(until: nil)
+                state.writerAwaitsToken = false
                 continue
             }
             switch state.status {
@@ -34,16 +36,15 @@ extension EventLog {
             }
             var closing = false
             if case .closing = state.status { closing = true }
-            let urgent = closing || !state.waiters.isEmpty || state.syncRequestedThrough > state.writtenThrough
+            let urgent = closing || !state.waiters.isEmpty
             // Group commit, gathering: the callers an fdatasync just served append again within
             // microseconds. Without waiting for them, syncs alternate between two half-groups;
             // waiting (at most one sync's duration) until as many synced callers are back as the
             // last sync saw lets one fdatasync cover all of them. Only synced callers gather: a
-            // `written` waiter or a `sync()` ends it. Arrivals do not wake the writer until the
-            // group is complete (`LogState.shouldWakeWriter`).
+            // `written` waiter ends it. Arrivals do not wake the writer until the group is
+            // complete (`LogState.shouldWakeWriter`).
             if !closing, let gather = state.gather, now < gather.deadline,
-               state.syncedWaiters < gather.target, state.waiters.count == state.syncedWaiters,
-               state.syncRequestedThrough <= state.writtenThrough {
+               state.syncedWaiters < gather.target, state.waiters.count == state.syncedWaiters {
                 lock.writerWait(until: gather.deadline)
                 continue
             }
@@ -58,7 +59,7 @@ extension EventLog {
                     continue
                 }
             }
-            let wantsSync = state.syncedWaiters > 0 || state.syncRequestedThrough > state.syncedThrough
+            let wantsSync = state.syncedWaiters > 0
             if state.full.isEmpty {
                 if wantsSync && state.writtenThrough > state.syncedThrough {
                     syncOnly()
@@ -117,7 +118,8 @@ extension EventLog {
 
     /// A blocking caller's write, on its own thread (see ``canLeadWrite()``): seals the current
     /// block and writes everything pending, syncing if any caller waits for it; then wakes the
-    /// writer thread for whatever arrived meanwhile. Lock held on entry and exit.
+    /// writer thread if it waits for the token or something arrived meanwhile (not otherwise:
+    /// a wake-up for nothing is two context switches per record). Lock held on entry and exit.
     func leadWrite() {
         sealCurrentBlock()
         let wantsSync = state.syncedWaiters > 0
@@ -126,7 +128,9 @@ extension EventLog {
         } else if wantsSync && state.writtenThrough > state.syncedThrough {
             syncOnly()
         }
-        lock.wakeWriter()
+        if state.writerAwaitsToken || !state.current.isEmpty || !state.full.isEmpty || !state.waiters.isEmpty {
+            lock.wakeWriter()
+        }
     }
 
     /// Makes already-written data durable when a caller asks and nothing new is pending,
@@ -147,7 +151,6 @@ extension EventLog {
             failPendingWaiters()
         } else {
             state.syncedThrough = max(state.syncedThrough, target)
-            if state.syncRequestedThrough <= state.syncedThrough { state.syncRequestedThrough = 0 }
             completeWaiters()
         }
         lock.broadcastProgress()
@@ -182,7 +185,6 @@ extension EventLog {
         state.counters.segmentsRolled += UInt64(outcome.sealed.count)
         metrics.recordSegments(count: state.segments.count, diskBytes: state.diskBytes)
         if outcome.synced { state.syncedThrough = state.writtenThrough }
-        if state.syncRequestedThrough <= state.syncedThrough { state.syncRequestedThrough = 0 }
         // Recycle the written blocks' buffers (bounded: a few blocks' worth).
         for var block in written where state.spare.count < 8 {
             block.reset(firstSeq: 0)
