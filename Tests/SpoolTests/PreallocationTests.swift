@@ -23,6 +23,18 @@ import Testing
         return copy
     }
 
+    /// A fresh log given `count` synced records, as a process killed right after them leaves it
+    /// (zeros preallocated past the data). The caller removes the returned directory.
+    func crashedAfterSyncedAppends(_ count: Int) throws -> TemporaryDirectory {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let log = try EventLog.open(directory: dir.path)
+        for i in 0..<count { try log.appendBlocking(payload(i), durability: .synced) }
+        let crashed = try snapshot(dir)
+        try log.close()
+        return crashed
+    }
+
     @Test func syncedWritesPreallocateAndCloseCutsTheZeros() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
@@ -50,13 +62,8 @@ import Testing
     }
 
     @Test func aCrashLeavesZerosThatOpeningCutsWithoutCallingThemTorn() throws {
-        let dir = TemporaryDirectory()
-        defer { dir.cleanup() }
-        let log = try EventLog.open(directory: dir.path)
-        for i in 0..<30 { try log.appendBlocking(payload(i), durability: .synced) }
-        let crashed = try snapshot(dir)
+        let crashed = try crashedAfterSyncedAppends(30)
         defer { crashed.cleanup() }
-        try log.close()
         let before = readFile(crashed.file(Format.segmentName(0)))
         let reopened = try EventLog.open(directory: crashed.path)
         #expect(reopened.recoveryReport.tornTail == nil)
@@ -70,13 +77,8 @@ import Testing
     }
 
     @Test func aTornBlockInPreallocatedSpaceIsATornTail() throws {
-        let dir = TemporaryDirectory()
-        defer { dir.cleanup() }
-        let log = try EventLog.open(directory: dir.path)
-        for i in 0..<10 { try log.appendBlocking(payload(i), durability: .synced) }
-        let crashed = try snapshot(dir)
+        let crashed = try crashedAfterSyncedAppends(10)
         defer { crashed.cleanup() }
-        try log.close()
         // Half a block written into the zeros, as an interrupted write leaves it.
         let path = crashed.file(Format.segmentName(0))
         var bytes = readFile(path)
