@@ -75,6 +75,29 @@ import Testing
         #expect(decoded as? String == text)
     }
 
+    /// The validator skips plain string bytes eight at a time: whatever needs a look must be
+    /// found at every position in and across those groups of eight, and at the string's end.
+    @Test func stringBytesNeedingALookAreFoundAtEveryPosition() {
+        let cases: [(bytes: [UInt8], valid: Bool)] = [
+            (Array(#"\n"#.utf8), true), (Array(#"\u00e9"#.utf8), true), (Array("é".utf8), true), ([0x7F], true),
+            ([0x01], false), ([0x1F], false), ([0x0A], false), ([0xFF], false), ([0xC3], false), ([0xED, 0xA0, 0x80], false),
+            (Array(#"\x"#.utf8), false), ([0x22], false),
+        ]
+        for (special, valid) in cases {
+            for before in 0..<20 {
+                for after in [0, 1, 7, 8, 9] {
+                    let text = [0x22] + Array(repeating: UInt8(ascii: "a"), count: before) + special
+                        + Array(repeating: UInt8(ascii: "b"), count: after) + [0x22]
+                    let isValid = text.withUnsafeBufferPointer { JSONValidator.isValid($0) }
+                    #expect(isValid == valid, "\(special) after \(before) bytes, \(after) before the end")
+                }
+            }
+            // Unterminated (the quote case closes the string): the scan stops at the end.
+            let open = [0x22] + Array(repeating: UInt8(ascii: "a"), count: 16) + special
+            #expect(open.withUnsafeBufferPointer { JSONValidator.isValid($0) } == (special == [0x22]))
+        }
+    }
+
     @Test func stringsEscapeQuotesBackslashesAndControlCharacters() {
         let payload: [UInt8] = Array("a\"b\\c/".utf8) + [0x08, 0x0C, 0x0A, 0x0D, 0x09, 0x00, 0x1F, 0x7F]
         #expect(data(payload) == #""a\"b\\c/\b\f\n\r\t\u0000\u001f"# + "\u{7F}\"")

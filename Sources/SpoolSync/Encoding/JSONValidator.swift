@@ -115,6 +115,23 @@ struct JSONValidator {
         return true
     }
 
+    /// Moves to the first string byte that needs a look, eight bytes at a time: anything but
+    /// printable ASCII other than `"` and `\`. Within the last seven bytes the byte-by-byte
+    /// scan takes over.
+    @inline(__always)
+    private mutating func skipPlainStringBytes() {
+        guard let base = bytes.baseAddress else { return }
+        while bytes.count - index >= 8 {
+            let word = UInt64(littleEndian: UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self))
+            let special = SWAR.stringBytesNeedingALook(word)
+            guard special == 0 else {
+                index += special.trailingZeroBitCount >> 3
+                return
+            }
+            index += 8
+        }
+    }
+
     private mutating func skipDigits() {
         while let byte = current, isDigit(byte) { index += 1 }
     }
@@ -122,6 +139,8 @@ struct JSONValidator {
     private mutating func string() -> Bool {
         index += 1
         while index < bytes.count {
+            skipPlainStringBytes()
+            guard index < bytes.count else { return false }
             let byte = bytes[index]
             switch byte {
             case UInt8(ascii: "\""):
@@ -189,6 +208,31 @@ enum UTF8Validation {
             offset += 1
         }
         return (true, offset)
+    }
+}
+
+/// Eight bytes at a time, as one 64-bit word ("SIMD within a register").
+enum SWAR {
+    private static let ones: UInt64 = 0x0101_0101_0101_0101
+    private static let highs: UInt64 = 0x8080_8080_8080_8080
+
+    /// A high bit in each byte of `word` below `limit` (≤ 0x80), and possibly in bytes above
+    /// such a byte (a borrow): zero exactly when no byte is below `limit`.
+    @inline(__always)
+    static func bytesBelow(_ limit: UInt8, in word: UInt64) -> UInt64 {
+        (word &- ones &* UInt64(limit)) & ~word & highs
+    }
+
+    /// A high bit in the first byte of `word` (in memory order, little-endian) that a JSON
+    /// string cannot hold as it is without a look: `"`, `\`, a control character or a byte
+    /// of a multi-byte sequence; zero if there is none. Bytes after the first such one may be
+    /// flagged too (borrows), so only the lowest flag is meaningful.
+    @inline(__always)
+    static func stringBytesNeedingALook(_ word: UInt64) -> UInt64 {
+        let quote = bytesBelow(1, in: word ^ (ones &* 0x22))
+        let backslash = bytesBelow(1, in: word ^ (ones &* 0x5C))
+        let control = bytesBelow(0x20, in: word)
+        return quote | backslash | control | (word & highs)
     }
 }
 
