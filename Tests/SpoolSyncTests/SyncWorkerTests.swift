@@ -55,6 +55,17 @@ import Testing
         await worker.stop()
     }
 
+    @Test func stoppingCancelsTheWriteObservation() async throws {
+        let source = MemorySource(records: 3)
+        for round in 1...3 {
+            let worker = try worker(source, ScriptedUploader(), SyncConfiguration())
+            await worker.start()
+            #expect(source.observerCount == 1, "round \(round): one registration while running")
+            await worker.stop()
+            #expect(source.observerCount == 0, "round \(round): stop must cancel it")
+        }
+    }
+
     @Test func countTriggerFollowsObservedWrites() async throws {
         var configuration = SyncConfiguration.manual
         configuration.flushCount = 10

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import Spool
 
@@ -150,6 +151,26 @@ import Testing
         try log.syncBlocking()
         #expect(log.syncedThrough == 150)
         try log.close()
+    }
+
+    @Test func aCancelledWriteObserverIsNotCalledAgain() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let log = try EventLog.open(directory: dir.path)
+        let kept = Mutex<[UInt64]>([])
+        let cancelled = Mutex<[UInt64]>([])
+        log.observeWrites { end in kept.withLock { $0.append(end) } }
+        let observation = log.observeWrites { end in cancelled.withLock { $0.append(end) } }
+        try log.appendBlocking(payload(0), durability: .written)
+        observation.cancel()
+        observation.cancel()  // harmless
+        try log.appendBlocking(payload(1), durability: .written)
+        try log.appendBlocking(payload(2), durability: .written)
+        // After close every notification has been made (the writer thread has exited, and a
+        // caller's own write notifies before its append returns).
+        try log.close()
+        #expect(cancelled.withLock { $0 } == [1])
+        #expect(kept.withLock { $0 } == [1, 2, 3])
     }
 
     @Test func appendAfterCloseThrowsClosed() throws {

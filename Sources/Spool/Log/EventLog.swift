@@ -109,8 +109,20 @@ public final class EventLog: @unchecked Sendable {
     /// Registers `handler`, called after each batch of blocks is written, with the seq just
     /// past the last written record, on the thread that wrote the batch (the writer thread, or
     /// a blocking caller writing its own record). Keep it short and non-blocking.
-    public func observeWrites(_ handler: @escaping @Sendable (UInt64) -> Void) {
-        lock.withLock { state.observers.append(handler) }
+    /// - Returns: the registration; ``WriteObservation/cancel()`` ends it (a sync worker that
+    ///   stops cancels its own, so starting and stopping workers does not pile up handlers).
+    @discardableResult
+    public func observeWrites(_ handler: @escaping @Sendable (UInt64) -> Void) -> WriteObservation {
+        let id = lock.withLock { () -> UInt64 in
+            let id = state.nextObserverID
+            state.nextObserverID += 1
+            state.observers.append((id, handler))
+            return id
+        }
+        return WriteObservation { [weak self] in
+            guard let self else { return }
+            self.lock.withLock { self.state.observers.removeAll { $0.id == id } }
+        }
     }
 
     /// Writes everything pending, stops the writer thread, and releases the directory lock.

@@ -93,7 +93,9 @@ struct LogState {
     /// `target` synced callers before the next one. See `EventLog.writerLoop`.
     var gather: (target: Int, deadline: UInt64)? = nil
     var counters = LogCounters()
-    var observers: [@Sendable (UInt64) -> Void] = []
+    /// Write observers by registration number (``EventLog/observeWrites(_:)``), in order.
+    var observers: [(id: UInt64, handler: @Sendable (UInt64) -> Void)] = []
+    var nextObserverID: UInt64 = 0
     /// The committed offset (next seq to deliver) of every consumer, by name.
     var consumerOffsets: [String: UInt64] = [:]
 

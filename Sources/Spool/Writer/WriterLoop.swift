@@ -279,7 +279,7 @@ extension EventLog {
         let mark = state.writtenThrough
         let observers = state.observers
         lock.unlock()
-        for observer in observers { observer(mark) }
+        for observer in observers { observer.handler(mark) }
         lock.lock()
     }
 }

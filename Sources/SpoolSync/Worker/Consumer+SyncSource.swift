@@ -18,7 +18,7 @@ extension Consumer: SyncSource {
         try await commit(through: end - 1, mode: .durable)
     }
 
-    public func observeWrites(_ handler: @escaping @Sendable (UInt64) -> Void) {
+    public func observeWrites(_ handler: @escaping @Sendable (UInt64) -> Void) -> WriteObservation {
         log.observeWrites(handler)
     }
 }

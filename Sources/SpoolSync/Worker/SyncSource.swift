@@ -22,8 +22,9 @@ public protocol SyncSource: Sendable {
     /// Moves the committed offset to `end` (the next record to deliver), atomically and durably.
     func commit(upTo end: UInt64) async throws
     /// Registers `handler`, called with the offset just past the last written record each time
-    /// the log writes. It must be cheap and must not block.
-    func observeWrites(_ handler: @escaping @Sendable (UInt64) -> Void)
+    /// the log writes. It must be cheap and must not block. The worker cancels the returned
+    /// registration when it stops.
+    func observeWrites(_ handler: @escaping @Sendable (UInt64) -> Void) -> WriteObservation
 }
 
 /// The answer of ``SyncSource/nextBatch(maxCount:maxBytes:)``.

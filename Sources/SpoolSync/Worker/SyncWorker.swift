@@ -60,6 +60,8 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
     private let builder: RequestBuilder
     private let metrics: SyncMetrics
     private var relay: WriteRelay?
+    /// The log-write registration; cancelled by ``stop()``.
+    private var observation: WriteObservation?
     private var nextFlushID = 0
     private var waiting: [Int: CheckedContinuation<FlushReport, Never>] = [:]
     private var batchHandlers: [Int: @Sendable (BatchResult) -> Void] = [:]
@@ -118,7 +120,7 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
         guard relay == nil else { return }
         let relay = WriteRelay { [weak self] end in await self?.writesObserved(end) }
         self.relay = relay
-        source.observeWrites { end in relay.notify(end) }
+        observation = source.observeWrites { end in relay.notify(end) }
         send(.start)
     }
 
@@ -127,6 +129,8 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
     /// ``SyncError/Code/stopped``, and the dead-letter sink is shut down.
     public func stop() async {
         send(.stop)
+        observation?.cancel()
+        observation = nil
         timer?.cancel()
         backoff?.cancel()
         if operationIsUpload { operation?.cancel() }

@@ -8,7 +8,8 @@ final class MemorySource: SyncSource {
     private struct State {
         var records: [Record] = []
         var committed: UInt64 = 0
-        var handlers: [@Sendable (UInt64) -> Void] = []
+        var handlers: [(id: Int, handler: @Sendable (UInt64) -> Void)] = []
+        var nextHandlerID = 0
         var commitFailures = 0
         var readFailures = 0
         var commits: [UInt64] = []
@@ -38,7 +39,7 @@ final class MemorySource: SyncSource {
                 let seq = UInt64(state.records.count)
                 state.records.append(Record(seq: seq, timestamp: 1_700_000_000_000 + Int64(seq), payload: Array("{\"n\":\(seq)}".utf8)))
             }
-            return (UInt64(state.records.count), state.handlers)
+            return (UInt64(state.records.count), state.handlers.map(\.handler))
         }
         if notify { for handler in handlers { handler(end) } }
     }
@@ -72,8 +73,16 @@ final class MemorySource: SyncSource {
         }
     }
 
-    func observeWrites(_ handler: @escaping @Sendable (UInt64) -> Void) {
-        state.withLock { $0.handlers.append(handler) }
+    /// How many observers are registered (a stopped worker must have cancelled its own).
+    var observerCount: Int { state.withLock { $0.handlers.count } }
+
+    func observeWrites(_ handler: @escaping @Sendable (UInt64) -> Void) -> WriteObservation {
+        let id = state.withLock { state -> Int in
+            state.nextHandlerID += 1
+            state.handlers.append((state.nextHandlerID, handler))
+            return state.nextHandlerID
+        }
+        return WriteObservation { [weak self] in self?.state.withLock { $0.handlers.removeAll { $0.id == id } } }
     }
 }
 
