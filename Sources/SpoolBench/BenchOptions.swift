@@ -16,8 +16,9 @@ public struct BenchOptions: Sendable {
     /// Segment sizes (bytes) for the open-after-crash scenario. The default is 1, 16 and
     /// 128 MiB; ``largeOpen`` adds 1 GiB.
     public var openSizes: [Int] = [1 << 20, 16 << 20, 128 << 20]
-    /// Events in the backlog whose peak memory is measured. The default is 1,000,000.
-    public var backlogEvents: Int = 1_000_000
+    /// Events in the backlog whose peak memory is measured (and a tenth as many beside it, to
+    /// show it flat). The default is 10,000,000.
+    public var backlogEvents: Int = 10_000_000
     /// Bytes written for the sequential-write baseline. The default is 256 MiB.
     public var sequentialBytes: Int = 256 << 20
     /// Producers of the synced scenario. The default is 1, 16 and 64.

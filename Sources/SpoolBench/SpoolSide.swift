@@ -203,18 +203,22 @@ public struct SpoolSide: Sendable {
         return (times.sorted()[times.count / 2], size)
     }
 
-    /// Appends a backlog of `count` events (buffered) with no consumer, closes, reopens and
-    /// reads one batch, and returns the peak resident memory over that, in bytes, above the
-    /// resident memory when it started. The backlog must not be held in memory.
-    public func backlogPeakMemory(count: Int, directory: String) throws -> (growth: Int, peak: Int)? {
-        guard let before = residentMemory() else { return nil }
+    /// Peak resident memory above where it started, in bytes, in the two phases of holding a
+    /// backlog: appending `count` events (buffered, no consumer) and closing; then reopening the
+    /// log over them and reading one batch of 500. Neither may hold the backlog in memory:
+    /// appending is bounded by `maxPendingBytes`, reopening by the active segment's last block.
+    public func backlogPeakMemory(count: Int, directory: String) throws -> (appending: Int, reopening: Int)? {
+        guard let beforeFill = residentMemory() else { return nil }
         resetPeakMemory()
         try fill(count: count, directory: directory)
+        guard let afterFill = residentMemory() else { return nil }
+        resetPeakMemory()
+        guard let beforeOpen = residentMemory() else { return nil }
         let log = try open(directory)
         _ = try log.consumer(named: "bench").read(maxCount: 500, maxBytes: 1 << 20)
         try log.close()
-        guard let after = residentMemory() else { return nil }
-        return (after.peak - before.current, after.peak)
+        guard let afterOpen = residentMemory() else { return nil }
+        return (max(0, afterFill.peak - beforeFill.current), max(0, afterOpen.peak - beforeOpen.current))
     }
 }
 
