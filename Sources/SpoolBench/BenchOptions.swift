@@ -14,7 +14,7 @@ public struct BenchOptions: Sendable {
     /// Events stored, then drained, per drain measurement. The default is 100,000.
     public var drainEvents: Int = 100_000
     /// Segment sizes (bytes) for the open-after-crash scenario. The default is 1, 16 and
-    /// 128 MiB; ``largeOpen`` adds 1 GiB.
+    /// 128 MiB; ``includeLargeOpen()`` adds 1 GiB.
     public var openSizes: [Int] = [1 << 20, 16 << 20, 128 << 20]
     /// Events in the backlog whose peak memory is measured (and a tenth as many beside it, to
     /// show it flat). The default is 10,000,000.

@@ -30,11 +30,11 @@ public struct Configuration: Sendable {
     /// Appended bytes held in memory, not yet written, before `append` waits for the writer
     /// (backpressure: memory stays bounded). The default is 16 MiB; at least `2 × blockSize`.
     public var maxPendingBytes: Int = 16 * 1024 * 1024
-    /// A cap on the log's bytes on disk (segments plus what is pending), if set. The default is `nil`.
+    /// A cap on the records' bytes: every segment's data plus the pending blocks, if set.
+    /// The default is `nil`.
     ///
-    /// What it counts is the records' space: every segment's data and the pending blocks.
-    /// Not counted: the small fixed files beside them (`META`, `LOCK`, one 544-byte offset
-    /// file per consumer, each trained dictionary's file, each encryption key's check file)
+    /// Not counted: the small fixed files beside them (`META`, `LOCK`, one 1 KiB offset file
+    /// per consumer, each trained dictionary's file, each encryption key's 56-byte check file)
     /// and, in a log written `synced`, the zeros preallocated past the active segment's data
     /// (at most 1 MiB, cut when the segment is sealed or the log closed). Leave that much
     /// headroom on a volume you size exactly.

@@ -12,6 +12,6 @@ public struct WriteObservation: Sendable {
         self.onCancel = onCancel
     }
 
-    /// Stops the handler from being called again.
+    /// Stops the handler from being called for later writes.
     public func cancel() { onCancel() }
 }
