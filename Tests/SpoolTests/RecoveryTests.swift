@@ -90,6 +90,12 @@ import Testing
             #expect(lost.first?.range == victim.header.firstSeq..<victim.header.endSeq, "flip at \(position)")
             let expected = (0..<400).filter { UInt64($0) < victim.header.firstSeq || UInt64($0) >= victim.header.endSeq }
             #expect(records(items).map(\.payload) == expected.map { noisyPayload($0, size: 1000 + $0) }, "flip at \(position)")
+            // A reader starting after the damaged block (a consumer's committed offset) walks
+            // the segment from its first block: it must pass the damage, not lose the rest.
+            let later = victim.header.endSeq + 3
+            let fromLater = try reopened.readAll(from: later)
+            #expect(notices(fromLater).isEmpty, "flip at \(position)")
+            #expect(records(fromLater).map(\.seq) == Array(later..<400), "flip at \(position)")
             let report = try reopened.verify()
             #expect(!report.isClean)
             #expect(report.corrupt.map(\.range) == [victim.header.firstSeq..<victim.header.endSeq])
@@ -112,6 +118,11 @@ import Testing
         let items = try log.readAll()
         #expect(notices(items).map(\.range) == [ends[0].endSeq..<ends[1].endSeq])
         #expect(records(items).count == Int(ends.last!.endSeq - (ends[1].endSeq - ends[0].endSeq)))
+        // From a seq in a block after the damage: every record from there, no notice.
+        let later = ends[2].endSeq + 1
+        let fromLater = try log.readAll(from: later)
+        #expect(notices(fromLater).isEmpty)
+        #expect(records(fromLater).map(\.seq) == Array(later..<ends.last!.endSeq))
         try log.close()
     }
 

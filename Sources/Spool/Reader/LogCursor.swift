@@ -92,7 +92,10 @@ final class LogCursor {
             guard case .valid(let header) = read else {
                 let reason: String
                 if case .corrupt(let why) = read { reason = why } else { reason = "the block at offset \(offset) is cut short" }
-                if let next = try reader.resync(after: offset), next.header.firstSeq >= position {
+                // The next valid block may end before `position` (a reader that started
+                // inside the segment walks its blocks from the first): the skip is then empty,
+                // and the seek below passes over the block unread.
+                if let next = try reader.resync(after: offset) {
                     let notice = skip(to: min(next.header.firstSeq, segmentEnd), kind: .corrupt, detail: "\(info.name): \(reason); resumed at offset \(next.offset)")
                     offset = next.offset
                     if notice.range.isEmpty { continue }
