@@ -134,3 +134,13 @@ import Testing
         }
     }
 }
+
+@Suite struct ReadNoticeTests {
+    /// Segment names and block seqs come from files: a notice over more than `Int.max` seqs
+    /// (a crafted `10000000000000000000.seg`) is counted and printed, not a crash.
+    @Test func aNoticeWiderThanIntMaxCountsAndPrints() {
+        let notice = ReadNotice(kind: .corrupt, range: 0..<10_000_000_000_000_000_000, detail: "crafted")
+        #expect(notice.count == 10_000_000_000_000_000_000)
+        #expect(notice.description.contains("10000000000000000000"))
+    }
+}

@@ -29,7 +29,7 @@ public struct ReadNotice: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// How many seqs the notice covers.
-    public var count: UInt64 { UInt64(range.count) }
+    public var count: UInt64 { range.upperBound - range.lowerBound }  // `range.count` traps past Int.max
 
     /// `kind lower..<upper (count records): detail`.
     public var description: String {
