@@ -72,6 +72,30 @@ import Testing
         try log.close()
     }
 
+    /// A record of the largest allowed size after small ones in the same linger window: it
+    /// starts a block of its own, so no block passes the format's raw-length bound (a reader
+    /// would reject it as corrupt, and recovery would cut it as a torn tail).
+    @Test func aRecordAtTheSizeLimitAfterOthersStaysReadable() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        var configuration = Configuration()
+        configuration.maxRecordSize = 64 * 1024 * 1024
+        configuration.maxPendingBytes = 2 * configuration.maxRecordSize + 1024 * 1024
+        configuration.linger = .seconds(60)
+        let log = try EventLog.open(directory: dir.path, configuration: configuration)
+        for i in 0..<3 { try log.append(payload(i)) }
+        let big = [UInt8](repeating: 7, count: configuration.maxRecordSize)
+        try log.appendBlocking(big, durability: .synced)
+        try log.close()
+        let reopened = try EventLog.open(directory: dir.path, configuration: configuration)
+        #expect(reopened.recoveryReport.tornTail == nil)
+        #expect(try reopened.verify().isClean)
+        let items = try reopened.readAll()
+        #expect(notices(items).isEmpty)
+        #expect(records(items).map(\.payload.count) == [payload(0).count, payload(1).count, payload(2).count, big.count])
+        try reopened.close()
+    }
+
     @Test func oversizedRecordIsRefusedAndNothingElseIsAffected() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }

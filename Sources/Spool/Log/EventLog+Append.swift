@@ -48,7 +48,9 @@ extension EventLog {
     ///
     /// `.written`: the block holding it is in the segment file (survives `kill -9`).
     /// `.synced`: it is durable (survives power loss). Many concurrent callers share one write
-    /// and one `fdatasync` (group commit). The wait is a continuation, not a blocked thread.
+    /// and one `fdatasync` (group commit). The wait is a continuation, not a blocked thread
+    /// (only backpressure, more than `maxPendingBytes` waiting, holds the calling thread until
+    /// the writer makes room, as in ``append(_:)-(UnsafeRawBufferPointer)``).
     /// - Throws: as ``append(_:)-(UnsafeRawBufferPointer)``, plus the write or sync error if the
     ///   block could not be stored: the record is then not acknowledged.
     @discardableResult
@@ -169,8 +171,12 @@ extension EventLog {
             return .failure(SpoolError(.invalidArgument, "seq \(seq) has not been appended (next seq is \(state.nextSeq))"))
         }
         switch state.status {
-        case .failed(let error), .stalled(let error): return .failure(error)
+        case .failed, .stalled: return .failure(state.error ?? SpoolError(.io, "the log cannot write"))
         case .closed: return .failure(SpoolError(.closed, "the log is closed"))
+        case .closing where state.writerExited:
+            // Between the writer's exit and `close()` marking the log closed: nobody is left
+            // to complete a new waiter.
+            return .failure(SpoolError(.closed, "the log is closed"))
         case .open, .closing: return nil
         }
     }
@@ -189,14 +195,20 @@ extension EventLog {
             lock.wakeWriter()
             lock.progressWait()
         }
+        var wake = false
+        // A block seals once it reaches `blockSize`, so one record at the size limit could take
+        // it past the format's bound on a block's raw length: that record starts a block.
+        if !state.current.isEmpty, state.current.raw.count + framed > Format.maxRawLength {
+            sealCurrentBlock()
+            wake = true
+        }
         let seq = state.nextSeq
         state.nextSeq += 1
-        var wake = false
         if state.current.isEmpty {
             state.current.firstSeq = seq
             state.current.openedAt = monotonicNanos()
             // The writer starts the linger clock; while it gathers a group it wakes by itself.
-            wake = state.gather == nil
+            wake = wake || state.gather == nil
         }
         state.current.add(payload, timestamp: timestamp)
         state.pendingBytes += framed
