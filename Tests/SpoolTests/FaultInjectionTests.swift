@@ -58,9 +58,9 @@ import Testing
         FaultInjection.arm(.sync, under: dir.path + "/0", times: 1, fault: .error(.ioError))
         await #expect {
             try await log.append(payload(1), durability: .synced)
-        } throws: { ($0 as? SpoolError)?.code == .io }
+        } throws: { ($0 as? SpoolError)?.code == .failed && ($0 as? SpoolError)?.errno == .ioError }
         // PostgreSQL's lesson: a failed fsync is not retried; the log refuses writes until reopened.
-        #expect { try log.append(payload(2)) } throws: { ($0 as? SpoolError)?.code == .io }
+        #expect { try log.append(payload(2)) } throws: { ($0 as? SpoolError)?.code == .failed }
         // A failed log still closes (its writer exits without writing more); nothing was pending.
         try log.close()
         FaultInjection.disarm(under: dir.path + "/0")
@@ -69,6 +69,40 @@ import Testing
         let stored = records(try reopened.readAll()).map(\.payload)
         #expect(stored.first == payload(0), "the synced record survives")
         #expect(try reopened.appendBlocking(payload(9), durability: .synced) == UInt64(stored.count))
+        try reopened.close()
+    }
+
+    /// The fdatasync that seals a full segment fails: the log fails as for any other fsync,
+    /// instead of stalling, retrying the seal (which the kernel would let "succeed" with the
+    /// dirty pages gone) and acknowledging the segment's records as durable later.
+    @Test func failedFsyncSealingASegmentFailsTheLogUntilReopen() async throws {
+        let dir = TemporaryDirectory()
+        defer {
+            FaultInjection.disarm(under: dir.path)
+            dir.cleanup()
+        }
+        var configuration = smallConfiguration(blockSize: 4096)
+        configuration.linger = .zero
+        let log = try EventLog.open(directory: dir.path, configuration: configuration)
+        // `written` appends make no fsync of their own: the first one armed is the seal's.
+        FaultInjection.arm(.sync, under: dir.path, times: 1, fault: .error(.ioError))
+        var failure: SpoolError?
+        for i in 0..<400 where failure == nil {
+            do { try await log.append(noisyPayload(i, size: 900), durability: .written) } catch { failure = error as? SpoolError }
+        }
+        #expect(failure?.code == .failed)
+        #expect(failure?.errno == .ioError)
+        #expect(dir.segments().count == 1, "no segment follows a seal that failed")
+        // A stalled log would retry within 100 ms, and the retried fdatasync would pass.
+        try await Task.sleep(for: .milliseconds(400))
+        await #expect {
+            try await log.append(payload(0), durability: .written)
+        } throws: { ($0 as? SpoolError)?.code == .failed }
+        // The block that was to open the next segment was never written: close says so.
+        #expect(throws: SpoolError.self) { try log.close() }
+        FaultInjection.disarm(under: dir.path)
+        let reopened = try EventLog.open(directory: dir.path)
+        #expect(try reopened.verify().isClean)
         try reopened.close()
     }
 

@@ -125,7 +125,12 @@ struct LogState {
 
     var error: SpoolError? {
         switch status {
-        case .stalled(let error), .failed(let error): return error
+        case .stalled(let error): return error
+        case .failed(let error):
+            // Not the fsync's own code: `diskFull` would promise that appending works again
+            // once space returns, and a failed fsync is never retried.
+            return SpoolError(.failed, "an fdatasync failed (\(error.message)); the log refuses writes until it is reopened",
+                              path: error.path, errno: error.errno)
         case .closing, .closed: return SpoolError(.closed, "the log is closed")
         case .open: return nil
         }

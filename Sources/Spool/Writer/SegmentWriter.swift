@@ -19,6 +19,14 @@ final class SegmentWriter {
     /// The active segment's format version: a version-1 segment reopened gets full headers only.
     private var activeVersion = Format.segmentVersion
     private var activeHasBlocks = false
+    /// `activeEndSeq` and `activeHasBlocks` as of the last block that reached the file: a
+    /// failed write puts them back, so its retry continues the segment instead of rolling.
+    private var flushedEndSeq: UInt64 = 0
+    private var flushedHasBlocks = false
+    /// Set for good once an `fdatasync` (or a new segment's directory `fsync`) failed: the
+    /// kernel may have dropped the dirty pages and cleared the error, so a retry that
+    /// "succeeds" proves nothing (the fsyncgate lesson). The log then refuses writes.
+    private(set) var syncFailed = false
     /// Encoded blocks waiting for one `write` call.
     private var out: [UInt8] = []
     /// The active segment file's size on disk: at least `activeSize`; more once synced writes
@@ -63,6 +71,8 @@ final class SegmentWriter {
             activeSize = active.size
             self.activeEndSeq = activeEndSeq
             activeHasBlocks = active.size > Int64(Format.segmentHeaderSize)
+            flushedEndSeq = activeEndSeq
+            flushedHasBlocks = activeHasBlocks
             activeOpenedAt = monotonicNanos()
         } else {
             try createSegment(baseSeq: nextSeq)
@@ -121,7 +131,10 @@ final class SegmentWriter {
             try flush(&outcome, &encodedInOut, &storedInOut, &rawInOut, preallocating: sync)
         } catch {
             out.removeAll(keepingCapacity: true)
+            activeEndSeq = flushedEndSeq
+            activeHasBlocks = flushedHasBlocks
             outcome.error = error as? SpoolError ?? SpoolError(.io, "\(error)")
+            outcome.syncFailed = syncFailed
             return outcome
         }
         if sync, let active {
@@ -130,6 +143,7 @@ final class SegmentWriter {
                 outcome.fsyncs += 1
                 outcome.synced = true
             } catch {
+                syncFailed = true
                 outcome.error = error as? SpoolError ?? SpoolError(.io, "\(error)")
                 outcome.syncFailed = true
             }
@@ -145,6 +159,7 @@ final class SegmentWriter {
     /// Whether a block has to start a new segment: the active one is full, too old, or the
     /// block's seq does not continue it (seqs skipped after a power loss).
     private func needsRoll(before block: PendingBlock) -> Bool {
+        guard active != nil else { return true }  // a roll failed after sealing the last one
         guard activeHasBlocks else { return false }
         if block.firstSeq != activeEndSeq { return true }
         if activeSize + Int64(out.count) >= Int64(configuration.segmentSize) { return true }
@@ -180,6 +195,8 @@ final class SegmentWriter {
         }
         activeSize += Int64(out.count)
         fileEnd = max(fileEnd, activeSize)
+        flushedEndSeq = activeEndSeq
+        flushedHasBlocks = activeHasBlocks
         out.removeAll(keepingCapacity: true)
         outcome.blocksWritten += blocks
         outcome.storedBytes += stored
@@ -211,7 +228,10 @@ final class SegmentWriter {
         let sealed = SegmentInfo(baseSeq: activeBase, size: activeSize)
         if let active {
             if fileEnd > activeSize { try active.truncate(to: activeSize) }
-            try active.syncData()
+            do { try active.syncData() } catch {
+                syncFailed = true
+                throw error
+            }
             active.close()
             self.active = nil
         }
@@ -229,7 +249,10 @@ final class SegmentWriter {
         let header = SegmentHeader(baseSeq: baseSeq, createdMillis: created, logID: logID).encoded()
         do {
             try file.write(header, at: 0)
-            try DirectoryIO.sync(directory)
+            do { try DirectoryIO.sync(directory) } catch {
+                syncFailed = true
+                throw error
+            }
         } catch {
             file.close()
             try? DirectoryIO.remove(path)
@@ -244,6 +267,8 @@ final class SegmentWriter {
         activeSize = Int64(header.count)
         activeEndSeq = baseSeq
         activeHasBlocks = false
+        flushedEndSeq = baseSeq
+        flushedHasBlocks = false
         activeOpenedAt = monotonicNanos()
     }
 }
