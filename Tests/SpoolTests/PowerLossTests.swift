@@ -14,6 +14,8 @@ import Testing
         var acknowledgedSynced = Set<UInt64>()
         var durableCommit: UInt64 = 0
         var lastCommit: UInt64 = 0
+        /// The end of the furthest batch a consumer was handed (and could have uploaded).
+        var deliveredThrough: UInt64 = 0
     }
 
     /// Appends, syncs and commits in a seeded random order on a log that rolls segments often.
@@ -37,6 +39,8 @@ import Testing
                 #expect(try await log.append(noisyPayload(Int(seq), size: 300), durability: .written) == seq)
             case 8:
                 guard log.nextSeq > consumer.committed else { continue }
+                let batch = try await consumer.read(maxCount: 20)
+                promises.deliveredThrough = max(promises.deliveredThrough, batch.endSeq)
                 let through = consumer.committed + generator.next() % (log.nextSeq - consumer.committed)
                 let mode: CommitMode = generator.next() % 2 == 0 ? .durable : .fast
                 try await consumer.commit(through: through, mode: mode)
@@ -78,6 +82,12 @@ import Testing
         for seq in floor..<max(floor, promises.syncedThrough) {
             #expect(present.contains(seq), "\(context): seq \(seq), below syncedThrough \(promises.syncedThrough), is lost")
         }
+        // What a consumer was handed may be on a server already: it was durable, so it is back,
+        // and its seqs (the records' ids) are not handed out again to other records.
+        for seq in floor..<max(floor, promises.deliveredThrough) {
+            #expect(present.contains(seq), "\(context): seq \(seq), delivered to a consumer, is lost")
+        }
+        #expect(log.nextSeq >= promises.deliveredThrough, "\(context): delivered seqs below \(promises.deliveredThrough) would be reused")
         let committed = try log.consumer(named: "c").committed
         // A durable commit survives: consumers/ itself is made durable when it is created.
         #expect(committed >= promises.durableCommit, "\(context): the durable commit \(promises.durableCommit) went back to \(committed)")
@@ -118,6 +128,59 @@ import Testing
     @Test(arguments: 100..<112)
     func everythingSyncedSurvivesKeepingARandomPrefixOfUnsyncedWrites(seed: Int) async throws {
         try await run(seed: UInt64(seed), partial: true)
+    }
+
+    /// Records written but not synced, handed to a consumer (which may upload them), then the
+    /// power is cut: they must be back, not replaced by other records under the same seqs.
+    @Test func whatAConsumerWasHandedSurvivesAPowerLoss() async throws {
+        let dir = TemporaryDirectory()
+        FaultInjection.trackSyncs(under: dir.path)
+        defer {
+            FaultInjection.stopTracking(under: dir.path)
+            dir.cleanup()
+        }
+        let configuration = smallConfiguration(blockSize: 2048)
+        let log = try EventLog.open(directory: dir.path, configuration: configuration)
+        let consumer = try log.consumer(named: "c")
+        for i in 0..<10 { try await log.append(noisyPayload(i, size: 100), durability: .written) }
+        let batch = try await consumer.read(maxCount: 100)
+        #expect(batch.records.map(\.seq) == Array(0..<10))
+        for i in 10..<15 { try await log.append(noisyPayload(i, size: 100), durability: .written) }
+        var loss = PowerLoss.capture(dir.path)
+        try log.close()
+        FaultInjection.stopTracking(under: dir.path)
+        try loss.apply(to: dir.path)
+        let reopened = try EventLog.open(directory: dir.path, configuration: configuration)
+        #expect(records(try reopened.readAll()).map(\.seq).prefix(10) == ArraySlice(0..<10))
+        #expect(reopened.nextSeq >= 10, "seqs a consumer was handed must not be handed out again")
+        try reopened.close()
+    }
+
+    /// A log written (not synced) by a process that was then killed: the next process's
+    /// consumer must not deliver those records until they are durable, else a power loss takes
+    /// them and their seqs are handed out again under ids a server has already seen.
+    @Test func recordsRecoveredAfterAKillAreDurableBeforeAConsumerGetsThem() async throws {
+        let dir = TemporaryDirectory()
+        FaultInjection.trackSyncs(under: dir.path)
+        defer {
+            FaultInjection.stopTracking(under: dir.path)
+            dir.cleanup()
+        }
+        let configuration = smallConfiguration(blockSize: 2048)
+        let first = try EventLog.open(directory: dir.path, configuration: configuration)
+        for i in 0..<10 { try await first.append(noisyPayload(i, size: 100), durability: .written) }
+        try first.close()  // as far as the disk goes, a kill: close writes but does not sync
+        let second = try EventLog.open(directory: dir.path, configuration: configuration)
+        let batch = try await second.consumer(named: "c").read(maxCount: 100)
+        #expect(batch.records.map(\.seq) == Array(0..<10))
+        var loss = PowerLoss.capture(dir.path)
+        try second.close()
+        FaultInjection.stopTracking(under: dir.path)
+        try loss.apply(to: dir.path)
+        let third = try EventLog.open(directory: dir.path, configuration: configuration)
+        #expect(records(try third.readAll()).map(\.seq) == Array(0..<10))
+        #expect(third.nextSeq == 10)
+        try third.close()
     }
 
     /// Cuts the active segment at every offset past its last sync, and the offset file at every

@@ -76,7 +76,7 @@ public final class Consumer: @unchecked Sendable {
         }
         offsetFile = try OffsetFile(path: path, slot: slot)
         committedSeq = slot.nextSeq
-        cursor = LogCursor(log: log, from: slot.nextSeq)
+        cursor = LogCursor(log: log, from: slot.nextSeq, durableOnly: true)
         queue = DispatchQueue(label: "spool.consumer.\(name)")
     }
 
@@ -105,12 +105,20 @@ public final class Consumer: @unchecked Sendable {
     /// payload (the first record is returned even if it alone is larger), skipping expired
     /// records and reporting every skipped range in `notices`.
     ///
+    /// Only durable records are delivered (Kafka's high watermark): when written records are
+    /// not yet synced, the read first makes them so (one `fdatasync` on the writer, shared with
+    /// any group commit), so nothing a consumer delivered can vanish in a power loss and have its
+    /// seq handed out again to another record. If the log cannot sync (it failed or stalled),
+    /// the read returns what is already durable.
+    ///
     /// Reading again without a commit returns the same batch. Blocking file I/O.
     /// - Throws: `.invalidArgument` for a count or size below 1; `.io` if a file cannot be read.
     public func read(maxCount: Int = 50, maxBytes: Int = 512 * 1024) throws -> ConsumerBatch {
         guard maxCount >= 1, maxBytes >= 1 else {
             throw SpoolError(.invalidArgument, "read(maxCount: \(maxCount), maxBytes: \(maxBytes)): both must be at least 1")
         }
+        let (written, synced) = log.lock.withLock { (log.state.writtenThrough, log.state.syncedThrough) }
+        if synced < written { try? log.waitUntilBlocking(written - 1, is: .synced) }
         lock.lock()
         defer { lock.unlock() }
         let start = committedSeq

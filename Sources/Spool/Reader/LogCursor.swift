@@ -1,8 +1,9 @@
 /// Reads records in seq order across segments, from any seq, verifying every block's checksum
 /// before decompressing it, and reporting every range it cannot return as a ``ReadNotice``.
 ///
-/// It reads only what the writer has published (up to `writtenThrough`), holding the log's
-/// lock only to take a snapshot, so reading never blocks appends. Not thread-safe: one owner.
+/// It reads only what the writer has published (up to `writtenThrough`, or `syncedThrough`
+/// for a cursor that reads only durable records), holding the log's lock only to take a
+/// snapshot, so reading never blocks appends. Not thread-safe: one owner.
 final class LogCursor {
     private let log: EventLog
     /// The next seq to return.
@@ -18,10 +19,13 @@ final class LogCursor {
     private(set) var blocksRead = 0
     private(set) var storedBytesRead = 0
     private(set) var rawBytesRead = 0
+    /// Whether the cursor stops at `syncedThrough` instead of `writtenThrough`.
+    private let durableOnly: Bool
 
-    init(log: EventLog, from seq: UInt64) {
+    init(log: EventLog, from seq: UInt64, durableOnly: Bool = false) {
         self.log = log
         self.position = seq
+        self.durableOnly = durableOnly
         self.decoder = BlockDecoder(codec: log.codec)
     }
 
@@ -48,7 +52,9 @@ final class LogCursor {
                 position = record.seq + 1
                 return .record(record)
             }
-            let snapshot = log.lock.withLock { (log.state.segments, log.state.writtenThrough) }
+            let snapshot = log.lock.withLock {
+                (log.state.segments, durableOnly ? log.state.syncedThrough : log.state.writtenThrough)
+            }
             let (segments, written) = snapshot
             guard position < written else { return nil }
             guard let first = segments.first else { return nil }
