@@ -106,6 +106,76 @@ import Testing
         try reopened.close()
     }
 
+    /// An offset file reset at open gets the configured file mode, like every other file.
+    @Test func aResetOffsetFileHasTheConfiguredMode() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        var configuration = Configuration()
+        configuration.fileMode = 0o640
+        let log = try EventLog.open(directory: dir.path, configuration: configuration)
+        try log.append(payload(0))
+        try log.consumer(named: "c").commit(through: 0)
+        try log.close()
+        let path = dir.file("consumers/c.offset")
+        writeFile(path, [UInt8](repeating: 0xAB, count: 1024))
+        chmod(path, 0o600)
+        let reopened = try EventLog.open(directory: dir.path, configuration: configuration)
+        #expect(reopened.recoveryReport.resetConsumers == ["c"])
+        let mode = (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue
+        #expect(mode == 0o640)
+        try reopened.close()
+    }
+
+    /// After close the directory lock is released and another process may own the files: a
+    /// consumer kept past close refuses to read or to write its offset file.
+    @Test func aConsumerOfAClosedLogRefusesToReadAndCommit() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let log = try EventLog.open(directory: dir.path)
+        for i in 0..<5 { try log.append(payload(i)) }
+        let consumer = try log.consumer(named: "c")
+        try log.close()
+        #expect { try consumer.commit(through: 2) } throws: { ($0 as? SpoolError)?.code == .closed }
+        #expect { try consumer.read() } throws: { ($0 as? SpoolError)?.code == .closed }
+        let reopened = try EventLog.open(directory: dir.path)
+        #expect(try reopened.consumer(named: "c").committed == 0)
+        try reopened.close()
+    }
+
+    /// Deleting passed segments fails after the unlinks (the directory fsync): the commit
+    /// stands and does not throw, the unlinked segments are forgotten at once (a reader does
+    /// not look for them), and the next durable commit runs retention again.
+    @Test func aRetentionFailureLeavesTheCommitInPlace() throws {
+        let dir = TemporaryDirectory()
+        defer {
+            FaultInjection.disarm(under: dir.path)
+            dir.cleanup()
+        }
+        var configuration = smallConfiguration(blockSize: 4096)
+        configuration.linger = .zero
+        let log = try EventLog.open(directory: dir.path, configuration: configuration)
+        let consumer = try log.consumer(named: "c")
+        for i in 0..<600 { try log.append(noisyPayload(i, size: 900)) }
+        try log.syncBlocking()
+        let before = dir.segments()
+        #expect(before.count >= 4)
+        let thirdBase = Format.baseSeq(ofSegmentNamed: before[2])!
+        // The commit's own fdatasync (of the offset file) passes; retention's directory fsync fails.
+        FaultInjection.arm(.sync, under: dir.path, after: 1, times: 1, fault: .error(.ioError))
+        try consumer.commit(through: thirdBase)
+        FaultInjection.disarm(under: dir.path)
+        #expect(consumer.committed == thirdBase + 1)
+        #expect(dir.segments() == Array(before[2...]))
+        #expect(log.firstSeq == thirdBase, "the unlinked segments are forgotten")
+        let batch = try consumer.read(maxCount: 1000)
+        #expect(batch.notices.isEmpty)
+        #expect(batch.records.first?.seq == thirdBase + 1)
+        try log.close()
+        let reopened = try EventLog.open(directory: dir.path, configuration: configuration)
+        #expect(try reopened.consumer(named: "c").committed == thirdBase + 1)
+        try reopened.close()
+    }
+
     @Test func retentionDeletesSegmentsEveryConsumerHasPassed() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }

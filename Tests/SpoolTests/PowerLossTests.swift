@@ -156,6 +156,36 @@ import Testing
         try reopened.close()
     }
 
+    /// A fast commit, then a durable one of the same offset (an app's shutdown): the second
+    /// must still make it durable. And a fast commit found at open is made durable there,
+    /// since retention trusts it from then on.
+    @Test func durableCommitAfterAFastOneOfTheSameOffsetIsDurable() async throws {
+        for reopenInBetween in [false, true] {
+            let dir = TemporaryDirectory()
+            FaultInjection.trackSyncs(under: dir.path)
+            defer {
+                FaultInjection.stopTracking(under: dir.path)
+                dir.cleanup()
+            }
+            var log = try EventLog.open(directory: dir.path)
+            for i in 0..<10 { try await log.append(noisyPayload(i, size: 100), durability: .synced) }
+            try await log.consumer(named: "c").commit(through: 4, mode: .fast)
+            if reopenInBetween {
+                try log.close()
+                log = try EventLog.open(directory: dir.path)
+            } else {
+                try await log.consumer(named: "c").commit(through: 4, mode: .durable)
+            }
+            var loss = PowerLoss.capture(dir.path)
+            try log.close()
+            FaultInjection.stopTracking(under: dir.path)
+            try loss.apply(to: dir.path)
+            let reopened = try EventLog.open(directory: dir.path)
+            #expect(try reopened.consumer(named: "c").committed == 5, "reopened in between: \(reopenInBetween)")
+            try reopened.close()
+        }
+    }
+
     /// A log written (not synced) by a process that was then killed: the next process's
     /// consumer must not deliver those records until they are durable, else a power loss takes
     /// them and their seqs are handed out again under ids a server has already seen.

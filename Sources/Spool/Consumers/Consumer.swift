@@ -57,6 +57,10 @@ public final class Consumer: @unchecked Sendable {
     private let queue: DispatchQueue
     /// Guarded by `lock`: the next seq to deliver (including fast commits).
     private var committedSeq: UInt64
+    /// Guarded by `lock`: the offset of the last durable commit (or the one found at open,
+    /// which opening made durable): a durable commit of an offset only fast-committed so far
+    /// still has work to do.
+    private var durableSeq: UInt64
     /// Guarded by `lock`: expired records below this seq were already counted.
     private var expiryCountedThrough: UInt64 = 0
 
@@ -76,6 +80,7 @@ public final class Consumer: @unchecked Sendable {
         }
         offsetFile = try OffsetFile(path: path, slot: slot)
         committedSeq = slot.nextSeq
+        durableSeq = slot.nextSeq
         cursor = LogCursor(log: log, from: slot.nextSeq, durableOnly: true)
         queue = DispatchQueue(label: "spool.consumer.\(name)")
     }
@@ -117,7 +122,8 @@ public final class Consumer: @unchecked Sendable {
         guard maxCount >= 1, maxBytes >= 1 else {
             throw SpoolError(.invalidArgument, "read(maxCount: \(maxCount), maxBytes: \(maxBytes)): both must be at least 1")
         }
-        let (written, synced) = log.lock.withLock { (log.state.writtenThrough, log.state.syncedThrough) }
+        let (written, synced, closed) = log.lock.withLock { (log.state.writtenThrough, log.state.syncedThrough, log.state.closeRequested) }
+        if closed { throw SpoolError(.closed, "consumer \(name): the log is closed") }
         if synced < written { try? log.waitUntilBlocking(written - 1, is: .synced) }
         lock.lock()
         defer { lock.unlock() }
@@ -181,17 +187,21 @@ public final class Consumer: @unchecked Sendable {
     /// Atomic: after any crash the offset is the old value or the new one. With `.durable`
     /// (the default) the log's data through `seq` is made durable first, then the offset, before
     /// this returns; then retention deletes the sealed segments every consumer has passed.
-    /// Committing the offset it already has is a no-op.
+    /// Committing the offset it already has is a no-op (a durable commit of an offset only
+    /// fast-committed so far makes it durable). If deleting passed segments fails, the commit
+    /// stands: the failure is logged and retention runs again at the next durable commit.
     /// - Throws: `.invalidCommit` if `seq + 1` is below the committed offset (backwards) or `seq`
     ///   was never appended; `.io`/`.diskFull` if the offset file cannot be written (the offset on
-    ///   disk is then the previous one).
+    ///   disk is then the previous one); `.closed` once the log is closed.
     public func commit(through seq: UInt64, mode: CommitMode = .durable) throws {
         lock.lock()
         defer { lock.unlock() }
         let next = seq &+ 1
         guard seq != UInt64.max else { throw SpoolError(.invalidCommit, "cannot commit through seq \(seq)") }
-        if next == committedSeq { return }
-        guard next > committedSeq else {
+        // After close the directory lock is released: another process may own the files.
+        if log.lock.withLock({ log.state.closeRequested }) { throw SpoolError(.closed, "consumer \(name): the log is closed") }
+        if next == committedSeq && (mode == .fast || next == durableSeq) { return }
+        guard next >= committedSeq else {
             throw SpoolError(.invalidCommit, "consumer \(name): committing through \(seq) would move the offset backwards from \(committedSeq)")
         }
         let appended = log.nextSeq
@@ -203,8 +213,12 @@ public final class Consumer: @unchecked Sendable {
         try offsetFile.commit(next, durable: mode == .durable)
         committedSeq = next
         if mode == .durable {
+            durableSeq = next
             log.lock.withLock { log.state.consumerOffsets[name] = next }
-            try log.applyRetention()
+            do { try log.applyRetention() } catch {
+                log.logger.warning("retention could not delete passed segments; it runs again at the next durable commit",
+                                   metadata: ["consumer": "\(name)", "error": "\(error)"])
+            }
         }
     }
 

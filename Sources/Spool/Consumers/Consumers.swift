@@ -22,7 +22,10 @@ enum Consumers {
 
     /// Reads every consumer's offset. An offset file with no valid slot (zero-length, torn,
     /// garbage) is reset to `firstSeq`, the oldest stored record: re-delivery, never a jump forward.
-    static func loadOffsets(directory: String, firstSeq: UInt64, report: inout RecoveryReport, logger: Logger) throws -> [String: UInt64] {
+    /// Each file is made durable first: its last commit may have been `.fast` (in the page cache
+    /// only), and retention will trust the offset read here to delete segments.
+    static func loadOffsets(directory: String, firstSeq: UInt64, permissions: UInt16, report: inout RecoveryReport,
+                            logger: Logger) throws -> [String: UInt64] {
         let consumersDirectory = self.directory(of: directory)
         guard DirectoryIO.exists(consumersDirectory) else { return [:] }
         var offsets = [String: UInt64]()
@@ -36,6 +39,7 @@ enum Consumers {
             let name = String(file.dropLast(Format.offsetSuffix.count))
             guard (try? validate(name)) != nil else { continue }
             let path = consumersDirectory + "/" + file
+            try OffsetFile.sync(path)
             if let slot = try OffsetFile.read(path) {
                 offsets[name] = slot.nextSeq
             } else {
@@ -43,7 +47,7 @@ enum Consumers {
                     "consumer": "\(name)", "path": "\(path)", "restartSeq": "\(firstSeq)",
                 ])
                 report.resetConsumers.append(name)
-                try OffsetFile.create(path, directory: consumersDirectory, nextSeq: firstSeq, permissions: 0o600)
+                try OffsetFile.create(path, directory: consumersDirectory, nextSeq: firstSeq, permissions: permissions)
                 offsets[name] = firstSeq
             }
         }

@@ -29,6 +29,13 @@ final class OffsetFile {
         }
     }
 
+    /// `fdatasync`s the offset file at `path`.
+    static func sync(_ path: String) throws {
+        let file = try FileIO.open(path, .readWrite)
+        defer { file.close() }
+        try file.syncData()
+    }
+
     /// Creates a new offset file holding `nextSeq`, durably (temporary file, fsync, rename, directory fsync).
     static func create(_ path: String, directory: String, nextSeq: UInt64, permissions: UInt16) throws {
         var bytes = [UInt8](repeating: 0, count: Format.offsetFileSize)

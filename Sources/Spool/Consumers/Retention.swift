@@ -15,9 +15,12 @@ extension EventLog {
             return result
         }
         guard !doomed.isEmpty else { return }
-        try deleteSegments(doomed)
-        lock.withLock { state.counters.retainedSegmentsDeleted += UInt64(doomed.count) }
-        metrics.segmentsDeleted.increment(by: doomed.count)
+        var removed = Set<UInt64>()
+        defer {
+            lock.withLock { state.counters.retainedSegmentsDeleted += UInt64(removed.count) }
+            metrics.segmentsDeleted.increment(by: removed.count)
+        }
+        try deleteSegments(doomed, removed: &removed)
     }
 
     /// Under `dropOldest`, deletes the oldest sealed segments until the batch about to be
@@ -26,34 +29,37 @@ extension EventLog {
     func enforceCapBeforeWriting(_ batch: [PendingBlock]) {
         guard let cap = configuration.maxBytes, configuration.capPolicy == .dropOldest else { return }
         let incoming = Int64(batch.reduce(0) { $0 + $1.raw.count + Format.blockHeaderSize })
-        let (doomed, lost): ([SegmentInfo], [Range<UInt64>]) = lock.withLock {
+        let (doomed, unread): ([SegmentInfo], [UInt64: Range<UInt64>]) = lock.withLock {
             var total = state.diskBytes + incoming
             var doomed = [SegmentInfo]()
-            var lost = [Range<UInt64>]()
+            var unread = [UInt64: Range<UInt64>]()
             let floor = state.consumerOffsets.values.min() ?? 0
             var index = 0
             while total > Int64(cap), index < state.segments.count - 1 {
                 let segment = state.segments[index]
                 let end = state.segments[index + 1].baseSeq
                 let from = state.consumerOffsets.isEmpty ? segment.baseSeq : max(segment.baseSeq, floor)
-                if from < end { lost.append(from..<end) }
+                if from < end { unread[segment.baseSeq] = from..<end }
                 doomed.append(segment)
                 total -= segment.size
                 index += 1
             }
-            return (doomed, lost)
+            return (doomed, unread)
         }
         guard !doomed.isEmpty else { return }
+        var removed = Set<UInt64>()
         do {
-            try deleteSegments(doomed)
+            try deleteSegments(doomed, removed: &removed)
         } catch {
             logger.error("could not delete segments to stay under the cap", metadata: ["error": "\(error)"])
-            return
         }
-        let count = lost.reduce(UInt64(0)) { $0 + UInt64($1.count) }
+        // Count what is gone, even when a later unlink failed: no drop goes uncounted.
+        guard !removed.isEmpty else { return }
+        let lost = doomed.compactMap { removed.contains($0.baseSeq) ? unread[$0.baseSeq] : nil }
+        let count = lost.reduce(UInt64(0)) { $0 + ($1.upperBound - $1.lowerBound) }
         lock.withLock {
             state.counters.droppedRecords += count
-            state.counters.droppedSegments += UInt64(doomed.count)
+            state.counters.droppedSegments += UInt64(removed.count)
         }
         metrics.droppedRecords.increment(by: Int(count))
         if count > 0 {
@@ -63,19 +69,30 @@ extension EventLog {
         }
     }
 
-    /// Unlinks sealed segments, makes the deletions durable, then forgets them.
-    func deleteSegments(_ doomed: [SegmentInfo]) throws {
-        for segment in doomed {
-            try DirectoryIO.remove(directory + "/" + segment.name)
+    /// Unlinks sealed segments and makes the deletions durable. Every segment unlinked is
+    /// forgotten (and its base added to `removed`) even if a later step fails: the shared state
+    /// never lists a file that is gone (a reader would look for it again and again).
+    func deleteSegments(_ doomed: [SegmentInfo], removed: inout Set<UInt64>) throws {
+        do {
+            for segment in doomed {
+                try DirectoryIO.remove(directory + "/" + segment.name)
+                removed.insert(segment.baseSeq)
+            }
+            try DirectoryIO.sync(directory)
+        } catch {
+            forgetSegments(removed)
+            throw error
         }
-        try DirectoryIO.sync(directory)
-        let bases = Set(doomed.map(\.baseSeq))
-        lock.withLock {
+        forgetSegments(removed)
+        try codec.dictionaries.removeUnused { lock.withLock { state.segments } }
+    }
+
+    private func forgetSegments(_ bases: Set<UInt64>) {
+        let (count, bytes) = lock.withLock {
             let active = state.segments.last?.baseSeq
             state.segments.removeAll { bases.contains($0.baseSeq) && $0.baseSeq != active }
+            return (state.segments.count, state.diskBytes)
         }
-        let (count, bytes) = lock.withLock { (state.segments.count, state.diskBytes) }
         metrics.recordSegments(count: count, diskBytes: bytes)
-        try codec.dictionaries.removeUnused { lock.withLock { state.segments } }
     }
 }

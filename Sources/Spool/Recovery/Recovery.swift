@@ -49,7 +49,8 @@ enum Recovery {
             activeHeader = header
         }
 
-        let consumerOffsets = try Consumers.loadOffsets(directory: directory, firstSeq: segments.first?.baseSeq ?? endSeq, report: &report, logger: logger)
+        let consumerOffsets = try Consumers.loadOffsets(directory: directory, firstSeq: segments.first?.baseSeq ?? endSeq,
+                                                          permissions: configuration.fileMode, report: &report, logger: logger)
         if !report.ignoredFiles.isEmpty {
             logger.debug("ignoring files that are not part of the log", metadata: ["files": "\(report.ignoredFiles)"])
         }
