@@ -104,6 +104,30 @@ import Testing
         writeFile(sealed, original)
     }
 
+    /// A consumer's offset passed records a power loss then cut (its fast commit reached the
+    /// disk, the data did not): seqs skip ahead past the offset, and readers see the gap as
+    /// missing, at once, before anything new is appended.
+    @Test func seqsSkippedAfterAPowerLossReadAsMissingAtOnce() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let log = try EventLog.open(directory: dir.path)
+        for i in 0..<10 { try log.appendBlocking(payload(i), durability: .synced) }
+        try log.consumer(named: "c").commit(through: 3)
+        try log.close()
+        // The offset file as a fast commit through 14 would have left it, data through 9 only.
+        let consumers = dir.file(Format.consumersDirectory)
+        try OffsetFile.create(consumers + "/c" + Format.offsetSuffix, directory: consumers, nextSeq: 15, permissions: 0o600)
+        let reopened = try EventLog.open(directory: dir.path)
+        #expect(reopened.nextSeq == 15)
+        let items = try reopened.readAll()
+        #expect(records(items).map(\.seq) == Array(0..<10))
+        #expect(notices(items).map(\.kind) == [.missing])
+        #expect(notices(items).map(\.range) == [10..<15])
+        #expect(try reopened.appendBlocking(payload(15), durability: .written) == 15)
+        #expect(records(try reopened.readAll(from: 10)).map(\.seq) == [15])
+        try reopened.close()
+    }
+
     @Test func corruptionInsideTheActiveSegmentIsReportedNotTruncated() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }

@@ -87,9 +87,10 @@ final class LogCursor {
             reader.limit = info.size
             if offset >= info.size {
                 if isActive { return nil }
-                // End of a sealed segment before its last seq: the rest is missing.
+                // A sealed segment's blocks all checked but end before the next segment's base:
+                // no damaged bytes, so the rest is missing (seqs skipped after a power loss).
                 if position < segmentEnd {
-                    return .notice(skip(to: segmentEnd, kind: .corrupt, detail: "\(info.name) ends at offset \(offset) before record \(segmentEnd - 1)"))
+                    return .notice(skip(to: segmentEnd, kind: .missing, detail: "\(info.name) ends at offset \(offset) before record \(segmentEnd - 1)"))
                 }
                 segment = nil
                 continue

@@ -74,6 +74,11 @@ final class SegmentWriter {
             flushedEndSeq = activeEndSeq
             flushedHasBlocks = activeHasBlocks
             activeOpenedAt = monotonicNanos()
+            if activeHasBlocks && activeEndSeq != nextSeq {
+                // Seqs skip ahead (a power loss cut records a consumer had passed): seal this
+                // segment now, so readers see the gap as missing at once, not at the next write.
+                _ = try roll(toBase: nextSeq)
+            }
         } else {
             try createSegment(baseSeq: nextSeq)
         }
