@@ -24,7 +24,9 @@ import Testing
         // The seeds made from the golden segment still read as the golden segment does.
         #expect(outcomes["seed-active-golden"] == .read(records: 4, notices: 0))
         #expect(outcomes["seed-checked-golden-blocks"] == .read(records: 4, notices: 0))
-        #expect(outcomes["seed-offset-two-slots"] == .read(records: 2, notices: 0))
+        // Its offset is past the log's last record (a fast commit that outlived the data in a
+        // power loss): seqs skip ahead to it, and the gap reads as one missing notice.
+        #expect(outcomes["seed-offset-two-slots"] == .read(records: 2, notices: 1))
         // Compact blocks, whole and with checksums fixed up, read in full.
         #expect(outcomes["fuzz-m0-compact-active"] == .read(records: 6, notices: 0))
         #expect(outcomes["fuzz-m2-compact-blocks"] == .read(records: 6, notices: 0))
