@@ -128,6 +128,34 @@ import Testing
         try reopened.close()
     }
 
+    /// 4 MiB of forged block headers, one every 40 bytes, each with a valid header CRC and a
+    /// stored length claiming the rest of the file: checking each candidate's payload would
+    /// read ~200 GB. The search gives up after its budget and opening fails with `corrupt`
+    /// naming the file, instead of hanging.
+    @Test func forgedBlockHeadersMakeOpenFailNotHang() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let (bytes, ends) = try makeLog(dir, blocks: 2, perBlock: 5)
+        let forgedLength = 4 << 20
+        var forged = bytes + [UInt8](repeating: 0, count: forgedLength)
+        let fileEnd = forged.count
+        var offset = bytes.count
+        while offset + Format.blockHeaderSize <= fileEnd {
+            let stored = min(Format.maxStoredLength, fileEnd - offset - Format.blockHeaderSize)
+            let header = BlockHeader(codec: Format.codecZstd, flags: 0, firstSeq: ends.last!.endSeq, recordCount: 1,
+                                     storedLength: UInt32(stored), rawLength: 100, dictionaryID: 0, payloadCRC: 0)
+            header.store(into: &forged, at: offset)
+            offset += Format.blockHeaderSize
+        }
+        writeFile(dir.file(Format.segmentName(0)), forged)
+        #expect {
+            try EventLog.open(directory: dir.path)
+        } throws: { error in
+            let error = error as? SpoolError
+            return error?.code == .corrupt && error?.message.contains("forged") == true && error?.path?.hasSuffix(Format.segmentName(0)) == true
+        }
+    }
+
     @Test func corruptionInsideTheActiveSegmentIsReportedNotTruncated() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }

@@ -102,7 +102,7 @@ final class LogCursor {
                 // The next valid block may end before `position` (a reader that started
                 // inside the segment walks its blocks from the first): the skip is then empty,
                 // and the seek below passes over the block unread.
-                if let next = try reader.resync(after: offset) {
+                if let next = try resync(reader, after: offset) {
                     let notice = skip(to: min(next.header.firstSeq, segmentEnd), kind: .corrupt, detail: "\(info.name): \(reason); resumed at offset \(next.offset)")
                     offset = next.offset
                     if notice.range.isEmpty { continue }
@@ -140,6 +140,16 @@ final class LogCursor {
             rawBytesRead += Int(header.rawLength)
             decoded = records
             decodedIndex = 0
+        }
+    }
+
+    /// ``SegmentReader/resync(after:)``, where a search that gave up (forged headers) counts as
+    /// finding no valid block: the rest of the segment is reported, and reading goes on.
+    private func resync(_ reader: SegmentReader, after offset: Int64) throws -> (offset: Int64, header: BlockHeader)? {
+        do {
+            return try reader.resync(after: offset)
+        } catch let error as SpoolError where error.code == .corrupt {
+            return nil
         }
     }
 

@@ -15,8 +15,11 @@ final class SegmentReader {
     /// timestamps are relative to its created ms).
     private(set) var header: SegmentHeader?
 
+    let path: String
+
     init(path: String, baseSeq: UInt64, limit: Int64) throws {
         file = try FileIO.open(path, .readOnly)
+        self.path = path
         self.baseSeq = baseSeq
         self.limit = limit
     }
@@ -104,9 +107,14 @@ final class SegmentReader {
     }
 
     /// Finds the next valid block strictly after `offset`, scanning for either block magic.
-    /// Reads the rest of the segment at most once in 1 MiB chunks: bounded by `limit`.
+    /// Reads the rest of the segment once in 1 MiB chunks, plus the payloads of the candidates
+    /// whose header checks (to verify their CRC): at most 64 MiB plus twice the rest of the
+    /// segment in all. Damage passes a header check about once in 2^16 to 2^32 candidates, so
+    /// only forged headers (each claiming the rest of the file) could need more, and would make
+    /// the scan quadratic: past the budget it throws `corrupt` instead of going on.
     func resync(after offset: Int64) throws -> (offset: Int64, header: BlockHeader)? {
         let chunkSize = 1 << 20
+        var budget = Int64(Format.maxStoredLength) + 2 * max(0, limit - offset)
         var start = offset + 1
         var chunk = [UInt8](repeating: 0, count: chunkSize + Format.blockMagic.count)
         while start + Int64(Format.compactBlockHeaderSize) <= limit {
@@ -123,12 +131,18 @@ final class SegmentReader {
                     // fail their header check, and need no read of their own.
                     let end = min(n, i + Format.blockHeaderSize)
                     let inChunk = end - i >= (compact ? Format.compactBlockHeaderSize : Format.blockHeaderSize)
-                    let plausible = !inChunk || chunk.withUnsafeBytes {
-                        (try? BlockHeader.parse(UnsafeRawBufferPointer(rebasing: $0[i..<end]), segmentBase: baseSeq).get()) != nil
-                    }
+                    let parsed = inChunk ? chunk.withUnsafeBytes {
+                        try? BlockHeader.parse(UnsafeRawBufferPointer(rebasing: $0[i..<end]), segmentBase: baseSeq).get()
+                    } : nil
                     let candidate = start + Int64(i)
-                    if plausible, case .valid(let header) = try readBlock(at: candidate) {
-                        return (candidate, header)
+                    if !inChunk || parsed != nil {
+                        budget -= parsed.map { Int64($0.totalSize) } ?? (limit - candidate)
+                        if budget < 0 {
+                            throw SpoolError(.corrupt, "gave up searching for a valid block after offset \(offset): too many forged block headers", path: path)
+                        }
+                        if case .valid(let header) = try readBlock(at: candidate) {
+                            return (candidate, header)
+                        }
                     }
                 }
                 i += 1
