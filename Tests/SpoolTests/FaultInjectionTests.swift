@@ -21,7 +21,7 @@ import Testing
             try await log.append(payload(1), durability: .written)
         } throws: { error in
             let code = (error as? SpoolError)?.code
-            return code == .diskFull || code == .io
+            return (code == .diskFull || code == .io) && (error as? SpoolError)?.seq == 1
         }
         // While stalled, appends are refused with the same error; memory does not grow.
         #expect(throws: SpoolError.self) { try log.append(payload(2)) }
@@ -36,6 +36,8 @@ import Testing
             }
         }
         #expect(recovered)
+        // The failed append's record kept seq 1: waiting for it again, not appending it twice.
+        try await log.waitUntil(1, is: .written)
         try await log.sync()
         // Record 1 was never acknowledged but stayed queued, so it is stored now, in order; no gap.
         #expect(records(try log.readAll()).map(\.payload) == [payload(0), payload(1), payload(2)])

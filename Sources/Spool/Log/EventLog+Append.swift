@@ -52,7 +52,9 @@ extension EventLog {
     /// (only backpressure, more than `maxPendingBytes` waiting, holds the calling thread until
     /// the writer makes room, as in ``append(_:)-(UnsafeRawBufferPointer)``).
     /// - Throws: as ``append(_:)-(UnsafeRawBufferPointer)``, plus the write or sync error if the
-    ///   block could not be stored: the record is then not acknowledged.
+    ///   block could not be stored: the record is then not acknowledged. That error's
+    ///   ``SpoolError/seq`` is the record's: after a write error it stays queued under that seq
+    ///   and the writer retries (see ``SpoolError/Code/diskFull``).
     @discardableResult
     public func append(_ payload: [UInt8], durability: Durability) async throws -> UInt64 {
         if durability == .buffered { return try append(payload) }

@@ -27,7 +27,9 @@ public struct SpoolError: Error, Sendable, CustomStringConvertible {
         /// A system call failed; `errno` says why.
         public static let io = Code(.io)
         /// The file system is full (`ENOSPC`, `EDQUOT` or `EFBIG`). Records already stored stay readable;
-        /// appending works again once space returns.
+        /// appending works again once space returns. An append or wait that fails with it names
+        /// its record's ``SpoolError/seq``: the record stays queued and is written once the
+        /// writer's retry succeeds, so wait for it again rather than appending it twice.
         public static let diskFull = Code(.diskFull)
         /// Stored bytes failed a check (magic, checksum, bounds); the message names the file and offset.
         public static let corrupt = Code(.corrupt)
@@ -65,6 +67,11 @@ public struct SpoolError: Error, Sendable, CustomStringConvertible {
     public var path: String?
     /// The system error underneath, if any.
     public var errno: Errno?
+    /// For an error thrown to an `append(_:durability:)` or a wait: the seq of the record
+    /// waited for. After `.diskFull` or `.io` (the writer retries) the record is still queued
+    /// under this seq: ``EventLog/waitUntil(_:is:)`` it again instead of appending a duplicate.
+    /// After `.failed` or `.closed` it was not written, and `close()` counts it as lost.
+    public var seq: UInt64?
 
     /// An error of `code` with a message that says what and where (never a payload).
     public init(_ code: Code, _ message: String, path: String? = nil, errno: Errno? = nil) {
@@ -79,6 +86,7 @@ public struct SpoolError: Error, Sendable, CustomStringConvertible {
         var text = "\(code): \(message)"
         if let path { text += " (path: \(path))" }
         if let errno { text += " [\(errno)]" }
+        if let seq { text += " (record \(seq))" }
         return text
     }
 }

@@ -264,6 +264,8 @@ extension EventLog {
         for continuation in state.ready { continuation.resume() }
         state.ready.removeAll()
         for waiter in state.waiters {
+            var error = error
+            error.seq = waiter.seq
             switch waiter.kind {
             case .async(let continuation): continuation.resume(throwing: error)
             case .blocking(let id): state.blockingResults[id] = .failure(error)
