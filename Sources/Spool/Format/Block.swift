@@ -1,5 +1,5 @@
 /// The header in front of every block, in one of two encodings (FORMAT.md §3): the 40-byte
-/// full form, or the 20-byte compact form when every field fits (small blocks, where a 40-byte
+/// full form, or the 18-byte compact form when every field fits (small blocks, where a 40-byte
 /// header would cost as much as the compressed record).
 struct BlockHeader: Equatable {
     enum Form: Equatable { case full, compact }

@@ -16,7 +16,8 @@ public final class LogReader {
     /// - Throws: `.io` if a file cannot be read, `.unsupportedVersion` for a newer segment format.
     public func next() throws -> ReadItem? { try cursor.next() }
 
-    /// Moves to `seq`. Finding the block that holds it reads block headers of one segment only.
+    /// Moves to `seq`. Finding the block that holds it reads one segment from its start,
+    /// checking each block before it (header and payload CRC) but decompressing none.
     public func seek(to seq: UInt64) { cursor.seek(to: seq) }
 
     /// Blocks read so far, with their stored and uncompressed bytes.

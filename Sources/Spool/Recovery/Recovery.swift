@@ -32,7 +32,7 @@ enum Recovery {
         }
         bases.sort()
 
-        let meta = try loadOrCreateMeta(directory: directory, bases: bases, configuration: configuration, report: &report)
+        let meta = try loadOrCreateMeta(directory: directory, bases: bases, configuration: configuration, report: &report, logger: logger)
 
         var segments = [SegmentInfo]()
         for base in bases {
@@ -65,7 +65,8 @@ enum Recovery {
     }
 
     /// Reads META; recreates it from a segment header when it is missing or damaged.
-    private static func loadOrCreateMeta(directory: String, bases: [UInt64], configuration: Configuration, report: inout RecoveryReport) throws -> MetaRecord {
+    private static func loadOrCreateMeta(directory: String, bases: [UInt64], configuration: Configuration, report: inout RecoveryReport,
+                                         logger: Logger) throws -> MetaRecord {
         let path = directory + "/" + Format.metaFileName
         if DirectoryIO.exists(path) {
             let file = try FileIO.open(path, .readOnly)
@@ -93,6 +94,7 @@ enum Recovery {
         if !recovered && !bases.isEmpty {
             // Segments exist but none has a readable header: keep a new identity, say so.
             report.corruptions.append("META was missing or damaged and no segment header names the log; a new log id was made")
+            logger.warning("META was missing or damaged and no segment header names the log; a new log id was made", metadata: ["directory": "\(directory)"])
         }
         report.created = bases.isEmpty
         try DirectoryIO.writeAtomically(meta.encoded(), to: path, directory: directory, permissions: configuration.fileMode)
@@ -121,6 +123,9 @@ enum Recovery {
             try writable.syncData()
             if segment.size > 0 {
                 report.tornTail = .init(segment: segment.name, offset: 0, bytes: segment.size)
+                logger.info("rewrote the header of a segment created just before a crash", metadata: [
+                    "segment": "\(segment.name)", "bytes": "\(segment.size)",
+                ])
             }
             return (Int64(Format.segmentHeaderSize), segment.baseSeq, header)
         }
@@ -141,6 +146,9 @@ enum Recovery {
             // keep everything and let readers report the range. Otherwise it is a torn tail.
             if let next = try reader.resync(after: offset), next.header.firstSeq >= endSeq {
                 report.corruptions.append("\(segment.name): damaged bytes \(offset)..<\(next.offset) (records \(endSeq)..<\(next.header.firstSeq))")
+                logger.warning("damaged bytes inside the active segment; readers report the records lost", metadata: [
+                    "segment": "\(segment.name)", "offset": "\(offset)..<\(next.offset)", "records": "\(endSeq)..<\(next.header.firstSeq)",
+                ])
                 offset = next.offset
                 continue
             }

@@ -1,7 +1,11 @@
-/// What opening a log found and repaired. Reported through the logger too.
+/// What opening a log found and repaired. Each finding is logged too: torn tails and reset
+/// consumers at `info`/`warning`, damage at `warning`.
 public struct RecoveryReport: Sendable, Equatable {
-    /// A torn or partial last block that opening truncated: the records in it were never
-    /// acknowledged at `written` or `synced`, so nothing acknowledged was lost.
+    /// A torn or partial last block that opening truncated: a write interrupted by a crash, so
+    /// its records were never acknowledged, or records acknowledged only as `buffered` or
+    /// `written` that a power loss did not let reach the disk whole (those levels do not
+    /// survive one). A block acknowledged `synced` is never cut unless the disk itself damaged
+    /// it (its checksum then fails, and it is the last block).
     public struct TornTail: Sendable, Equatable {
         /// The segment file's name.
         public var segment: String
