@@ -101,6 +101,12 @@ import Testing
         #expect(code(classify(422)) == "rejected")
     }
 
+    @Test(arguments: [408, 429])
+    func requestTimeoutAndRateLimitAreRetriedEvenWhenNotListed(status: Int) {
+        let outcome = UploadOutcome.classify(UploadResponse(status: status), retryableStatuses: [], now: 0)
+        #expect(code(outcome).hasPrefix("retry("))
+    }
+
     @Test(arguments: [100, 302, 304, 600, 999, 0, -1])
     func unexpectedStatusesAreRetriedNeverCommitted(status: Int) {
         #expect(code(classify(status)) == "retry(unexpectedResponse)")

@@ -70,7 +70,8 @@ public struct SyncConfiguration: Sendable {
     public var backoff: Backoff = .init()
     /// 4xx statuses that are retried rather than treated as a poison batch: credentials and
     /// routing problems that a person fixes, after which nothing should have been dead-lettered.
-    /// 5xx are always retried; 413 always splits. The default is 401, 403, 404, 407, 408, 425, 429.
+    /// 5xx, 408 and 429 are always retried, listed or not; 413 always splits. The default is
+    /// 401, 403, 404, 407, 408, 425, 429.
     public var retryableStatuses: Set<Int> = [401, 403, 404, 407, 408, 425, 429]
     /// Whether refused records are written to the dead-letter log. When `false` they are only
     /// counted and logged, then skipped. The default is `true`.

@@ -13,7 +13,8 @@ enum UploadOutcome: Sendable {
     ///
     /// - Parameters:
     ///   - response: the answer.
-    ///   - retryableStatuses: 4xx statuses retried rather than refused.
+    ///   - retryableStatuses: 4xx statuses retried rather than refused, besides 408 and 429,
+    ///     which are always retried: they say "not now", never "not this batch".
     ///   - now: wall-clock seconds since 1970, to read a `Retry-After` date.
     static func classify(_ response: UploadResponse, retryableStatuses: Set<Int>, now: Double) -> UploadOutcome {
         let status = response.status
@@ -27,7 +28,7 @@ enum UploadOutcome: Sendable {
             return .tooLarge(SyncError(.payloadTooLarge, "the server refused the batch as too large\(suffix)", status: status))
         case 429:
             return .retry(SyncError(.rateLimited, "the server asked to slow down\(suffix)", status: status, retryAfter: retryAfter))
-        case 400...499 where retryableStatuses.contains(status), 500...599:
+        case 400...499 where status == 408 || retryableStatuses.contains(status), 500...599:
             return .retry(SyncError(.serverError, "the server failed\(suffix)", status: status, retryAfter: retryAfter))
         case 400...499:
             return .rejected(SyncError(.rejected, "the server refused the batch\(suffix)", status: status))
