@@ -66,6 +66,16 @@ import Testing
         }
     }
 
+    @Test func startAfterStopRegistersNothing() async throws {
+        let source = MemorySource(records: 3)
+        let uploader = ScriptedUploader()
+        let worker = try worker(source, uploader, SyncConfiguration())
+        await worker.stop()
+        await worker.start()
+        #expect(source.observerCount == 0)
+        #expect(uploader.sent.isEmpty)
+    }
+
     @Test func countTriggerFollowsObservedWrites() async throws {
         var configuration = SyncConfiguration.manual
         configuration.flushCount = 10

@@ -115,9 +115,11 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
     // MARK: Lifecycle
 
     /// Starts the automatic policies (interval timer, count trigger) and sends at once
-    /// whatever is pending, such as what a previous run left. Calling it again does nothing.
+    /// whatever is pending, such as what a previous run left. Calling it again does nothing,
+    /// and so does calling it after ``stop()``: a stopped worker never starts again, and it
+    /// must not register a write observer that nothing would cancel.
     public func start() {
-        guard relay == nil else { return }
+        guard relay == nil, !machine.isStopped else { return }
         let relay = WriteRelay { [weak self] end in await self?.writesObserved(end) }
         self.relay = relay
         observation = source.observeWrites { end in relay.notify(end) }
