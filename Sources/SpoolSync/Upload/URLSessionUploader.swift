@@ -9,8 +9,16 @@ import FoundationNetworking
 /// platforms. On Linux the default is ``HTTPClientUploader`` (see there why).
 ///
 /// Each request carries the worker's headers and its own timeout (`requestTimeout`, 30 s by
-/// default). Redirects are followed by `URLSession`; every other answer is returned as it
-/// is, for the worker to classify. Neither the body nor the answer is logged.
+/// default). Redirects are not followed (as by ``HTTPClientUploader``): `URLSession` would
+/// resend a 301, 302 or 303 as a `GET` without its body, and the 2xx answering that `GET`
+/// would commit a batch that was never delivered. A 3xx is returned as it is, like every
+/// other answer, for the worker to classify (it is retried). Neither the body nor the answer
+/// is logged.
+///
+/// The answer's body is kept up to its first 4 KiB only, but `URLSession` buffers it whole
+/// before handing it over (capping it while it arrives needs a session-wide data delegate,
+/// which a session passed in cannot be given): a server answering a huge body costs that much
+/// memory for the request's lifetime.
 ///
 /// On Linux (swift-corelibs-foundation over libcurl) connections are not reused by default:
 /// when a server closes a kept-alive connection under a request, libcurl silently resends
@@ -74,11 +82,26 @@ public struct URLSessionUploader: Uploader {
                     }
                     continuation.resume(returning: UploadResponse(status: http.statusCode, headers: headers, body: Array((data ?? Data()).prefix(4096))))
                 }
+                task.delegate = RedirectRefuser.shared
                 handle.start(task)
             }
         } onCancel: {
             handle.cancel()
         }
+    }
+}
+
+/// Answers every redirect with "do not follow", so that the 3xx itself completes the task.
+/// A task's own delegate, so it applies to a session passed in too; with a completion handler
+/// it is asked about redirects only (on Linux as well), never given the data.
+private final class RedirectRefuser: NSObject, URLSessionTaskDelegate, Sendable {
+    static let shared = RedirectRefuser()
+
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
     }
 }
 

@@ -1,0 +1,84 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import Synchronization
+
+/// A tiny HTTP/1.1 server on 127.0.0.1 that answers every `POST` with a redirect to `/moved`
+/// and every `GET` with `200 {"accepted":1}`: what a misconfigured load balancer in front of
+/// a collector does. One connection at a time, closed after each answer. Counts requests by
+/// method.
+final class RedirectingServer: Sendable {
+    let port: Int
+    private let listener: Int32
+    private let counts = Mutex<[String: Int]>([:])
+
+    /// Starts listening on an ephemeral port and serving on a thread of its own.
+    init(status: Int) throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard listener >= 0 else { throw POSIXError(.EIO) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                bind(listener, socketAddress, length) == 0 && listen(listener, 16) == 0
+                    && getsockname(listener, socketAddress, &length) == 0
+            }
+        }
+        guard bound else {
+            close(listener)
+            throw POSIXError(.EADDRINUSE)
+        }
+        self.listener = listener
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread.detachNewThread { [self] in
+            while true {
+                let connection = accept(listener, nil, nil)
+                guard connection >= 0 else { return }  // closed by `stop()`
+                serve(connection, status: status)
+                close(connection)
+            }
+        }
+    }
+
+    /// How many requests of `method` arrived.
+    func count(_ method: String) -> Int { counts.withLock { $0[method, default: 0] } }
+
+    func stop() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+
+    private func serve(_ connection: Int32, status: Int) {
+        guard let head = readRequest(connection), let method = head.split(separator: " ").first else { return }
+        counts.withLock { $0[String(method), default: 0] += 1 }
+        let answer = method == "POST"
+            ? "HTTP/1.1 \(status) Redirect\r\nLocation: /moved\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            : "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 14\r\nConnection: close\r\n\r\n{\"accepted\":1}"
+        let bytes = Array(answer.utf8)
+        _ = bytes.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, 0) }
+    }
+
+    /// Reads the head and the `Content-Length` body; returns the head.
+    private func readRequest(_ connection: Int32) -> String? {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let separator = Array("\r\n\r\n".utf8)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { return nil }
+            received += buffer[..<count]
+            guard let end = received.indices.first(where: { received[$0...].starts(with: separator) }) else { continue }
+            let head = String(decoding: received[..<end], as: UTF8.self)
+            let length = head.split(separator: "\r\n")
+                .first { $0.lowercased().hasPrefix("content-length:") }
+                .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
+            if received.count - (end + separator.count) >= length { return head }
+        }
+    }
+}
