@@ -205,7 +205,7 @@ import Testing
         let rig = try await Rig.make()
         try await rig.append(10)
         let worker = try rig.worker { $0.requestTimeout = .seconds(5) }
-        let tooShort = await worker.flush(within: .seconds(1))
+        let tooShort = await worker.flush(within: .milliseconds(500))  // < SyncConfiguration.minimumRequestTime
         #expect(tooShort.deadlineReached)
         #expect(rig.receivedSeqs.isEmpty)
         let enough = await worker.flush(within: .seconds(60), retries: Self.retries)

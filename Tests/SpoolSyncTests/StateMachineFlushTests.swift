@@ -79,16 +79,17 @@ import Testing
         #expect(harness.committed == 0)
     }
 
-    @Test func deadlineStopsStartingRequestsWhenLessThanTheTimeoutRemains() {
+    @Test func deadlineCutsRequestsToTheTimeLeftAndStopsBelowTheMinimum() {
         var harness = MachineHarness(.manual, records: 200)  // four batches
         harness.holdUploads = true
         let id = harness.flush(deadline: .seconds(100))  // requestTimeout is 30 s
-        harness.now = .seconds(50)
-        harness.complete()  // 50 s left: the second request starts
-        #expect(harness.uploads.count == 2)
         harness.now = .seconds(75)
-        harness.complete()  // 25 s left < 30 s: no third request
+        harness.complete()  // 25 s left < 30 s: the second request starts, cut to 25 s
         #expect(harness.uploads.count == 2)
+        harness.now = .milliseconds(99_500)
+        harness.complete()  // 0.5 s left < the 1 s minimum: no third request
+        #expect(harness.uploads.count == 2)
+        #expect(harness.timeouts == [.seconds(30), .seconds(25)])
         #expect(harness.committed == 100)  // both batches committed, none half
         let report = harness.reports[id]
         #expect(report?.deadlineReached == true)
@@ -96,10 +97,20 @@ import Testing
         #expect(report?.failure == nil)
     }
 
+    @Test func budgetShorterThanTheRequestTimeoutStillSends() {
+        var harness = MachineHarness(.manual, records: 10)
+        harness.now = .seconds(10)
+        let id = harness.flush(deadline: .seconds(30))  // 20 s left; requestTimeout is 30 s
+        #expect(harness.uploads == [Array(0...9)])
+        #expect(harness.timeouts == [.seconds(20)])
+        #expect(harness.reports[id]?.records == 10)
+        #expect(harness.reports[id]?.deadlineReached == false)
+    }
+
     @Test func deadlineTooCloseStartsNothing() {
         var harness = MachineHarness(.manual, records: 10)
         harness.now = .seconds(10)
-        let id = harness.flush(deadline: .seconds(39))
+        let id = harness.flush(deadline: .milliseconds(10_999))  // just under the 1 s minimum
         #expect(harness.uploads.isEmpty)
         #expect(harness.reports[id]?.deadlineReached == true)
     }

@@ -58,6 +58,9 @@ public struct SyncConfiguration: Sendable {
     /// How long one request may take before it counts as a timeout and is retried.
     /// The default is 30 s. Range: 1 ms ... 10 min.
     public var requestTimeout: Duration = .seconds(30)
+    /// A flush with a deadline starts no request when less than this (or `requestTimeout`,
+    /// if shorter) remains before it; a request that starts is cut to the time left. 1 s.
+    public static let minimumRequestTime: Duration = .seconds(1)
     /// Headers added to every request (an API key, say). `Content-Type`, `Content-Encoding`,
     /// `Spool-Batch` and `Spool-Encoding` are set by the worker and win over these.
     /// The default is none.

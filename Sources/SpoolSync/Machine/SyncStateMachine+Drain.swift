@@ -3,13 +3,26 @@ import Spool
 // MARK: - The drain: read, upload, commit, and again
 
 extension SyncStateMachine {
+    /// The least time left before a flush's deadline for a request to start: below it the
+    /// flush ends (``FlushReport/deadlineReached``). It is 1 s, or `requestTimeout` if that is
+    /// shorter: a request cut shorter than this rarely gets an answer, and a failed one is
+    /// retried later anyway.
+    var minimumRequestTime: Duration { min(SyncConfiguration.minimumRequestTime, configuration.requestTimeout) }
+
+    /// The timeout of a request starting `now`: `requestTimeout`, cut to the earliest deadline
+    /// of the flushes waiting, so that a background budget shorter than `requestTimeout` is
+    /// still used and the flush still ends by its deadline.
+    func requestTimeout(now: Duration) -> Duration {
+        waiters.compactMap(\.deadline).reduce(configuration.requestTimeout) { min($0, $1 - now) }
+    }
+
     /// From idle, inside a drain: starts the next operation, or ends the drain if nobody wants
     /// more. This is where deadlines are checked, before each new request.
     mutating func nextStep(now: Duration) -> [Action] {
         var actions: [Action] = []
-        let timeout = configuration.requestTimeout
+        let minimum = minimumRequestTime
         waiters.removeAll { waiter in
-            guard let deadline = waiter.deadline, deadline - now < timeout else { return false }
+            guard let deadline = waiter.deadline, deadline - now < minimum else { return false }
             var report = waiter.report
             report.deadlineReached = true
             actions.append(.finishFlush(id: waiter.id, report))
@@ -27,7 +40,7 @@ extension SyncStateMachine {
                 actions.append(.commit(upTo: batch.end))
             } else {
                 phase = .uploading(batch)
-                actions.append(.upload(batch))
+                actions.append(.upload(batch, timeout: requestTimeout(now: now)))
             }
         } else {
             phase = .reading
@@ -139,9 +152,9 @@ extension SyncStateMachine {
         backoffUntil = until
         queue.insert(batch, at: 0)
         var actions: [Action] = waiters.isEmpty ? [] : [.notify(ids: waiters.map(\.id), .error(error))]
-        let timeout = configuration.requestTimeout
+        let minimum = minimumRequestTime
         waiters.removeAll { waiter in
-            let fits = waiter.deadline.map { until + timeout <= $0 } ?? true
+            let fits = waiter.deadline.map { until + minimum <= $0 } ?? true
             if waiter.retriesLeft > 0 && fits { return false }
             var report = waiter.report
             report.failure = error

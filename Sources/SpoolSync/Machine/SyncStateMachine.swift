@@ -39,7 +39,8 @@ struct SyncStateMachine: Sendable {
 
     enum Action: Sendable {
         case read(maxCount: Int, maxBytes: Int)
-        case upload(SyncBatch)
+        /// Send the batch; the request may take `timeout` (see ``requestTimeout(now:)``).
+        case upload(SyncBatch, timeout: Duration)
         /// Write refused records to the dead-letter log (durably), with the refusal.
         case deadLetter([Record], SyncError)
         /// Commit the consumer so that `end` is the next record it delivers.

@@ -35,7 +35,7 @@ import Spool
 ///     let budget = Duration.seconds(UIApplication.shared.backgroundTimeRemaining)
 ///     Task {
 ///         await worker.pause()
-///         // Stops starting requests when less than `requestTimeout` remains.
+///         // Each request is cut to the time left; none starts with less than 1 s left.
 ///         await worker.flush(within: budget)
 ///         UIApplication.shared.endBackgroundTask(task)
 ///     }
@@ -168,7 +168,9 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
     /// A flush starts at once, even during a backoff. It joins a drain already in progress.
     ///
     /// - Parameters:
-    ///   - deadline: no request starts when less than `requestTimeout` remains before it;
+    ///   - deadline: each request's timeout is cut to the time left before it (a budget
+    ///     shorter than `requestTimeout` is still used), and no request starts when less than
+    ///     ``SyncConfiguration/minimumRequestTime`` (or `requestTimeout`, if shorter) remains;
     ///     the request in flight still finishes and is committed, so the offset is never
     ///     half-committed.
     ///   - retries: how many times a retryable failure is retried inside this flush, after its
@@ -248,11 +250,12 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
                 }
                 return event
             }
-        case .upload(let batch):
+        case .upload(let batch, let timeout):
             run(upload: true) { [uploader, builder, clock, wallClock, logger, retryable = machine.configuration.retryableStatuses] in
-                let request = batch.request ?? builder.request(for: batch.records)
+                var request = batch.request ?? builder.request(for: batch.records)
+                request.timeout = timeout
                 let outcome: UploadOutcome
-                switch await timedUpload(request, with: uploader, clock: clock, timeout: request.timeout) {
+                switch await timedUpload(request, with: uploader, clock: clock, timeout: timeout) {
                 case .success(let response):
                     outcome = UploadOutcome.classify(response, retryableStatuses: retryable, now: wallClock())
                     logger.debug("upload answered", metadata: ["spool.batch": "\(request.batch)", "spool.status": "\(response.status)", "spool.bytes": "\(request.body.count)"])

@@ -14,6 +14,8 @@ struct MachineHarness {
     var backoff: (at: Duration, generation: Int)?
     /// The seqs of every upload, in order.
     var uploads: [[UInt64]] = []
+    /// The timeout of every upload, in order.
+    var timeouts: [Duration] = []
     var commits: [UInt64] = []
     var deadLettered: [UInt64] = []
     var reports: [Int: FlushReport] = [:]
@@ -114,9 +116,10 @@ struct MachineHarness {
                 bytes += record.payload.count
             }
             return .readCompleted(SyncBatch(records: batch, end: batch.last.map { $0.seq + 1 } ?? committed))
-        case .upload(let batch):
+        case .upload(let batch, let timeout):
             precondition(inFlight == nil, "two uploads in flight")
             uploads.append(batch.records.map(\.seq))
+            timeouts.append(timeout)
             if holdUploads {
                 inFlight = batch
                 return nil

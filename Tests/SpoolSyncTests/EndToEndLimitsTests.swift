@@ -1,0 +1,21 @@
+import Foundation
+import Spool
+import SpoolCollector
+import Testing
+@testable import SpoolSync
+
+/// Limits the worker and the collector must agree on, over real HTTP on 127.0.0.1.
+extension EndToEndTests {
+    @Test func budgetShorterThanTheRequestTimeoutStillDelivers() async throws {
+        let rig = try await Rig.make()
+        try await rig.append(10)
+        let worker = try rig.worker { $0.requestTimeout = .seconds(30) }
+        // The iOS background recipe: a budget of about the request timeout, or less.
+        let report = await worker.flush(within: .seconds(20), retries: Self.retries)
+        #expect(report.failure == nil)
+        #expect(report.records == 10)
+        #expect(rig.receivedSeqs == Array(0..<10))
+        await worker.stop()
+        await rig.tearDown()
+    }
+}
