@@ -44,6 +44,7 @@ extension SyncStateMachine {
             }
         } else {
             phase = .reading
+            writtenEndAtRead = writtenEnd
             actions.append(.read(maxCount: configuration.maxBatchCount, maxBytes: configuration.maxBatchBytes))
         }
         return actions
@@ -60,12 +61,23 @@ extension SyncStateMachine {
             var actions: [Action] = ids.isEmpty ? [] : [.notify(ids: ids, .noData)]
             actions += waiters.map { .finishFlush(id: $0.id, $0.report) }
             waiters.removeAll()
-            return actions
+            return actions + countTriggerMissedDuringRead(now: now)
         }
         writtenEnd = max(writtenEnd, batch.end)
         stats.pending = pending
         queue.insert(batch, at: 0)
         phase = .idle
+        return nextStep(now: now)
+    }
+
+    /// After a read that found nothing: the count trigger that writes noticed during the read
+    /// could not fire (the machine was busy), fired now. Without it, with periodic flushing
+    /// off, those records would wait for the next write. Only writes noticed during the read
+    /// count, so a pending count the log cannot deliver yet never makes the drain spin.
+    private mutating func countTriggerMissedDuringRead(now: Duration) -> [Action] {
+        guard writtenEnd > writtenEndAtRead, isRunning, !inBackoff(now), pending >= UInt64(configuration.flushCount) else {
+            return []
+        }
         return nextStep(now: now)
     }
 

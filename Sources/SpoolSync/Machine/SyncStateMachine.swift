@@ -95,6 +95,9 @@ struct SyncStateMachine: Sendable {
     var retryOwed = false
     var consecutiveFailures = 0
     var writtenEnd: UInt64 = 0
+    /// `writtenEnd` when the last read started: a larger `writtenEnd` after it means writes
+    /// were noticed while the read ran.
+    var writtenEndAtRead: UInt64 = 0
     var timerGeneration = 0
     var backoffGeneration = 0
 
@@ -253,7 +256,7 @@ extension SyncStateMachine {
         return [.scheduleTimer(at: now + interval, generation: timerGeneration)]
     }
 
-    private func inBackoff(_ now: Duration) -> Bool {
+    func inBackoff(_ now: Duration) -> Bool {
         if let backoffUntil, backoffUntil > now { return true }
         return false
     }
