@@ -5,7 +5,10 @@
 /// nesting deeper than ``maxDepth`` is refused, so recursion is bounded. It checks JSON
 /// grammar, not UTF-8 (the caller validates the whole body once). Not thread-safe; cheap to make.
 struct JSONScanner {
-    /// The deepest nesting of arrays and objects accepted.
+    /// The deepest nesting of arrays and objects accepted, the body's own levels included
+    /// (a `json` batch's array and envelope are 2 of them). The sync worker embeds a record
+    /// as JSON only up to this minus 2 (SpoolSync's `JSONValidator.maxDepth`), so whatever it
+    /// sends is accepted here. Change the two together.
     static let maxDepth = 128
 
     private let bytes: [UInt8]

@@ -121,7 +121,7 @@ import Testing
     @Test func deepNestingIsAStringNotAStackOverflow() {
         let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
         #expect(data(Array(deep.utf8)).hasPrefix("\"[[["))
-        let fine = String(repeating: "[", count: 256) + String(repeating: "]", count: 256)
+        let fine = String(repeating: "[", count: JSONValidator.maxDepth) + String(repeating: "]", count: JSONValidator.maxDepth)
         #expect(data(Array(fine.utf8)) == fine)
     }
 

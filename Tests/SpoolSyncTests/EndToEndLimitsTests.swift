@@ -18,4 +18,21 @@ extension EndToEndTests {
         await worker.stop()
         await rig.tearDown()
     }
+
+    /// A record nested exactly as deep as the worker embeds as JSON arrives as JSON, whatever
+    /// the layout adds around it; one level deeper arrives as a string. Neither is refused.
+    @Test(arguments: SyncConfiguration.Encoding.allCases)
+    func nestingAtTheEmbeddingLimitIsAcceptedByTheCollector(encoding: SyncConfiguration.Encoding) async throws {
+        func nested(_ depth: Int) -> String { String(repeating: "[", count: depth) + String(repeating: "]", count: depth) }
+        let limit = JSONValidator.maxDepth
+        let rig = try await Rig.make()
+        try await rig.append(2) { nested(limit + $0) }
+        let worker = try rig.worker { $0.encoding = encoding }
+        let report = await worker.flush(retries: Self.retries)
+        #expect(report.failure == nil)
+        #expect(report.deadLettered == 0)
+        #expect(rig.collector.records().map(\.data) == [nested(limit), "\"\(nested(limit + 1))\""])
+        await worker.stop()
+        await rig.tearDown()
+    }
 }

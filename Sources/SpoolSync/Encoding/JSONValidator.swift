@@ -5,8 +5,12 @@
 /// cannot exhaust the stack. Also reports whether the text holds a line break outside its
 /// strings (which NDJSON must turn into spaces).
 struct JSONValidator {
-    /// The deepest nesting of arrays and objects accepted.
-    static let maxDepth = 256
+    /// The deepest nesting of arrays and objects accepted: 126. A deeper record is sent as
+    /// a JSON string instead, so that every body the worker makes fits the reference
+    /// collector's limit (`JSONScanner.maxDepth` in SpoolCollector, 128), which counts the
+    /// body's own levels too: the `json` layout's array and envelope add 2 (the others 1).
+    /// Change the two together.
+    static let maxDepth = 126
 
     /// Whether `bytes` is a single valid JSON text.
     static func isValid(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
