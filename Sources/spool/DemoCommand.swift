@@ -43,11 +43,13 @@ struct DemoCommand: AsyncParsableCommand {
 
     func run() async throws {
         let root = dir ?? (NSTemporaryDirectory() + "spool-demo-\(getpid())")
-        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let logDirectory = root + "/log"
         let collectorOutput = root + "/collector.ndjson"
-        try? FileManager.default.removeItem(atPath: logDirectory)
-        try? FileManager.default.removeItem(atPath: collectorOutput)
+        try await offPool {
+            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try? FileManager.default.removeItem(atPath: logDirectory)
+            try? FileManager.default.removeItem(atPath: collectorOutput)
+        }
 
         // The reference collector, with faults on demand.
         var collectorConfiguration = CollectorConfiguration()
@@ -68,8 +70,8 @@ struct DemoCommand: AsyncParsableCommand {
 
         // The log and its sync worker, with the default policies (a shorter backoff under faults
         // so the demo does not idle for a minute).
-        let log = try EventLog.open(directory: logDirectory, logger: commandLogger())
-        let consumer = try log.consumer(named: "uploader")
+        let log = try await offPool { try EventLog.open(directory: logDirectory, logger: commandLogger()) }
+        let consumer = try await offPool { try log.consumer(named: "uploader") }
         var syncConfiguration = SyncConfiguration()
         if faults { syncConfiguration.backoff = Backoff(base: .milliseconds(50), cap: .seconds(2)) }
         let worker = try SyncWorker(consumer: consumer, url: URL(string: "http://127.0.0.1:\(port)/batch")!,
@@ -112,8 +114,8 @@ struct DemoCommand: AsyncParsableCommand {
         let syncStats = await worker.stats
         await collector.stop()
         let logStats = log.stats()
-        let summary = try log.summary()
-        try log.close()
+        let summary = try await offPool { try log.summary() }
+        try await offPool { try log.close() }
 
         let received = collector.stats
         let lost = max(0, events - received.received)

@@ -74,8 +74,9 @@ struct SyncCommand: AsyncParsableCommand {
         let eventLog = try await offPool { try logDirectory.open() }
         let worker: SyncWorker<ContinuousClock>
         do {
+            let consumerName = consumer
             worker = try SyncWorker(
-                consumer: try eventLog.consumer(named: consumer), url: URL(string: url)!,
+                consumer: try await offPool { try eventLog.consumer(named: consumerName) }, url: URL(string: url)!,
                 configuration: try makeConfiguration(), logger: logger)
         } catch {
             try? await offPool { try eventLog.close() }
@@ -146,10 +147,3 @@ struct SyncCommand: AsyncParsableCommand {
 
 extension SyncConfiguration.Encoding: ExpressibleByArgument {}
 extension SyncConfiguration.Compression: ExpressibleByArgument {}
-
-/// Runs blocking file I/O on a Dispatch thread, off the cooperative pool.
-private func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
-    }
-}
