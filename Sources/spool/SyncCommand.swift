@@ -60,6 +60,9 @@ struct SyncCommand: AsyncParsableCommand {
             throw ValidationError("--url must be an http or https URL, not '\(url)'")
         }
         guard retries >= 0 else { throw ValidationError("--retries must not be negative") }
+        // Checked before they become durations: converting inf, nan or a huge value traps.
+        try Self.checkSeconds(interval, option: "--interval", range: 0...Self.maxIntervalSeconds)
+        try Self.checkSeconds(timeout, option: "--timeout", range: 0.001...600)
         do {
             try makeConfiguration().validate()
         } catch {
@@ -100,6 +103,19 @@ struct SyncCommand: AsyncParsableCommand {
         if let failure {
             Output.error("spool sync: \(failure)")
             throw ExitCode(1)
+        }
+    }
+
+    /// The longest --interval accepted: a year, far past any useful period and far inside
+    /// what a `Duration` in milliseconds holds.
+    static let maxIntervalSeconds: Double = 365 * 86_400
+
+    /// Refuses a seconds option that is not a finite number within `range`.
+    private static func checkSeconds(_ value: Double?, option: String, range: ClosedRange<Double>) throws {
+        guard let value else { return }
+        guard value.isFinite, range.contains(value) else {
+            let bounds = [range.lowerBound, range.upperBound].map { $0 == $0.rounded() ? String(Int($0)) : String($0) }
+            throw ValidationError("\(option) must be a number of seconds between \(bounds[0]) and \(bounds[1]), not \(value)")
         }
     }
 
