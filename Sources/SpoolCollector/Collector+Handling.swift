@@ -2,13 +2,38 @@ import Hummingbird
 import Logging
 
 extension Collector {
-    /// Answers one request. In order: injected latency; the body is read (413 past
+    /// Answers one request, or 503 when ``CollectorConfiguration/maxConcurrentRequests`` are
+    /// already being handled: each may hold a whole body, raw and decompressed, so a burst of
+    /// uploaders must not hold them all at once.
+    func handle(_ request: Request, context: CollectorRequestContext) async -> Response {
+        guard admit() else {
+            tallies.withLock { tallies in
+                tallies.stats.requests += 1
+                tallies.stats.overloaded += 1
+            }
+            logger.debug("overloaded", metadata: ["limit": "\(configuration.maxConcurrentRequests)"])
+            return Self.answer(503, error: "too many requests in flight", extra: [.retryAfter: "1"])
+        }
+        defer { inFlight.withLock { $0 -= 1 } }
+        return await handleAdmitted(request, context: context)
+    }
+
+    /// Takes a slot among the requests in flight, if one is free.
+    private func admit() -> Bool {
+        inFlight.withLock { count in
+            guard count < configuration.maxConcurrentRequests else { return false }
+            count += 1
+            return true
+        }
+    }
+
+    /// Answers one admitted request. In order: injected latency; the body is read (413 past
     /// ``CollectorConfiguration/maxBodyBytes``); an injected reset, 429 or failure; the
     /// payload-size rule; headers, decompression (413 past
     /// ``CollectorConfiguration/maxDecodedBytes``) and records are checked (400 or 415);
     /// the poison rule; then new records are recorded and the answer is
     /// `{"accepted":N,"duplicates":M}`.
-    func handle(_ request: Request, context: CollectorRequestContext) async -> Response {
+    private func handleAdmitted(_ request: Request, context: CollectorRequestContext) async -> Response {
         let draw = tallies.withLock { tallies in
             tallies.stats.requests += 1
             return tallies.faults.next()

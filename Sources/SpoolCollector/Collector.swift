@@ -29,7 +29,8 @@ import Synchronization
 /// - Answers: 200 `{"accepted":N,"duplicates":M}`; 400 `{"error":"…"}` for a malformed batch;
 ///   413 for a body past ``CollectorConfiguration/maxBodyBytes`` or, decompressed, past
 ///   ``CollectorConfiguration/maxDecodedBytes``; 415 for an unknown type or coding; 405 for
-///   other methods; and the faults of ``FaultConfiguration``.
+///   other methods; 503 with `Retry-After: 1` past ``CollectorConfiguration/maxConcurrentRequests``
+///   requests at once; and the faults of ``FaultConfiguration``.
 ///
 /// Thread safety: every method may be called from any task. Counters and records sit behind
 /// one lock; what was received and the output file belong to one serial dispatch queue, which
@@ -41,6 +42,8 @@ public final class Collector: Sendable {
     let tallies: Mutex<Tallies>
     let ledger = Mutex(Ledger())
     let queue = DispatchQueue(label: "spool.collector.ledger")
+    /// Requests being handled, at most ``CollectorConfiguration/maxConcurrentRequests``.
+    let inFlight = Mutex(0)
     private let lifecycle = Mutex(Lifecycle.idle)
 
     private enum Lifecycle {

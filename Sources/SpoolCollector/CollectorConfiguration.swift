@@ -1,3 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import Spool
 
 /// Every setting of a ``Collector``, in one `Sendable` value with documented defaults.
@@ -20,6 +25,11 @@ public struct CollectorConfiguration: Sendable {
     /// request is answered 413, so a compression bomb costs at most this much memory.
     /// The default is 64 MiB.
     public var maxDecodedBytes: Int = 64 * 1024 * 1024
+    /// The most requests handled at once; one more is answered 503 with `Retry-After: 1`
+    /// (the sync worker retries it after its backoff). Each request may hold
+    /// ``maxBodyBytes`` plus ``maxDecodedBytes``, so this bounds the memory of a burst.
+    /// The default is 4 per processor.
+    public var maxConcurrentRequests: Int = 4 * ProcessInfo.processInfo.activeProcessorCount
     /// Keep every unique record in memory for ``Collector/records()``. The default is `true`;
     /// long benchmarks turn it off to keep memory flat (counts and the output file still work).
     public var retainsRecords: Bool = true
@@ -44,6 +54,9 @@ public struct CollectorConfiguration: Sendable {
         if let outputPath, outputPath.isEmpty { throw fail("outputPath", "is empty; use nil for no file") }
         guard maxBodyBytes > 0 else { throw fail("maxBodyBytes", "is \(maxBodyBytes); it must be positive") }
         guard maxDecodedBytes > 0 else { throw fail("maxDecodedBytes", "is \(maxDecodedBytes); it must be positive") }
+        guard maxConcurrentRequests > 0 else {
+            throw fail("maxConcurrentRequests", "is \(maxConcurrentRequests); it must be positive")
+        }
         guard shutdownGracePeriod >= .zero else {
             throw fail("shutdownGracePeriod", "is \(shutdownGracePeriod); it must not be negative")
         }

@@ -2,6 +2,9 @@
 public struct CollectorStats: Sendable, Hashable {
     /// Requests that reached the handler, whatever their outcome.
     public var requests: Int = 0
+    /// Requests answered 503 because ``CollectorConfiguration/maxConcurrentRequests`` were
+    /// already in flight (counted in ``requests`` too).
+    public var overloaded: Int = 0
     /// Batches answered 200.
     public var acceptedBatches: Int = 0
     /// Unique records recorded.

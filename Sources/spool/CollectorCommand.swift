@@ -31,6 +31,9 @@ struct CollectorCommand: AsyncParsableCommand {
     @Option(help: "The largest request body accepted, in bytes, after decompression.")
     var maxDecoded = CollectorConfiguration().maxDecodedBytes
 
+    @Option(help: "The most requests handled at once; more are answered 503 with Retry-After: 1.")
+    var maxConcurrent = CollectorConfiguration().maxConcurrentRequests
+
     @Option(help: "The chance (0...1) that a request is answered --failure-status.")
     var failureRate = 0.0
 
@@ -79,6 +82,7 @@ struct CollectorCommand: AsyncParsableCommand {
         configuration.outputPath = output
         configuration.maxBodyBytes = maxBody
         configuration.maxDecodedBytes = maxDecoded
+        configuration.maxConcurrentRequests = maxConcurrent
         configuration.retainsRecords = false
         configuration.seed = seed
         configuration.faults.failureRate = failureRate
