@@ -79,13 +79,13 @@ import Testing
         #expect(harness.committed == 0)
     }
 
-    @Test func deadlineCutsRequestsToTheTimeLeftAndStopsBelowTheMinimum() {
+    @Test func deadlineCutsRequestsToTheTimeLeftAndStopsBelowTheMinimum() throws {
         var harness = MachineHarness(.manual, records: 200)  // four batches
         harness.holdUploads = true
         let id = harness.flush(deadline: .seconds(100))  // requestTimeout is 30 s
         harness.now = .seconds(75)
         harness.complete()  // 25 s left < 30 s: the second request starts, cut to 25 s
-        #expect(harness.uploads.count == 2)
+        try #require(harness.uploads.count == 2)
         harness.now = .milliseconds(99_500)
         harness.complete()  // 0.5 s left < the 1 s minimum: no third request
         #expect(harness.uploads.count == 2)
