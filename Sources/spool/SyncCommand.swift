@@ -31,7 +31,7 @@ struct SyncCommand: AsyncParsableCommand {
     @Option(name: .customLong("batch-bytes"), help: "Most bytes of encoded body per request (default 524288).")
     var batchBytes: Int?
 
-    @Option(help: "Seconds between periodic flushes; 0 disables them (default 15, at least 5).")
+    @Option(help: "Seconds between periodic flushes; 0 or less disables them (default 15, at least 5).")
     var interval: Double?
 
     @Option(help: "Flush when this many records are pending (default 100).")
@@ -61,7 +61,8 @@ struct SyncCommand: AsyncParsableCommand {
         }
         guard retries >= 0 else { throw ValidationError("--retries must not be negative") }
         // Checked before they become durations: converting inf, nan or a huge value traps.
-        try Self.checkSeconds(interval, option: "--interval", range: 0...Self.maxIntervalSeconds)
+        // Any value ≤ 0 disables the periodic flush, as in every anchor SDK.
+        try Self.checkSeconds(interval, option: "--interval", range: -Self.maxIntervalSeconds...Self.maxIntervalSeconds)
         try Self.checkSeconds(timeout, option: "--timeout", range: 0.001...600)
         do {
             try makeConfiguration().validate()
