@@ -169,10 +169,16 @@ public struct SpoolSide: Sendable {
         return (Run(count: drained, nanos: monotonicNanos() - start), bytes)
     }
 
-    /// Appends `count` events, buffered, to a new log in `directory` and closes it.
+    /// Appends `count` events, buffered, to a new log in `directory`, syncs and closes it.
+    ///
+    /// The sync stands for time: a backlog drained at launch was written by an earlier run, and
+    /// the kernel wrote its pages back within seconds of it. Without it, the reopen that the
+    /// drain times would pay the fill's write-back (opening makes the recovered active segment
+    /// durable before a consumer may read it).
     public func fill(count: Int, directory: String) throws {
         let log = try open(directory)
         for index in 0..<count { try log.append(events[cycling: index]) }
+        try log.syncBlocking()
         try log.close()
     }
 
