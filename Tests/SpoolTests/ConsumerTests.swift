@@ -147,10 +147,7 @@ import Testing
     /// not look for them), and the next durable commit runs retention again.
     @Test func aRetentionFailureLeavesTheCommitInPlace() throws {
         let dir = TemporaryDirectory()
-        defer {
-            FaultInjection.disarm(under: dir.path)
-            dir.cleanup()
-        }
+        defer { dir.cleanupFaults() }
         var configuration = smallConfiguration(blockSize: 4096)
         configuration.linger = .zero
         let log = try EventLog.open(directory: dir.path, configuration: configuration)

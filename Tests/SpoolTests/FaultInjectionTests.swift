@@ -9,10 +9,7 @@ import Testing
     @Test(arguments: [FaultInjection.Fault.error(.noSpace), .error(.ioError), .shortWrite(10)])
     func failedWriteIsReportedNotAcknowledgedAndRetried(fault: FaultInjection.Fault) async throws {
         let dir = TemporaryDirectory()
-        defer {
-            FaultInjection.disarm(under: dir.path)
-            dir.cleanup()
-        }
+        defer { dir.cleanupFaults() }
         let log = try EventLog.open(directory: dir.path)
         try await log.append(payload(0), durability: .written)
         // The fault stays until disarmed, so the writer's own retries fail too.
@@ -51,10 +48,7 @@ import Testing
 
     @Test func failedFsyncFailsTheLogUntilReopen() async throws {
         let dir = TemporaryDirectory()
-        defer {
-            FaultInjection.disarm(under: dir.path)
-            dir.cleanup()
-        }
+        defer { dir.cleanupFaults() }
         let log = try EventLog.open(directory: dir.path)
         try await log.append(payload(0), durability: .synced)
         FaultInjection.arm(.sync, under: dir.path + "/0", times: 1, fault: .error(.ioError))
@@ -79,10 +73,7 @@ import Testing
     /// dirty pages gone) and acknowledging the segment's records as durable later.
     @Test func failedFsyncSealingASegmentFailsTheLogUntilReopen() async throws {
         let dir = TemporaryDirectory()
-        defer {
-            FaultInjection.disarm(under: dir.path)
-            dir.cleanup()
-        }
+        defer { dir.cleanupFaults() }
         var configuration = smallConfiguration(blockSize: 4096)
         configuration.linger = .zero
         let log = try EventLog.open(directory: dir.path, configuration: configuration)
@@ -110,10 +101,7 @@ import Testing
 
     @Test func failedOffsetCommitKeepsThePreviousOffset() throws {
         let dir = TemporaryDirectory()
-        defer {
-            FaultInjection.disarm(under: dir.path)
-            dir.cleanup()
-        }
+        defer { dir.cleanupFaults() }
         let log = try EventLog.open(directory: dir.path)
         for i in 0..<10 { try log.append(payload(i)) }
         let consumer = try log.consumer(named: "c")
@@ -131,10 +119,7 @@ import Testing
 
     @Test func failedSegmentCreationOnRollIsRetried() throws {
         let dir = TemporaryDirectory()
-        defer {
-            FaultInjection.disarm(under: dir.path)
-            dir.cleanup()
-        }
+        defer { dir.cleanupFaults() }
         var configuration = smallConfiguration(blockSize: 4096)
         configuration.linger = .zero
         let log = try EventLog.open(directory: dir.path, configuration: configuration)

@@ -59,3 +59,12 @@ struct PowerLoss {
         guard truncate(path, off_t(cut)) == 0 else { throw SpoolError(.io, "truncate failed", path: path) }
     }
 }
+
+/// Cuts the power under `dir` now: captures what is durable, closes `log` (whatever closing
+/// writes is lost with the rest), stops tracking and rewinds the files.
+func cutPower(closing log: EventLog, in dir: TemporaryDirectory, partial: Bool = false, seed: UInt64 = 0) throws {
+    var loss = PowerLoss.capture(dir.path, partial: partial, seed: seed)
+    try log.close()
+    FaultInjection.stopTracking(under: dir.path)
+    try loss.apply(to: dir.path)
+}

@@ -103,10 +103,7 @@ import Testing
     func run(seed: UInt64, partial: Bool) async throws {
         let dir = TemporaryDirectory("powerLoss\(seed)")
         FaultInjection.trackSyncs(under: dir.path)
-        defer {
-            FaultInjection.stopTracking(under: dir.path)
-            dir.cleanup()
-        }
+        defer { dir.cleanupFaults() }
         let log = try EventLog.open(directory: dir.path, configuration: smallConfiguration(blockSize: 2048))
         let promises = try await workload(log, seed: seed)
         let appended = log.nextSeq
@@ -135,10 +132,7 @@ import Testing
     @Test func whatAConsumerWasHandedSurvivesAPowerLoss() async throws {
         let dir = TemporaryDirectory()
         FaultInjection.trackSyncs(under: dir.path)
-        defer {
-            FaultInjection.stopTracking(under: dir.path)
-            dir.cleanup()
-        }
+        defer { dir.cleanupFaults() }
         let configuration = smallConfiguration(blockSize: 2048)
         let log = try EventLog.open(directory: dir.path, configuration: configuration)
         let consumer = try log.consumer(named: "c")
@@ -146,10 +140,7 @@ import Testing
         let batch = try await consumer.read(maxCount: 100)
         #expect(batch.records.map(\.seq) == Array(0..<10))
         for i in 10..<15 { try await log.append(noisyPayload(i, size: 100), durability: .written) }
-        var loss = PowerLoss.capture(dir.path)
-        try log.close()
-        FaultInjection.stopTracking(under: dir.path)
-        try loss.apply(to: dir.path)
+        try cutPower(closing: log, in: dir)
         let reopened = try EventLog.open(directory: dir.path, configuration: configuration)
         #expect(records(try reopened.readAll()).map(\.seq).prefix(10) == ArraySlice(0..<10))
         #expect(reopened.nextSeq >= 10, "seqs a consumer was handed must not be handed out again")
@@ -163,10 +154,7 @@ import Testing
         for reopenInBetween in [false, true] {
             let dir = TemporaryDirectory()
             FaultInjection.trackSyncs(under: dir.path)
-            defer {
-                FaultInjection.stopTracking(under: dir.path)
-                dir.cleanup()
-            }
+            defer { dir.cleanupFaults() }
             var log = try EventLog.open(directory: dir.path)
             for i in 0..<10 { try await log.append(noisyPayload(i, size: 100), durability: .synced) }
             try await log.consumer(named: "c").commit(through: 4, mode: .fast)
@@ -176,10 +164,7 @@ import Testing
             } else {
                 try await log.consumer(named: "c").commit(through: 4, mode: .durable)
             }
-            var loss = PowerLoss.capture(dir.path)
-            try log.close()
-            FaultInjection.stopTracking(under: dir.path)
-            try loss.apply(to: dir.path)
+            try cutPower(closing: log, in: dir)
             let reopened = try EventLog.open(directory: dir.path)
             #expect(try reopened.consumer(named: "c").committed == 5, "reopened in between: \(reopenInBetween)")
             try reopened.close()
@@ -192,10 +177,7 @@ import Testing
     @Test func recordsRecoveredAfterAKillAreDurableBeforeAConsumerGetsThem() async throws {
         let dir = TemporaryDirectory()
         FaultInjection.trackSyncs(under: dir.path)
-        defer {
-            FaultInjection.stopTracking(under: dir.path)
-            dir.cleanup()
-        }
+        defer { dir.cleanupFaults() }
         let configuration = smallConfiguration(blockSize: 2048)
         let first = try EventLog.open(directory: dir.path, configuration: configuration)
         for i in 0..<10 { try await first.append(noisyPayload(i, size: 100), durability: .written) }
@@ -203,10 +185,7 @@ import Testing
         let second = try EventLog.open(directory: dir.path, configuration: configuration)
         let batch = try await second.consumer(named: "c").read(maxCount: 100)
         #expect(batch.records.map(\.seq) == Array(0..<10))
-        var loss = PowerLoss.capture(dir.path)
-        try second.close()
-        FaultInjection.stopTracking(under: dir.path)
-        try loss.apply(to: dir.path)
+        try cutPower(closing: second, in: dir)
         let third = try EventLog.open(directory: dir.path, configuration: configuration)
         #expect(records(try third.readAll()).map(\.seq) == Array(0..<10))
         #expect(third.nextSeq == 10)
@@ -218,10 +197,7 @@ import Testing
     @Test func activeSegmentAndOffsetFileCutAtEveryOffset() async throws {
         let dir = TemporaryDirectory()
         FaultInjection.trackSyncs(under: dir.path)
-        defer {
-            FaultInjection.stopTracking(under: dir.path)
-            dir.cleanup()
-        }
+        defer { dir.cleanupFaults() }
         var configuration = smallConfiguration(blockSize: 1024)
         configuration.linger = .zero
         let log = try EventLog.open(directory: dir.path, configuration: configuration)

@@ -13,6 +13,14 @@ struct TemporaryDirectory {
 
     func cleanup() { try? FileManager.default.removeItem(atPath: path) }
 
+    /// Disarms every fault armed under the directory and stops tracking its syncs, then
+    /// removes it: the `defer` of a fault-injection test.
+    func cleanupFaults() {
+        FaultInjection.disarm(under: path)
+        FaultInjection.stopTracking(under: path)
+        cleanup()
+    }
+
     /// The path of a file inside the directory.
     func file(_ name: String) -> String { path + "/" + name }
 
