@@ -106,6 +106,30 @@ import Testing
         try reopened.close()
     }
 
+    /// A consumer is handed only durable records, and pays for a sync only when it needs one:
+    /// a batch the durable records fill costs none; one that reaches written records has them
+    /// synced, and goes on.
+    @Test func aConsumerSyncsWrittenRecordsOnlyWhenItReachesThem() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let log = try EventLog.open(directory: dir.path)
+        let consumer = try log.consumer(named: "c")
+        for i in 0..<100 { try log.append(payload(i)) }
+        try await log.sync()
+        for i in 100..<110 { try await log.append(payload(i), durability: .written) }
+        #expect(log.syncedThrough == 100)
+        let fsyncs = log.stats().fsyncs
+        let first = try await consumer.read(maxCount: 50)
+        #expect(first.records.map(\.seq) == Array(0..<50))
+        #expect(log.stats().fsyncs == fsyncs, "the durable records filled the batch")
+        try await consumer.commit(through: 49, mode: .fast)
+        let second = try await consumer.read(maxCount: 100)
+        #expect(second.records.map(\.seq) == Array(50..<110))
+        #expect(log.stats().fsyncs == fsyncs + 1)
+        #expect(log.syncedThrough == 110)
+        try log.close()
+    }
+
     /// An offset file reset at open gets the configured file mode, like every other file.
     @Test func aResetOffsetFileHasTheConfiguredMode() throws {
         let dir = TemporaryDirectory()

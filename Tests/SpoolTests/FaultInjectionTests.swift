@@ -22,6 +22,11 @@ import Testing
         }
         // While stalled, appends are refused with the same error; memory does not grow.
         #expect(throws: SpoolError.self) { try log.append(payload(2)) }
+        // Waiting again for the failed append's record ends with the writer's next attempt
+        // (still failing here), and names the record.
+        await #expect {
+            try await log.waitUntil(1, is: .written)
+        } throws: { ($0 as? SpoolError)?.seq == 1 }
         FaultInjection.disarm(under: dir.path)
         // The writer retries by itself; once the fault is gone, appending works again.
         var recovered = false

@@ -128,6 +128,32 @@ import Testing
         try reopened.close()
     }
 
+    /// Damage whose bytes happen to hold compact-magic bytes (0xC5) where a 1 MiB scan chunk
+    /// ends: each must cost what its header claims, not the rest of the segment, so the search
+    /// still finds the valid block after 6 MiB of such damage (before the fix: ~210 MiB
+    /// charged against a 76 MiB budget).
+    @Test func resyncPastMagicBytesAtChunkEdgesFindsTheNextBlock() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let (bytes, _) = try makeLog(dir, blocks: 2, perBlock: 5)
+        let header = Array(bytes[0..<Format.segmentHeaderSize])
+        let blocks = Array(bytes[Format.segmentHeaderSize...])
+        var damage = [UInt8](repeating: 0, count: 6 << 20)
+        // Where the scan's chunks (1 MiB + 4 bytes, stepping 1 MiB + 1) ended before the fix.
+        var chunkStart = 0
+        for _ in 0..<6 {
+            for j in 0..<14 where chunkStart + (1 << 20) + 4 - 17 + j < damage.count {
+                damage[chunkStart + (1 << 20) + 4 - 17 + j] = Format.compactBlockMagic
+            }
+            chunkStart += (1 << 20) + 1
+        }
+        let path = dir.file("probe.seg")
+        writeFile(path, header + damage + blocks)
+        let reader = try SegmentReader(path: path, baseSeq: 0, limit: Int64(header.count + damage.count + blocks.count))
+        let found = try reader.resync(after: Int64(Format.segmentHeaderSize) - 1)
+        #expect(found?.offset == Int64(header.count + damage.count))
+    }
+
     /// 4 MiB of forged block headers, one every 40 bytes, each with a valid header CRC and a
     /// stored length claiming the rest of the file: checking each candidate's payload would
     /// read ~200 GB. The search gives up after its budget and opening fails with `corrupt`

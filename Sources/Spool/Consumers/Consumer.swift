@@ -110,58 +110,86 @@ public final class Consumer: @unchecked Sendable {
     /// payload (the first record is returned even if it alone is larger), skipping expired
     /// records and reporting every skipped range in `notices`.
     ///
-    /// Only durable records are delivered (Kafka's high watermark): when written records are
-    /// not yet synced, the read first makes them so (one `fdatasync` on the writer, shared with
-    /// any group commit), so nothing a consumer delivered can vanish in a power loss and have its
-    /// seq handed out again to another record. If the log cannot sync (it failed or stalled),
-    /// the read returns what is already durable.
+    /// Only durable records are delivered (Kafka's high watermark): when the durable records
+    /// end before the batch is full and written ones follow, the read has them synced (one
+    /// `fdatasync` on the writer, shared with any group commit) and goes on, so nothing a
+    /// consumer delivered can vanish in a power loss and have its seq handed out again to
+    /// another record. If the log cannot sync (it failed, or is stalled and its next retry
+    /// fails too), the read returns what is already durable.
     ///
     /// Reading again without a commit returns the same batch. Blocking file I/O.
-    /// - Throws: `.invalidArgument` for a count or size below 1; `.io` if a file cannot be read.
+    /// - Throws: `.invalidArgument` for a count or size below 1; `.io` if a file cannot be read;
+    ///   `.closed` once the log is closed.
     public func read(maxCount: Int = 50, maxBytes: Int = 512 * 1024) throws -> ConsumerBatch {
         guard maxCount >= 1, maxBytes >= 1 else {
             throw SpoolError(.invalidArgument, "read(maxCount: \(maxCount), maxBytes: \(maxBytes)): both must be at least 1")
         }
-        let (written, synced, closed) = log.lock.withLock { (log.state.writtenThrough, log.state.syncedThrough, log.state.closeRequested) }
-        if closed { throw SpoolError(.closed, "consumer \(name): the log is closed") }
-        if synced < written { try? log.waitUntilBlocking(written - 1, is: .synced) }
+        if log.lock.withLock({ log.state.closeRequested }) { throw SpoolError(.closed, "consumer \(name): the log is closed") }
         lock.lock()
         defer { lock.unlock() }
         let start = committedSeq
         cursor.seek(to: start)
         var batch = ConsumerBatch(records: [], notices: [], endSeq: start, startSeq: start)
+        var filling = BatchFill(maxCount: maxCount, maxBytes: maxBytes, expiry: Expiry(configuration: log.configuration, now: wallClockMillis()))
+        try fill(&batch, &filling)
+        // Room left, and written records past the durable ones: have the writer sync them (one
+        // fdatasync, shared with group commit), then go on. A batch the durable records filled
+        // costs no sync.
+        if !filling.isFull(batch) {
+            let (written, synced) = log.lock.withLock { (log.state.writtenThrough, log.state.syncedThrough) }
+            if synced < written, (try? log.waitUntilBlocking(written - 1, is: .synced)) != nil {
+                try fill(&batch, &filling)
+            }
+        }
+        return finish(batch, expired: filling.newlyExpired)
+    }
+
+    /// Limits and tallies of one ``read(maxCount:maxBytes:)``.
+    private struct BatchFill {
+        let maxCount: Int
+        let maxBytes: Int
+        let expiry: Expiry
         var bytes = 0
         var examined = 0
-        let expiry = Expiry(configuration: log.configuration, now: wallClockMillis())
         var newlyExpired: UInt64 = 0
-        while batch.records.count < maxCount, examined < max(maxCount, 100_000) {
+        /// Set when the next record would pass `maxBytes`.
+        var stoppedForBytes = false
+
+        func isFull(_ batch: ConsumerBatch) -> Bool {
+            stoppedForBytes || batch.records.count >= maxCount || examined >= max(maxCount, 100_000)
+        }
+    }
+
+    /// Reads from the cursor into `batch` until it is full or the durable records end. Consumer lock held.
+    private func fill(_ batch: inout ConsumerBatch, _ filling: inout BatchFill) throws {
+        while !filling.isFull(batch) {
             let before = cursor.position
-            guard let item = try cursor.next() else { break }
-            examined += 1
+            guard let item = try cursor.next() else { return }
+            filling.examined += 1
             switch item {
             case .notice(let notice):
                 appendNotice(notice, to: &batch.notices)
                 batch.endSeq = notice.range.upperBound
             case .record(let record):
-                if expiry.isExpired(record.timestamp) {
-                    appendNotice(ReadNotice(kind: .expired, range: record.seq..<record.seq + 1, detail: expiry.reason), to: &batch.notices)
+                if filling.expiry.isExpired(record.timestamp) {
+                    appendNotice(ReadNotice(kind: .expired, range: record.seq..<record.seq + 1, detail: filling.expiry.reason), to: &batch.notices)
                     if record.seq >= expiryCountedThrough {
-                        newlyExpired += 1
+                        filling.newlyExpired += 1
                         expiryCountedThrough = record.seq + 1
                     }
                     batch.endSeq = record.seq + 1
                     continue
                 }
-                if !batch.records.isEmpty && bytes + record.payload.count > maxBytes {
+                if !batch.records.isEmpty && filling.bytes + record.payload.count > filling.maxBytes {
                     cursor.seek(to: before)
-                    return finish(batch, expired: newlyExpired)
+                    filling.stoppedForBytes = true
+                    return
                 }
-                bytes += record.payload.count
+                filling.bytes += record.payload.count
                 batch.records.append(record)
                 batch.endSeq = record.seq + 1
             }
         }
-        return finish(batch, expired: newlyExpired)
     }
 
     private func finish(_ batch: ConsumerBatch, expired: UInt64) -> ConsumerBatch {

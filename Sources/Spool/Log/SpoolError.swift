@@ -69,8 +69,10 @@ public struct SpoolError: Error, Sendable, CustomStringConvertible {
     public var errno: Errno?
     /// For an error thrown to an `append(_:durability:)` or a wait: the seq of the record
     /// waited for. After `.diskFull` or `.io` (the writer retries) the record is still queued
-    /// under this seq: ``EventLog/waitUntil(_:is:)`` it again instead of appending a duplicate.
-    /// After `.failed` or `.closed` it was not written, and `close()` counts it as lost.
+    /// under this seq: ``EventLog/waitUntil(_:is:)`` it again (the wait ends at the writer's
+    /// next attempt) instead of appending a duplicate. After `.failed` it may be in the file
+    /// already (an `fdatasync` failed after the write): reopen and read the log to know. After
+    /// `.closed` it was not written, and `close()` counted it as lost.
     public var seq: UInt64?
 
     /// An error of `code` with a message that says what and where (never a payload).

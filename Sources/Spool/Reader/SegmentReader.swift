@@ -136,7 +136,9 @@ final class SegmentReader {
                     } : nil
                     let candidate = start + Int64(i)
                     if !inChunk || parsed != nil {
-                        budget -= parsed.map { Int64($0.totalSize) } ?? (limit - candidate)
+                        // Chunks overlap by a header, so a header is cut off only by the end
+                        // of the segment: what it could claim is then a few bytes.
+                        budget -= min(parsed.map { Int64($0.totalSize) } ?? .max, limit - candidate)
                         if budget < 0 {
                             throw SpoolError(.corrupt, "gave up searching for a valid block after offset \(offset): too many forged block headers", path: path)
                         }
@@ -147,8 +149,8 @@ final class SegmentReader {
                 }
                 i += 1
             }
-            // Step so that a magic straddling the chunk boundary is still seen.
-            start += Int64(max(1, n - Format.blockMagic.count + 1))
+            // Step so that a header straddling the chunk boundary is parsed whole next time.
+            start += Int64(max(1, n - Format.blockHeaderSize + 1))
         }
         return nil
     }

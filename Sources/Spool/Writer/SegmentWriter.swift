@@ -138,6 +138,9 @@ final class SegmentWriter {
             out.removeAll(keepingCapacity: true)
             activeEndSeq = flushedEndSeq
             activeHasBlocks = flushedHasBlocks
+            // A roll that failed after closing the old segment: report its final size, which
+            // blocks flushed just before the roll changed.
+            if active == nil { outcome.sealed.append(SegmentInfo(baseSeq: activeBase, size: activeSize)) }
             outcome.error = error as? SpoolError ?? SpoolError(.io, "\(error)")
             outcome.syncFailed = syncFailed
             return outcome
