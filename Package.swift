@@ -76,6 +76,7 @@ let package = Package(
                 "Spool", "SpoolSync", "SpoolCollector", "SpoolBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         .testTarget(

@@ -29,7 +29,7 @@ struct AppendCommand: ParsableCommand {
     func run() throws {
         var configuration = Configuration()
         if let segmentSize { configuration.segmentSize = segmentSize }
-        let eventLog = try log.open(configuration)
+        let eventLog = try log.open(configuration, creating: true)
         defer { try? eventLog.close() }
         var buffer = [UInt8](repeating: 0, count: 256 * 1024)
         var partial = [UInt8]()
@@ -57,19 +57,24 @@ struct AppendCommand: ParsableCommand {
                 last = seq
                 start = i + 1
             }
+            // A line without its end yet: refused as soon as it is too long to be a record,
+            // before it can take memory without bound.
+            guard partial.count + (n - start) <= configuration.maxRecordSize else {
+                throw SpoolError(.recordTooLarge, "a line of input is longer than Configuration.maxRecordSize (\(configuration.maxRecordSize) bytes)")
+            }
             partial.append(contentsOf: buffer[start..<n])
             if ack, let first, let last {
                 try eventLog.waitUntilBlocking(last, is: durability)
                 acks.removeAll(keepingCapacity: true)
                 for seq in first...last { acks += "\(seq)\n" }
-                Output.write(acks)
+                try Output.write(acks)
             }
         }
         if !partial.isEmpty {
             let seq = try eventLog.append(partial)
             if ack {
                 try eventLog.waitUntilBlocking(seq, is: durability)
-                Output.write("\(seq)\n")
+                try Output.write("\(seq)\n")
             }
         }
         try eventLog.syncBlocking()

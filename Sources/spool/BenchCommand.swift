@@ -23,7 +23,7 @@ struct BenchCommand: AsyncParsableCommand {
     var quick = false
 
     func validate() throws {
-        if let events, events <= 0 { throw ValidationError("--events must be positive") }
+        if let events, !(1...10_000_000).contains(events) { throw ValidationError("--events must be between 1 and 10,000,000 (the events are generated in memory)") }
     }
 
     func run() async throws {

@@ -9,8 +9,11 @@ struct CommitCommand: ParsableCommand {
 
     @OptionGroup var log: LogDirectory
 
-    @Option(help: "The consumer's name (created if it does not exist).")
+    @Option(help: "The consumer's name.")
     var consumer: String
+
+    @Flag(help: "Create the consumer if it does not exist (without it, a mistyped name is refused rather than made into a consumer that holds retention back).")
+    var create = false
 
     @Option(help: "The last seq to mark as consumed; the next read starts after it.")
     var through: UInt64
@@ -18,6 +21,9 @@ struct CommitCommand: ParsableCommand {
     func run() throws {
         let eventLog = try log.open()
         defer { try? eventLog.close() }
+        guard create || eventLog.consumerNames.contains(consumer) else {
+            throw ValidationError("the log has no consumer named \(consumer) (it has: \(eventLog.consumerNames.joined(separator: ", ")))")
+        }
         let named = try eventLog.consumer(named: consumer)
         try named.commit(through: through)
         print("\(consumer): committed through \(through); next seq \(named.committed)")

@@ -24,7 +24,7 @@ struct CrashTestCommand: ParsableCommand {
             damaged seq range, and still read everything else.
             """)
 
-    @Option(help: "The log directory (default: a new temporary directory, removed afterwards).")
+    @Option(help: "The log directory: new, empty, or made by an earlier crash-test, whose logs are replaced (default: a new temporary directory, removed afterwards).")
     var dir: String?
 
     @Option(help: "Kill rounds to run.")
@@ -58,6 +58,7 @@ struct CrashTestCommand: ParsableCommand {
         var failed = 0
         let modes = (withSync ? ", with sync" : "") + (corrupt ? ", with corruption" : "")
         print("crash-test: seed \(seed), \(rounds) rounds per level, levels \(levels.map(\.rawValue).joined(separator: ", "))\(modes)")
+        if let dir { try claimScratchDirectory(dir, for: "crash-test") }
         for level in levels {
             let root = dir ?? (NSTemporaryDirectory() + "spool-crash-\(getpid())-\(level.rawValue)")
             let directory = dir.map { "\($0)/\(level.rawValue)" } ?? root

@@ -27,7 +27,7 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "Producer tasks appending concurrently.")
     var producers: Int = 4
 
-    @Option(help: "Directory for the log and the collector's output (default: a new temporary directory).")
+    @Option(help: "Directory for the log and the collector's output: new, empty, or made by an earlier demo, whose log/ and collector.ndjson are replaced (default: a new temporary directory).")
     var dir: String?
 
     @Flag(help: "Inject faults in the collector: 20% 503, 5% 429 with Retry-After, 2% connection resets, latency.")
@@ -46,7 +46,7 @@ struct DemoCommand: AsyncParsableCommand {
         let logDirectory = root + "/log"
         let collectorOutput = root + "/collector.ndjson"
         try await offPool {
-            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try claimScratchDirectory(root, for: "demo")
             try? FileManager.default.removeItem(atPath: logDirectory)
             try? FileManager.default.removeItem(atPath: collectorOutput)
         }
@@ -79,7 +79,7 @@ struct DemoCommand: AsyncParsableCommand {
         await worker.start()
 
         let progress = Progress(total: events, interactive: isatty(1) == 1)
-        Output.write("spool demo: \(events) events from \(producers) producers → collector on 127.0.0.1:\(port)\(faults ? " (with injected faults)" : "")\nlog: \(logDirectory)\n")
+        try Output.write("spool demo: \(events) events from \(producers) producers → collector on 127.0.0.1:\(port)\(faults ? " (with injected faults)" : "")\nlog: \(logDirectory)\n")
 
         // Producers: plain threads, since `append` is a short blocking call.
         let started = ContinuousClock.now
@@ -144,7 +144,7 @@ struct DemoCommand: AsyncParsableCommand {
             table += name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + value + "\n"
         }
         table += "\ninspect: spool stat \(logDirectory) | spool verify \(logDirectory) | spool dump \(logDirectory) --limit 5\n"
-        Output.write(table)
+        try Output.write(table)
         if lost > 0 { throw ExitCode(1) }
     }
 
@@ -189,16 +189,16 @@ final class Progress: @unchecked Sendable {
                 let width = 30
                 let filled = Int(fraction * Double(width))
                 let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
-                Output.write("\r\u{1B}[2K[\(bar)] \(String(format: "%3.0f%%", fraction * 100))  \(text)")
+                try? Output.write("\r\u{1B}[2K[\(bar)] \(String(format: "%3.0f%%", fraction * 100))  \(text)")
             } else if text != lastLine {
-                Output.write(text + "\n")
+                try? Output.write(text + "\n")
             }
             lastLine = text
         }
     }
 
     func finish() {
-        if interactive { Output.write("\n") }
+        if interactive { try? Output.write("\n") }
     }
 }
 

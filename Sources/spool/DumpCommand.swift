@@ -32,23 +32,24 @@ struct DumpCommand: ParsableCommand {
         if from != nil && consumer != nil { throw ValidationError("give --from or --consumer, not both") }
         if commit && consumer == nil { throw ValidationError("--commit needs --consumer") }
         if batch < 1 { throw ValidationError("--batch must be at least 1") }
+        if let limit, limit < 1 { throw ValidationError("--limit must be at least 1") }
     }
 
     func run() throws {
         let eventLog = try log.open()
         defer { try? eventLog.close() }
+        if let consumer {
+            guard eventLog.consumerNames.contains(consumer) else {
+                throw ValidationError("the log has no consumer named \(consumer) (it has: \(eventLog.consumerNames.joined(separator: ", ")))")
+            }
+        }
         if commit, let consumer {
             try consume(eventLog.consumer(named: consumer))
             try eventLog.close()
             return
         }
         var start = from
-        if let consumer {
-            guard eventLog.consumerNames.contains(consumer) else {
-                throw ValidationError("the log has no consumer named \(consumer) (it has: \(eventLog.consumerNames.joined(separator: ", ")))")
-            }
-            start = try eventLog.consumer(named: consumer).committed
-        }
+        if let consumer { start = try eventLog.consumer(named: consumer).committed }
         let reader = eventLog.reader(from: start)
         var printed = 0
         var out = ""
@@ -58,31 +59,34 @@ struct DumpCommand: ParsableCommand {
                 out += "\(record.seq)\t\(printable(record.payload))\n"
                 printed += 1
                 if out.utf8.count > 64 * 1024 {
-                    Output.write(out)
+                    try Output.write(out)
                     out.removeAll(keepingCapacity: true)
                 }
             case .notice(let notice):
-                Output.write(out)
+                try Output.write(out)
                 out.removeAll(keepingCapacity: true)
                 Output.error("# \(notice)")
             }
         }
-        Output.write(out)
+        try Output.write(out)
         try eventLog.close()
     }
 
-    /// Reads the consumer's batches, prints each, then commits it durably.
+    /// Reads the consumer's batches, prints each, then commits it durably: only once the
+    /// output took it (and, for a file, made it durable), so a full disk never commits records
+    /// that were not delivered.
     private func consume(_ consumer: Consumer) throws {
         var printed = 0
         while printed < (limit ?? Int.max) {
-            let next = try consumer.read(maxCount: batch)
+            let next = try consumer.read(maxCount: min(batch, (limit ?? Int.max) - printed))
             if next.isEmpty { break }
             var out = ""
             for record in next.records { out += "\(record.seq)\t\(printable(record.payload))\n" }
             for notice in next.notices { Output.error("# \(notice)") }
-            Output.write(out)
+            try Output.write(out)
+            try Output.sync()
             try consumer.commit(through: next.endSeq - 1)
-            Output.write("# committed through \(next.endSeq - 1)\n")
+            try Output.write("# committed through \(next.endSeq - 1)\n")
             printed += next.records.count
         }
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Dispatch
 
 /// `spool`: the command line for Spool logs. One file per subcommand.
 @main
@@ -12,4 +13,29 @@ struct SpoolCommand: AsyncParsableCommand {
             BenchCommand.self, CrashTestCommand.self,
         ]
     )
+
+    /// Runs the chosen command. The synchronous ones (append, dump, verify, stat, commit,
+    /// crash-test) open logs, fsync and wait on child processes: they run on a Dispatch thread,
+    /// never on one of the cooperative pool's few threads, which the async parts they start
+    /// (crash-test's collector, say) need.
+    static func main() async {
+        do {
+            let command = try parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                let box = UncheckedCommand(command: command)
+                try await offPool { try box.run() }
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
+}
+
+/// A parsed synchronous command handed to the thread that runs it; only that thread uses it.
+private final class UncheckedCommand: @unchecked Sendable {
+    var command: any ParsableCommand
+    init(command: any ParsableCommand) { self.command = command }
+    func run() throws { try command.run() }
 }

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Logging
 import Spool
+import SystemPackage
 
 /// The log directory argument every command that works on a log takes.
 struct LogDirectory: ParsableArguments {
@@ -14,8 +15,15 @@ struct LogDirectory: ParsableArguments {
     var keyFile: String?
 
     /// Opens the log, applying the library's recovery rules (a torn tail is cut and reported),
-    /// with the keys of `--key-file` for reading.
-    func open(_ configuration: Configuration = Configuration()) throws -> EventLog {
+    /// with the keys of `--key-file` for reading. Unless `creating`, the directory must already
+    /// hold a log: a mistyped path must not become a new, empty log that "verifies" clean.
+    func open(_ configuration: Configuration = Configuration(), creating: Bool = false) throws -> EventLog {
+        if !creating {
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+            guard entries.contains("META") || entries.contains(where: { $0.hasSuffix(".seg") }) else {
+                throw ValidationError("\(directory) is not a Spool log (no META file and no segment); `spool append` creates one")
+            }
+        }
         var configuration = configuration
         if let keyFile {
             guard let text = try? String(contentsOfFile: keyFile, encoding: .utf8) else {
@@ -40,20 +48,59 @@ extension Durability: ExpressibleByArgument {}
 
 /// Writes to standard output without Foundation's buffering surprises: one `write` per call.
 enum Output {
-    static func write(_ text: String) {
+    /// - Throws: `.io` (`.diskFull` for ENOSPC) if standard output refuses the bytes: a command
+    ///   that commits what it printed must not commit what never got out.
+    static func write(_ text: String) throws {
         var text = text
-        text.withUTF8 { buffer in
+        try text.withUTF8 { buffer in
             var offset = 0
             while offset < buffer.count {
                 let n = Foundation.write(1, buffer.baseAddress! + offset, buffer.count - offset)
-                if n <= 0 { if errno == EINTR { continue } else { return } }
+                if n <= 0 {
+                    if n < 0 && errno == EINTR { continue }
+                    throw SpoolError.standardOutput(errno: n < 0 ? errno : EIO)
+                }
                 offset += n
             }
         }
     }
 
+    /// `fsync`s standard output when it is a regular file, so that what was printed is durable
+    /// before a commit says it was delivered. Pipes and terminals need nothing.
+    static func sync() throws {
+        var info = stat()
+        guard fstat(1, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return }
+        guard fsync(1) == 0 else { throw SpoolError.standardOutput(errno: errno) }
+    }
+
     static func error(_ text: String) {
         FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+}
+
+extension SpoolError {
+    static func standardOutput(errno code: Int32) -> SpoolError {
+        let errno = Errno(rawValue: code)
+        return SpoolError(errno == .noSpace ? .diskFull : .io, "writing standard output failed", errno: errno)
+    }
+}
+
+/// Makes `root` a scratch directory of `command`: created (0700) if missing, and marked. An
+/// existing directory is taken only when it is empty or an earlier run of the same command
+/// marked it, so that the entries the command deletes and remakes are never someone else's.
+func claimScratchDirectory(_ root: String, for command: String) throws {
+    let marker = root + "/.spool-" + command
+    let fileManager = FileManager.default
+    let entries = (try? fileManager.contentsOfDirectory(atPath: root)) ?? []
+    if !entries.isEmpty && !fileManager.fileExists(atPath: marker) {
+        throw ValidationError("--dir \(root) already holds files that spool \(command) did not make; give a new or empty directory")
+    }
+    try fileManager.createDirectory(atPath: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    if !fileManager.fileExists(atPath: marker) {
+        guard fileManager.createFile(atPath: marker, contents: Data("made by spool \(command); its entries may be deleted by the next run\n".utf8),
+                                     attributes: [.posixPermissions: 0o600]) else {
+            throw SpoolError(.io, "cannot create \(marker)", path: marker)
+        }
     }
 }
 

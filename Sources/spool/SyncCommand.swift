@@ -89,14 +89,14 @@ struct SyncCommand: AsyncParsableCommand {
         let failure: SyncError?
         if once {
             let report = await worker.flush(retries: retries)
-            Output.write(summary(report.records, report.batches, report.bytes, report.deadLettered))
+            try Output.write(summary(report.records, report.batches, report.bytes, report.deadLettered))
             failure = report.failure
         } else {
             await worker.start()
             Output.error("spool sync: uploading \(consumer) of \(directory) to \(url); interrupt to stop")
             await Self.waitForInterrupt()
             let stats = await worker.stats
-            Output.write(summary(stats.records, stats.batches, stats.bytes, stats.deadLettered))
+            try Output.write(summary(stats.records, stats.batches, stats.bytes, stats.deadLettered))
             failure = nil
         }
         await worker.stop()

@@ -8,8 +8,9 @@ struct VerifyCommand: ParsableCommand {
         abstract: "Check every block of a log; exit non-zero if anything is corrupt.",
         discussion: """
             Prints segments, blocks, records, bytes on disk, uncompressed bytes, the compression \
-            ratio and every corrupt range. A torn tail left by a killed writer is cut by the usual \
-            recovery and reported as such, not as corruption.
+            ratio and every corrupt range. Opening applies the usual recovery: a damaged last \
+            block of the active segment is cut and reported as a torn tail (what a killed \
+            writer leaves; a power loss or the disk can leave one too), not as corruption.
             """)
 
     @OptionGroup var log: LogDirectory
@@ -27,7 +28,7 @@ struct VerifyCommand: ParsableCommand {
         lines.append("raw        \(report.rawBytes) bytes (\(formatBytes(report.rawBytes)))")
         lines.append("ratio      \(String(format: "%.2f", report.compressionRatio))")
         if let torn = report.recovery.tornTail {
-            lines.append("torn tail  \(torn.segment): cut \(torn.bytes) bytes at offset \(torn.offset) (an interrupted write; nothing acknowledged was lost)")
+            lines.append("torn tail  \(torn.segment): cut \(torn.bytes) bytes at offset \(torn.offset) (a write interrupted by a crash, or a last block damaged on disk)")
         }
         for file in report.recovery.ignoredFiles { lines.append("ignored    \(file) (not a log file)") }
         for name in report.recovery.resetConsumers { lines.append("reset      consumer \(name): its offset file was unreadable; it restarts at the oldest stored record") }

@@ -19,21 +19,31 @@ struct SpoolBinary {
         var stderr: String
     }
 
-    /// Runs `spool arguments…` to completion.
-    static func run(_ arguments: [String], input: Data? = nil) throws -> Result {
+    /// Runs `spool arguments…` to completion; with `standardOutput`, its output goes to that
+    /// file (such as /dev/full) and `stdout` is empty.
+    static func run(_ arguments: [String], input: Data? = nil, standardOutput: String? = nil) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
         let out = Pipe()
         let err = Pipe()
         let inPipe = Pipe()
-        process.standardOutput = out
+        if let standardOutput {
+            guard let file = FileHandle(forWritingAtPath: standardOutput) else { throw CocoaError(.fileNoSuchFile) }
+            process.standardOutput = file
+            try? out.fileHandleForWriting.close()
+        } else {
+            process.standardOutput = out
+        }
         process.standardError = err
         process.standardInput = input == nil ? FileHandle.nullDevice : inPipe
         try process.run()
         if let input {
+            // A child may exit before reading all its input (refusing it): the write then fails
+            // with EPIPE instead of killing the test process.
+            signal(SIGPIPE, SIG_IGN)
             DispatchQueue.global().async {
-                inPipe.fileHandleForWriting.write(input)
+                try? inPipe.fileHandleForWriting.write(contentsOf: input)
                 try? inPipe.fileHandleForWriting.close()
             }
         }

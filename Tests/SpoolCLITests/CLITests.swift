@@ -27,7 +27,7 @@ import Testing
         #expect(verify.stdout.contains("records    1001"))
         #expect(verify.stdout.contains("ok: no corruption"))
 
-        let commit = try SpoolBinary.run(["commit", dir, "--consumer", "uploader", "--through", "499"])
+        let commit = try SpoolBinary.run(["commit", dir, "--consumer", "uploader", "--through", "499", "--create"])
         #expect(commit.status == 0, "\(commit.stderr)")
         let consumerDump = try SpoolBinary.run(["dump", dir, "--consumer", "uploader", "--limit", "1"])
         #expect(consumerDump.stdout.hasPrefix("500\t"))
@@ -35,6 +35,47 @@ import Testing
         let stat = try SpoolBinary.run(["stat", dir])
         #expect(stat.status == 0)
         #expect(stat.stdout.contains("uploader  offset 500  lag 501 records"))
+    }
+
+    /// Mistakes are refused with a usage error naming them, and change nothing: a mistyped
+    /// directory is not made into a log, a mistyped consumer is not created, a full standard
+    /// output does not commit what it never printed, a demo does not delete files it did not
+    /// make, and an endless line is refused before it takes memory without bound.
+    @Test func mistakesAreRefusedAndChangeNothing() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let missing = dir + "/no-such-log"
+        let verify = try SpoolBinary.run(["verify", missing])
+        #expect(verify.status == 64)
+        #expect(verify.stderr.contains("is not a Spool log"), "\(verify.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: missing))
+
+        let log = dir + "/log"
+        let input = Data((0..<10).map { "line \($0)" }.joined(separator: "\n").utf8 + [0x0A])
+        #expect(try SpoolBinary.run(["append", log, "--ack"], input: input).status == 0)
+        let typo = try SpoolBinary.run(["commit", log, "--consumer", "uplaoder", "--through", "3"])
+        #expect(typo.status == 64)
+        #expect(typo.stderr.contains("no consumer named uplaoder"))
+        #expect(!FileManager.default.fileExists(atPath: log + "/consumers/uplaoder.offset"))
+        #expect(try SpoolBinary.run(["dump", log, "--limit", "0"]).status == 64)
+
+        #expect(try SpoolBinary.run(["commit", log, "--consumer", "export", "--through", "0", "--create"]).status == 0)
+        let full = try SpoolBinary.run(["dump", log, "--consumer", "export", "--commit"], standardOutput: "/dev/full")
+        #expect(full.status != 0)
+        #expect(full.stderr.contains("writing standard output failed"), "\(full.stderr)")
+        #expect(try SpoolBinary.run(["stat", log]).stdout.contains("export  offset 1 "))
+
+        let foreign = dir + "/project"
+        try FileManager.default.createDirectory(atPath: foreign + "/log", withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: foreign + "/log/keep.txt", contents: Data("mine".utf8))
+        let demo = try SpoolBinary.run(["demo", "--dir", foreign, "--events", "10"])
+        #expect(demo.status == 64)
+        #expect(FileManager.default.fileExists(atPath: foreign + "/log/keep.txt"))
+
+        let endless = Data(repeating: UInt8(ascii: "a"), count: 3 << 20)
+        let long = try SpoolBinary.run(["append", log], input: endless)
+        #expect(long.status != 0)
+        #expect(long.stderr.contains("a line of input is longer than Configuration.maxRecordSize"), "\(long.stderr)")
     }
 
     @Test func verifyFailsOnCorruptionAndNamesTheRange() throws {

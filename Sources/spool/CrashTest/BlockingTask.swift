@@ -2,7 +2,8 @@ import Dispatch
 import Synchronization
 
 /// Runs `body` in a task and blocks the calling thread until it ends. For the crash tester's
-/// synchronous loop, which runs on the main thread, never on the cooperative pool.
+/// synchronous loop, which runs on a Dispatch thread (see `SpoolCommand.main`), never on the
+/// cooperative pool, whose threads the task needs.
 func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
     let result = Mutex<Result<T, any Error>?>(nil)
     let done = DispatchSemaphore(value: 0)
