@@ -10,6 +10,10 @@ final class ChildProcess: @unchecked Sendable {
     private var outputLines: [String] = []
     private var partial = Data()
     private let outputDone = DispatchSemaphore(value: 0)
+    /// Guarded by `lock`: set once `finish` saw the child exit (its pid may be reused after).
+    private var finished = false
+    /// Guarded by `lock`: the watchdog killed the child.
+    private var killedByWatchdog = false
 
     init(executable: String, arguments: [String]) {
         process.executableURL = URL(fileURLWithPath: executable)
@@ -65,9 +69,26 @@ final class ChildProcess: @unchecked Sendable {
         Foundation.kill(process.processIdentifier, SIGKILL)
     }
 
+    /// Kills the child after `seconds` unless it has finished by then: a child that stops
+    /// reading its input (a deadlock, just what a crash test looks for) would otherwise block
+    /// the tester's writes for ever. ``hung`` then says so.
+    func startWatchdog(seconds: Double) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in
+            lock.withLock {
+                guard !finished, process.isRunning else { return }
+                killedByWatchdog = true
+                Foundation.kill(process.processIdentifier, SIGKILL)
+            }
+        }
+    }
+
+    /// Whether the watchdog had to kill the child.
+    var hung: Bool { lock.withLock { killedByWatchdog } }
+
     /// Waits for the child to exit and for its output to be read; returns every complete line.
     func finish() -> (status: Int32, reason: Process.TerminationReason, lines: [String]) {
         process.waitUntilExit()
+        lock.withLock { finished = true }
         try? input.fileHandleForWriting.close()
         outputDone.wait()
         return (process.terminationStatus, process.terminationReason, lock.withLock { outputLines })

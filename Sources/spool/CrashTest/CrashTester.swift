@@ -57,9 +57,11 @@ struct CrashTester {
         // Small segments, so damage can hit sealed segments as well as the active one.
         if corrupt { appendArguments += ["--segment-size", "\(64 * 1024)"] }
         for round in 0..<self.rounds {
-            let base = try withEventLog(directory: directory) { $0.nextSeq }
+            let base = try withEventLog(directory: directory, logger: commandLogger()) { $0.nextSeq }
             let child = ChildProcess(executable: executable, arguments: appendArguments)
             try child.start()
+            // Far past any round's run (5 s to the first acknowledgement, then maxRunMillis).
+            child.startWatchdog(seconds: 60 + Double(maxRunMillis) / 1000)
             // The kill comes at a random moment after the child's first acknowledgement, so it
             // lands while records are being appended, not while the process starts.
             let killAfter = Double(Int(generator.next() % UInt64(maxRunMillis))) / 1000
@@ -84,6 +86,7 @@ struct CrashTester {
             rounds.append((base, sent))
             var roundFailures = [String]()
             if reason != .uncaughtSignal { roundFailures.append("the child exited by itself before it was killed") }
+            if child.hung { roundFailures.append("the child stopped taking input (hung) and was killed by the watchdog") }
             for line in lines {
                 guard let seq = UInt64(line) else { roundFailures.append("unexpected output line \"\(line.prefix(40))\""); continue }
                 acknowledged.insert(seq)
@@ -95,13 +98,13 @@ struct CrashTester {
                                                       maxRunMillis: maxRunMillis, kill: true)
                 roundFailures += problems.map { "sync: \($0)" }
                 if killed { syncKills += 1 }
-                roundFailures += try withEventLog(directory: directory) {
+                roundFailures += try withEventLog(directory: directory, logger: commandLogger()) {
                     try sync.check(log: $0, appended: { Self.appended($0, rounds: rounds) }, stored: stored,
                                    previousCommitted: &committed, drained: false)
                 }.map { "sync: \($0)" }
             }
             if corrupt {
-                let floor = try withEventLog(directory: directory) { log in
+                let floor = try withEventLog(directory: directory, logger: commandLogger()) { log in
                     try log.consumerNames.map { try log.consumer(named: $0).committed }.min() ?? 0
                 }
                 roundFailures += try CorruptionRound.run(executable: executable, directory: directory, stored: stored, floor: floor,
@@ -115,7 +118,7 @@ struct CrashTester {
             var problems = try sync.run(executable: executable, directory: directory, generator: &generator,
                                         maxRunMillis: maxRunMillis, kill: false).problems
             let stored = try check(rounds: rounds, acknowledged: acknowledged).stored
-            problems += try withEventLog(directory: directory) {
+            problems += try withEventLog(directory: directory, logger: commandLogger()) {
                 try sync.check(log: $0, appended: { Self.appended($0, rounds: rounds) }, stored: stored,
                                previousCommitted: &committed, drained: true)
             }
@@ -131,7 +134,7 @@ struct CrashTester {
     private func check(rounds: [(base: UInt64, lines: [[UInt8]])], acknowledged: Set<UInt64>) throws -> (problems: [String], stored: [UInt64: [UInt8]]) {
         var problems = [String]()
         var stored = [UInt64: [UInt8]]()
-        try withEventLog(directory: directory) { log in
+        try withEventLog(directory: directory, logger: commandLogger()) { log in
             var expectedSeq = log.firstSeq
             let reader = log.reader()
             while let item = try reader.next() {
