@@ -17,7 +17,8 @@ struct LogDirectory: ParsableArguments {
     /// Opens the log, applying the library's recovery rules (a torn tail is cut and reported),
     /// with the keys of `--key-file` for reading. Unless `creating`, the directory must already
     /// hold a log: a mistyped path must not become a new, empty log that "verifies" clean.
-    func open(_ configuration: Configuration = Configuration(), creating: Bool = false) throws -> EventLog {
+    /// What recovery repaired is said on standard error (`verify` prints it in its report).
+    func open(_ configuration: Configuration = Configuration(), creating: Bool = false, reportingRecovery: Bool = true) throws -> EventLog {
         if !creating {
             let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
             guard entries.contains("META") || entries.contains(where: { $0.hasSuffix(".seg") }) else {
@@ -33,7 +34,17 @@ struct LogDirectory: ParsableArguments {
             configuration.encryption = .init(keys: keys.merging(configuration.encryption?.keys ?? [:]) { $1 },
                                              current: configuration.encryption?.current)
         }
-        return try EventLog.open(directory: directory, configuration: configuration, logger: commandLogger())
+        let log = try EventLog.open(directory: directory, configuration: configuration, logger: commandLogger())
+        if reportingRecovery { reportRecovery(log.recoveryReport) }
+        return log
+    }
+
+    private func reportRecovery(_ report: RecoveryReport) {
+        if let torn = report.tornTail {
+            Output.error("# recovery cut \(torn.bytes) bytes at offset \(torn.offset) of \(torn.segment): a torn last block (a write interrupted by a crash, or a last block damaged on disk)")
+        }
+        for damage in report.corruptions { Output.error("# recovery found \(damage)") }
+        for name in report.resetConsumers { Output.error("# recovery reset consumer \(name): its offset file was unreadable; it restarts at the oldest stored record") }
     }
 }
 

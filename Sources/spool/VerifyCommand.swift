@@ -16,7 +16,7 @@ struct VerifyCommand: ParsableCommand {
     @OptionGroup var log: LogDirectory
 
     func run() throws {
-        let eventLog = try log.open()
+        let eventLog = try log.open(reportingRecovery: false)
         defer { try? eventLog.close() }
         let report = try eventLog.verify()
         var lines = [String]()

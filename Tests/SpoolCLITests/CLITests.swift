@@ -95,6 +95,14 @@ import Testing
         let dump = try SpoolBinary.run(["dump", dir])
         #expect(dump.stdout.split(separator: "\n").count == 50, "the second block is still read")
         #expect(dump.stderr.contains("corrupt 0..<50"))
+        // A torn tail is cut by the open any command makes, and the command says so.
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: segment))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data("SPBK torn".utf8))
+        try handle.close()
+        let torn = try SpoolBinary.run(["dump", dir])
+        #expect(torn.stdout.split(separator: "\n").count == 50)
+        #expect(torn.stderr.contains("# recovery cut 9 bytes at offset"), "\(torn.stderr)")
     }
 
     @Test func aSecondProcessGetsLocked() throws {
