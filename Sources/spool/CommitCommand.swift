@@ -21,9 +21,7 @@ struct CommitCommand: ParsableCommand {
     func run() throws {
         let eventLog = try log.open()
         defer { try? eventLog.close() }
-        guard create || eventLog.consumerNames.contains(consumer) else {
-            throw ValidationError("the log has no consumer named \(consumer) (it has: \(eventLog.consumerNames.joined(separator: ", ")))")
-        }
+        if !create { try LogDirectory.requireConsumer(consumer, in: eventLog) }
         let named = try eventLog.consumer(named: consumer)
         try named.commit(through: through)
         print("\(consumer): committed through \(through); next seq \(named.committed)")

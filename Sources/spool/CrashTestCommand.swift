@@ -75,7 +75,7 @@ struct CrashTestCommand: ParsableCommand {
             let failedRounds = Set(failures.map(\.round).filter { $0 < rounds }).count
             passed += rounds - failedRounds
             failed += Set(failures.map(\.round)).count
-            let (stored, report) = try withEventLog(directory: directory, logger: commandLogger()) { ($0.nextSeq, try $0.verify()) }
+            let (stored, report) = try withTesterLog(directory) { ($0.nextSeq, try $0.verify()) }
             if !report.isClean {
                 print("FAIL seed=\(seed) final verify: \(report.corrupt)")
                 failed += 1

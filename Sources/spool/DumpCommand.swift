@@ -38,11 +38,7 @@ struct DumpCommand: ParsableCommand {
     func run() throws {
         let eventLog = try log.open()
         defer { try? eventLog.close() }
-        if let consumer {
-            guard eventLog.consumerNames.contains(consumer) else {
-                throw ValidationError("the log has no consumer named \(consumer) (it has: \(eventLog.consumerNames.joined(separator: ", ")))")
-            }
-        }
+        if let consumer { try LogDirectory.requireConsumer(consumer, in: eventLog) }
         if commit, let consumer {
             try consume(eventLog.consumer(named: consumer))
             try eventLog.close()

@@ -39,6 +39,14 @@ struct LogDirectory: ParsableArguments {
         return log
     }
 
+    /// Refuses a consumer name the log does not have: a mistyped name must not become a new
+    /// consumer, which would hold retention back for ever.
+    static func requireConsumer(_ name: String, in log: EventLog) throws {
+        guard log.consumerNames.contains(name) else {
+            throw ValidationError("the log has no consumer named \(name) (it has: \(log.consumerNames.joined(separator: ", ")))")
+        }
+    }
+
     private func reportRecovery(_ report: RecoveryReport) {
         if let torn = report.tornTail {
             Output.error("# recovery cut \(torn.bytes) bytes at offset \(torn.offset) of \(torn.segment): a torn last block (a write interrupted by a crash, or a last block damaged on disk)")

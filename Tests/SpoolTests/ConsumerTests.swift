@@ -172,13 +172,10 @@ import Testing
     @Test func aRetentionFailureLeavesTheCommitInPlace() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanupFaults() }
-        var configuration = smallConfiguration(blockSize: 4096)
-        configuration.linger = .zero
+        let configuration = rollingConfiguration()
         let log = try EventLog.open(directory: dir.path, configuration: configuration)
         let consumer = try log.consumer(named: "c")
-        for i in 0..<600 { try log.append(noisyPayload(i, size: 900)) }
-        try log.syncBlocking()
-        let before = dir.segments()
+        let before = try appendAcrossSegments(log, in: dir, count: 600)
         #expect(before.count >= 4)
         let thirdBase = Format.baseSeq(ofSegmentNamed: before[2])!
         // The commit's own fdatasync (of the offset file) passes; retention's directory fsync fails.
@@ -200,14 +197,11 @@ import Testing
     @Test func retentionDeletesSegmentsEveryConsumerHasPassed() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
-        var configuration = smallConfiguration(blockSize: 4096)
-        configuration.linger = .zero
+        let configuration = rollingConfiguration()
         let log = try EventLog.open(directory: dir.path, configuration: configuration)
         let a = try log.consumer(named: "a")
         let b = try log.consumer(named: "b")
-        for i in 0..<600 { try log.append(noisyPayload(i, size: 900)) }
-        try log.syncBlocking()
-        let before = dir.segments()
+        let before = try appendAcrossSegments(log, in: dir, count: 600)
         #expect(before.count >= 4)
         try a.commit(through: 599)
         #expect(dir.segments() == before, "b still needs everything")
@@ -228,11 +222,9 @@ import Testing
     @Test func logWithoutConsumersKeepsEverything() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
-        var configuration = smallConfiguration(blockSize: 4096)
-        configuration.linger = .zero
+        let configuration = rollingConfiguration()
         let log = try EventLog.open(directory: dir.path, configuration: configuration)
-        for i in 0..<600 { try log.append(noisyPayload(i, size: 900)) }
-        try log.syncBlocking()
+        _ = try appendAcrossSegments(log, in: dir, count: 600)
         try log.close()
         let reopened = try EventLog.open(directory: dir.path, configuration: configuration)
         #expect(reopened.firstSeq == 0)
@@ -243,8 +235,7 @@ import Testing
     @Test func dropOldestCapStaysUnderTheCapAndCountsExactlyWhatWasLost() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
-        var configuration = smallConfiguration(blockSize: 4096)
-        configuration.linger = .zero
+        var configuration = rollingConfiguration()
         configuration.maxBytes = 256 * 1024
         let log = try EventLog.open(directory: dir.path, configuration: configuration)
         let consumer = try log.consumer(named: "slow")
@@ -274,8 +265,7 @@ import Testing
     @Test func rejectNewCapRefusesAppendsAndHarmsNothing() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
-        var configuration = smallConfiguration(blockSize: 4096)
-        configuration.linger = .zero
+        var configuration = rollingConfiguration()
         configuration.maxBytes = 128 * 1024
         configuration.capPolicy = .rejectNew
         let log = try EventLog.open(directory: dir.path, configuration: configuration)

@@ -79,8 +79,7 @@ import Testing
     @Test func failedFsyncSealingASegmentFailsTheLogUntilReopen() async throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanupFaults() }
-        var configuration = smallConfiguration(blockSize: 4096)
-        configuration.linger = .zero
+        let configuration = rollingConfiguration()
         let log = try EventLog.open(directory: dir.path, configuration: configuration)
         // `written` appends make no fsync of their own: the first one armed is the seal's.
         FaultInjection.arm(.sync, under: dir.path, times: 1, fault: .error(.ioError))
@@ -125,8 +124,7 @@ import Testing
     @Test func failedSegmentCreationOnRollIsRetried() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanupFaults() }
-        var configuration = smallConfiguration(blockSize: 4096)
-        configuration.linger = .zero
+        let configuration = rollingConfiguration()
         let log = try EventLog.open(directory: dir.path, configuration: configuration)
         FaultInjection.arm(.open, under: dir.path, times: 2, fault: .error(.noSpace))
         var accepted = [Int]()

@@ -10,8 +10,7 @@ import Testing
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
         let metrics = TestMetrics()
-        var configuration = smallConfiguration(blockSize: 4096)
-        configuration.linger = .zero
+        var configuration = rollingConfiguration()
         configuration.maxBytes = 256 * 1024
         let log = try EventLog.open(directory: dir.path, configuration: configuration, metricsFactory: metrics)
         for i in 0..<1500 {

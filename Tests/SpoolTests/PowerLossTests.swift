@@ -130,8 +130,7 @@ import Testing
     /// Records written but not synced, handed to a consumer (which may upload them), then the
     /// power is cut: they must be back, not replaced by other records under the same seqs.
     @Test func whatAConsumerWasHandedSurvivesAPowerLoss() async throws {
-        let dir = TemporaryDirectory()
-        FaultInjection.trackSyncs(under: dir.path)
+        let dir = TemporaryDirectory.trackingSyncs()
         defer { dir.cleanupFaults() }
         let configuration = smallConfiguration(blockSize: 2048)
         let log = try EventLog.open(directory: dir.path, configuration: configuration)
@@ -152,8 +151,7 @@ import Testing
     /// since retention trusts it from then on.
     @Test func durableCommitAfterAFastOneOfTheSameOffsetIsDurable() async throws {
         for reopenInBetween in [false, true] {
-            let dir = TemporaryDirectory()
-            FaultInjection.trackSyncs(under: dir.path)
+            let dir = TemporaryDirectory.trackingSyncs()
             defer { dir.cleanupFaults() }
             var log = try EventLog.open(directory: dir.path)
             for i in 0..<10 { try await log.append(noisyPayload(i, size: 100), durability: .synced) }
@@ -175,8 +173,7 @@ import Testing
     /// consumer must not deliver those records until they are durable, else a power loss takes
     /// them and their seqs are handed out again under ids a server has already seen.
     @Test func recordsRecoveredAfterAKillAreDurableBeforeAConsumerGetsThem() async throws {
-        let dir = TemporaryDirectory()
-        FaultInjection.trackSyncs(under: dir.path)
+        let dir = TemporaryDirectory.trackingSyncs()
         defer { dir.cleanupFaults() }
         let configuration = smallConfiguration(blockSize: 2048)
         let first = try EventLog.open(directory: dir.path, configuration: configuration)
@@ -195,8 +192,7 @@ import Testing
     /// Cuts the active segment at every offset past its last sync, and the offset file at every
     /// offset: the synced records survive, and the offset is a committed one or the oldest record.
     @Test func activeSegmentAndOffsetFileCutAtEveryOffset() async throws {
-        let dir = TemporaryDirectory()
-        FaultInjection.trackSyncs(under: dir.path)
+        let dir = TemporaryDirectory.trackingSyncs()
         defer { dir.cleanupFaults() }
         var configuration = smallConfiguration(blockSize: 1024)
         configuration.linger = .zero

@@ -58,8 +58,7 @@ import Testing
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
         // Several segments: records of ~1 KiB, 1 KiB blocks, 64 KiB segments.
-        var configuration = smallConfiguration(blockSize: 4096)
-        configuration.linger = .zero
+        let configuration = rollingConfiguration()
         let log = try EventLog.open(directory: dir.path, configuration: configuration)
         for i in 0..<400 { try log.append(noisyPayload(i, size: 1000 + i)) }
         try log.syncBlocking()
@@ -207,8 +206,7 @@ import Testing
     @Test func garbageEmptyAndForeignFilesNeverCrashOrHang() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
-        var configuration = smallConfiguration(blockSize: 4096)
-        configuration.linger = .zero
+        let configuration = rollingConfiguration()
         let log = try EventLog.open(directory: dir.path, configuration: configuration)
         for i in 0..<300 { try log.append(noisyPayload(i, size: 1000)) }
         try log.syncBlocking()

@@ -13,6 +13,14 @@ struct TemporaryDirectory {
 
     func cleanup() { try? FileManager.default.removeItem(atPath: path) }
 
+    /// A fresh directory whose syncs the file layer tracks, for a simulated power cut
+    /// (``cutPower(closing:in:)``); clean it up with ``cleanupFaults()``.
+    static func trackingSyncs(_ name: String = #function) -> TemporaryDirectory {
+        let dir = TemporaryDirectory(name)
+        FaultInjection.trackSyncs(under: dir.path)
+        return dir
+    }
+
     /// Disarms every fault armed under the directory and stops tracking its syncs, then
     /// removes it: the `defer` of a fault-injection test.
     func cleanupFaults() {
@@ -28,6 +36,22 @@ struct TemporaryDirectory {
     func segments() -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { $0.hasSuffix(".seg") }.sorted()
     }
+}
+
+/// 4 KiB blocks in 64 KiB segments, written at once (no linger): a few hundred ~1 KiB
+/// records fill several segments.
+func rollingConfiguration() -> Configuration {
+    var configuration = smallConfiguration(blockSize: 4096)
+    configuration.linger = .zero
+    return configuration
+}
+
+/// Appends `count` noisy 900-byte records (`noisyPayload(seq, size: 900)` for a new log) across
+/// segments, syncs them, and returns the segment files' names.
+func appendAcrossSegments(_ log: EventLog, in dir: TemporaryDirectory, count: Int) throws -> [String] {
+    for i in 0..<count { try log.append(noisyPayload(i, size: 900)) }
+    try log.syncBlocking()
+    return dir.segments()
 }
 
 /// A small configuration that rolls segments quickly.

@@ -124,7 +124,7 @@ public final class Consumer: @unchecked Sendable {
         guard maxCount >= 1, maxBytes >= 1 else {
             throw SpoolError(.invalidArgument, "read(maxCount: \(maxCount), maxBytes: \(maxBytes)): both must be at least 1")
         }
-        if log.lock.withLock({ log.state.closeRequested }) { throw SpoolError(.closed, "consumer \(name): the log is closed") }
+        try checkLogOpen()
         lock.lock()
         defer { lock.unlock() }
         let start = committedSeq
@@ -142,6 +142,12 @@ public final class Consumer: @unchecked Sendable {
             }
         }
         return finish(batch, expired: filling.newlyExpired)
+    }
+
+    /// Throws `.closed` once the log is closing: its directory lock is then released, and
+    /// another process may own the files.
+    private func checkLogOpen() throws {
+        if log.lock.withLock({ log.state.closeRequested }) { throw SpoolError(.closed, "consumer \(name): the log is closed") }
     }
 
     /// Limits and tallies of one ``read(maxCount:maxBytes:)``.
@@ -226,8 +232,7 @@ public final class Consumer: @unchecked Sendable {
         defer { lock.unlock() }
         let next = seq &+ 1
         guard seq != UInt64.max else { throw SpoolError(.invalidCommit, "cannot commit through seq \(seq)") }
-        // After close the directory lock is released: another process may own the files.
-        if log.lock.withLock({ log.state.closeRequested }) { throw SpoolError(.closed, "consumer \(name): the log is closed") }
+        try checkLogOpen()
         if next == committedSeq && (mode == .fast || next == durableSeq) { return }
         guard next >= committedSeq else {
             throw SpoolError(.invalidCommit, "consumer \(name): committing through \(seq) would move the offset backwards from \(committedSeq)")

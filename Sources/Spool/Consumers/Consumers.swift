@@ -39,8 +39,7 @@ enum Consumers {
             let name = String(file.dropLast(Format.offsetSuffix.count))
             guard (try? validate(name)) != nil else { continue }
             let path = consumersDirectory + "/" + file
-            try OffsetFile.sync(path)
-            if let slot = try OffsetFile.read(path) {
+            if let slot = try OffsetFile.read(path, syncing: true) {
                 offsets[name] = slot.nextSeq
             } else {
                 logger.warning("a consumer's offset file is unreadable; it restarts at the oldest stored record", metadata: [

@@ -12,10 +12,12 @@ final class OffsetFile {
     private(set) var generation: UInt64
     private(set) var nextSeq: UInt64
 
-    /// Reads the offset file at `path`. Returns nil when neither slot is valid.
-    static func read(_ path: String) throws -> OffsetSlot? {
-        let file = try FileIO.open(path, .readOnly)
+    /// Reads the offset file at `path`, `fdatasync`ing it first when `syncing` (its last commit
+    /// may have been `.fast`). Returns nil when neither slot is valid.
+    static func read(_ path: String, syncing: Bool = false) throws -> OffsetSlot? {
+        let file = try FileIO.open(path, syncing ? .readWrite : .readOnly)
         defer { file.close() }
+        if syncing { try file.syncData() }
         let bytes = try file.read(count: Format.offsetFileSize, at: 0)
         return bytes.withUnsafeBytes { raw -> OffsetSlot? in
             var best: OffsetSlot?
@@ -27,13 +29,6 @@ final class OffsetFile {
             }
             return best
         }
-    }
-
-    /// `fdatasync`s the offset file at `path`.
-    static func sync(_ path: String) throws {
-        let file = try FileIO.open(path, .readWrite)
-        defer { file.close() }
-        try file.syncData()
     }
 
     /// Creates a new offset file holding `nextSeq`, durably (temporary file, fsync, rename, directory fsync).

@@ -74,25 +74,21 @@ extension EventLog {
     /// never lists a file that is gone (a reader would look for it again and again).
     func deleteSegments(_ doomed: [SegmentInfo], removed: inout Set<UInt64>) throws {
         do {
+            defer {
+                let bases = removed
+                let (count, bytes) = lock.withLock {
+                    let active = state.segments.last?.baseSeq
+                    state.segments.removeAll { bases.contains($0.baseSeq) && $0.baseSeq != active }
+                    return (state.segments.count, state.diskBytes)
+                }
+                metrics.recordSegments(count: count, diskBytes: bytes)
+            }
             for segment in doomed {
                 try DirectoryIO.remove(directory + "/" + segment.name)
                 removed.insert(segment.baseSeq)
             }
             try DirectoryIO.sync(directory)
-        } catch {
-            forgetSegments(removed)
-            throw error
         }
-        forgetSegments(removed)
         try codec.dictionaries.removeUnused { lock.withLock { state.segments } }
-    }
-
-    private func forgetSegments(_ bases: Set<UInt64>) {
-        let (count, bytes) = lock.withLock {
-            let active = state.segments.last?.baseSeq
-            state.segments.removeAll { bases.contains($0.baseSeq) && $0.baseSeq != active }
-            return (state.segments.count, state.diskBytes)
-        }
-        metrics.recordSegments(count: count, diskBytes: bytes)
     }
 }

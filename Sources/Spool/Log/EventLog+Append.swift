@@ -173,20 +173,17 @@ extension EventLog {
             return .failure(SpoolError(.invalidArgument, "seq \(seq) has not been appended (next seq is \(state.nextSeq))"))
         }
         switch state.status {
-        case .failed:
-            var error = state.error ?? SpoolError(.failed, "the log failed")
-            error.seq = seq
-            return .failure(error)
         case .stalled:
             // The writer retries (within a second): the wait ends with its outcome, so a caller
             // waiting again for a record whose append failed neither spins nor gives up early.
             return nil
-        case .closed: return .failure(SpoolError(.closed, "the log is closed"))
-        case .closing where state.writerExited:
-            // Between the writer's exit and `close()` marking the log closed: nobody is left
-            // to complete a new waiter.
-            return .failure(SpoolError(.closed, "the log is closed"))
-        case .open, .closing: return nil
+        case .open: return nil
+        case .closing where !state.writerExited: return nil
+        case .failed, .closed, .closing:
+            // (Closing with the writer gone: nobody is left to complete a new waiter.)
+            var error = state.error!
+            error.seq = seq
+            return .failure(error)
         }
     }
 

@@ -85,12 +85,6 @@ public final class EventLog: @unchecked Sendable {
                 segments.append(active)
             }
         }
-        // Recovered records count as synced, so the active segment is made durable first: a
-        // killed process's written records may still be in the page cache only.
-        do { try writer.syncActive() } catch {
-            writer.close()
-            throw error
-        }
         self.writer = writer
         self.codec = codec
         self.state = LogState(nextSeq: nextSeq, writtenThrough: nextSeq, syncedThrough: nextSeq, segments: segments)

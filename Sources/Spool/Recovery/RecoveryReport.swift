@@ -1,5 +1,7 @@
-/// What opening a log found and repaired. Each finding is logged too: torn tails and reset
-/// consumers at `info`/`warning`, damage at `warning`.
+/// What opening a log found and repaired. Damage and repairs are logged too: a torn tail or a
+/// rewritten segment header at `info`; damage inside the active segment, a new log id and a
+/// reset consumer at `warning`. Housekeeping (leftover temporary files removed, preallocated
+/// zeros cut) is only in the report.
 public struct RecoveryReport: Sendable, Equatable {
     /// A torn or partial last block that opening truncated: a write interrupted by a crash, so
     /// its records were never acknowledged, or records acknowledged only as `buffered` or

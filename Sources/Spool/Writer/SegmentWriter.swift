@@ -18,11 +18,12 @@ final class SegmentWriter {
     private var activeCreatedMillis: Int64 = 0
     /// The active segment's format version: a version-1 segment reopened gets full headers only.
     private var activeVersion = Format.segmentVersion
-    private var activeHasBlocks = false
-    /// `activeEndSeq` and `activeHasBlocks` as of the last block that reached the file: a
-    /// failed write puts them back, so its retry continues the segment instead of rolling.
+    /// Whether the active segment holds a block, in the file or encoded in `out` (so a failed
+    /// write, which empties `out`, leaves it as the file has it).
+    private var activeHasBlocks: Bool { activeSize > Int64(Format.segmentHeaderSize) || !out.isEmpty }
+    /// `activeEndSeq` as of the last block that reached the file: a failed write puts it back,
+    /// so its retry continues the segment instead of rolling.
     private var flushedEndSeq: UInt64 = 0
-    private var flushedHasBlocks = false
     /// Set for good once an `fdatasync` (or a new segment's directory `fsync`) failed: the
     /// kernel may have dropped the dirty pages and cleared the error, so a retry that
     /// "succeeds" proves nothing (the fsyncgate lesson). The log then refuses writes.
@@ -70,14 +71,21 @@ final class SegmentWriter {
             activeBase = active.baseSeq
             activeSize = active.size
             self.activeEndSeq = activeEndSeq
-            activeHasBlocks = active.size > Int64(Format.segmentHeaderSize)
             flushedEndSeq = activeEndSeq
-            flushedHasBlocks = activeHasBlocks
             activeOpenedAt = monotonicNanos()
-            if activeHasBlocks && activeEndSeq != nextSeq {
-                // Seqs skip ahead (a power loss cut records a consumer had passed): seal this
-                // segment now, so readers see the gap as missing at once, not at the next write.
-                _ = try roll(toBase: nextSeq)
+            do {
+                if activeHasBlocks && activeEndSeq != nextSeq {
+                    // Seqs skip ahead (a power loss cut records a consumer had passed): seal this
+                    // segment now, so readers see the gap as missing at once, not at the next write.
+                    _ = try roll(toBase: nextSeq)
+                } else {
+                    // Its records will count as synced, but a killed process's written blocks
+                    // may be in the page cache only.
+                    try syncActive()
+                }
+            } catch {
+                close()
+                throw error
             }
         } else {
             try createSegment(baseSeq: nextSeq)
@@ -105,9 +113,8 @@ final class SegmentWriter {
         /// Whether the data written is durable.
         var synced = false
         /// The error that stopped the call, if any; blocks after `blocksWritten` were not stored.
+        /// If ``SegmentWriter/syncFailed`` is set, it came from an `fsync`.
         var error: SpoolError?
-        /// True if the error came from `fdatasync` (the data it covered cannot be trusted).
-        var syncFailed = false
     }
 
     /// Encodes and writes `batch` in as few system calls as segment boundaries allow, rolling
@@ -131,29 +138,24 @@ final class SegmentWriter {
                 storedInOut += header.totalSize
                 rawInOut += block.raw.count
                 activeEndSeq = block.firstSeq + UInt64(block.count)
-                activeHasBlocks = true
             }
             try flush(&outcome, &encodedInOut, &storedInOut, &rawInOut, preallocating: sync)
         } catch {
             out.removeAll(keepingCapacity: true)
             activeEndSeq = flushedEndSeq
-            activeHasBlocks = flushedHasBlocks
             // A roll that failed after closing the old segment: report its final size, which
             // blocks flushed just before the roll changed.
             if active == nil { outcome.sealed.append(SegmentInfo(baseSeq: activeBase, size: activeSize)) }
             outcome.error = error as? SpoolError ?? SpoolError(.io, "\(error)")
-            outcome.syncFailed = syncFailed
             return outcome
         }
-        if sync, let active {
+        if sync, active != nil {
             do {
-                try active.syncData()
+                try syncActive()
                 outcome.fsyncs += 1
                 outcome.synced = true
             } catch {
-                syncFailed = true
                 outcome.error = error as? SpoolError ?? SpoolError(.io, "\(error)")
-                outcome.syncFailed = true
             }
         }
         return outcome
@@ -161,7 +163,15 @@ final class SegmentWriter {
 
     /// `fdatasync` of the active segment (for a `sync()` with nothing new to write).
     func syncActive() throws {
-        try active?.syncData()
+        try remembering { try active?.syncData() }
+    }
+
+    /// Runs an `fsync`; a failure sets ``syncFailed`` for good.
+    private func remembering(_ sync: () throws -> Void) throws {
+        do { try sync() } catch {
+            syncFailed = true
+            throw error
+        }
     }
 
     /// Whether a block has to start a new segment: the active one is full, too old, or the
@@ -204,7 +214,6 @@ final class SegmentWriter {
         activeSize += Int64(out.count)
         fileEnd = max(fileEnd, activeSize)
         flushedEndSeq = activeEndSeq
-        flushedHasBlocks = activeHasBlocks
         out.removeAll(keepingCapacity: true)
         outcome.blocksWritten += blocks
         outcome.storedBytes += stored
@@ -236,10 +245,7 @@ final class SegmentWriter {
         let sealed = SegmentInfo(baseSeq: activeBase, size: activeSize)
         if let active {
             if fileEnd > activeSize { try active.truncate(to: activeSize) }
-            do { try active.syncData() } catch {
-                syncFailed = true
-                throw error
-            }
+            try remembering { try active.syncData() }
             active.close()
             self.active = nil
         }
@@ -257,10 +263,7 @@ final class SegmentWriter {
         let header = SegmentHeader(baseSeq: baseSeq, createdMillis: created, logID: logID).encoded()
         do {
             try file.write(header, at: 0)
-            do { try DirectoryIO.sync(directory) } catch {
-                syncFailed = true
-                throw error
-            }
+            try remembering { try DirectoryIO.sync(directory) }
         } catch {
             file.close()
             try? DirectoryIO.remove(path)
@@ -274,9 +277,7 @@ final class SegmentWriter {
         activeBase = baseSeq
         activeSize = Int64(header.count)
         activeEndSeq = baseSeq
-        activeHasBlocks = false
         flushedEndSeq = baseSeq
-        flushedHasBlocks = false
         activeOpenedAt = monotonicNanos()
     }
 }

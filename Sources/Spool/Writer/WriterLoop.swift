@@ -194,7 +194,7 @@ extension EventLog {
             state.counters.writeErrors += 1
             // Unwritten blocks go back to the front of the queue, in order.
             state.full.insert(contentsOf: batch.dropFirst(outcome.blocksWritten), at: 0)
-            if outcome.syncFailed {
+            if writer.syncFailed {
                 state.status = .failed(error)
                 logger.error("fdatasync failed; the log refuses writes until it is reopened", metadata: ["error": "\(error)"])
                 failPendingWaiters()

@@ -57,7 +57,7 @@ struct CrashTester {
         // Small segments, so damage can hit sealed segments as well as the active one.
         if corrupt { appendArguments += ["--segment-size", "\(64 * 1024)"] }
         for round in 0..<self.rounds {
-            let base = try withEventLog(directory: directory, logger: commandLogger()) { $0.nextSeq }
+            let base = try withTesterLog(directory) { $0.nextSeq }
             let child = ChildProcess(executable: executable, arguments: appendArguments)
             try child.start()
             // Far past any round's run (5 s to the first acknowledgement, then maxRunMillis).
@@ -98,13 +98,13 @@ struct CrashTester {
                                                       maxRunMillis: maxRunMillis, kill: true)
                 roundFailures += problems.map { "sync: \($0)" }
                 if killed { syncKills += 1 }
-                roundFailures += try withEventLog(directory: directory, logger: commandLogger()) {
+                roundFailures += try withTesterLog(directory) {
                     try sync.check(log: $0, appended: { Self.appended($0, rounds: rounds) }, stored: stored,
                                    previousCommitted: &committed, drained: false)
                 }.map { "sync: \($0)" }
             }
             if corrupt {
-                let floor = try withEventLog(directory: directory, logger: commandLogger()) { log in
+                let floor = try withTesterLog(directory) { log in
                     try log.consumerNames.map { try log.consumer(named: $0).committed }.min() ?? 0
                 }
                 roundFailures += try CorruptionRound.run(executable: executable, directory: directory, stored: stored, floor: floor,
@@ -118,7 +118,7 @@ struct CrashTester {
             var problems = try sync.run(executable: executable, directory: directory, generator: &generator,
                                         maxRunMillis: maxRunMillis, kill: false).problems
             let stored = try check(rounds: rounds, acknowledged: acknowledged).stored
-            problems += try withEventLog(directory: directory, logger: commandLogger()) {
+            problems += try withTesterLog(directory) {
                 try sync.check(log: $0, appended: { Self.appended($0, rounds: rounds) }, stored: stored,
                                previousCommitted: &committed, drained: true)
             }
@@ -134,7 +134,7 @@ struct CrashTester {
     private func check(rounds: [(base: UInt64, lines: [[UInt8]])], acknowledged: Set<UInt64>) throws -> (problems: [String], stored: [UInt64: [UInt8]]) {
         var problems = [String]()
         var stored = [UInt64: [UInt8]]()
-        try withEventLog(directory: directory, logger: commandLogger()) { log in
+        try withTesterLog(directory) { log in
             var expectedSeq = log.firstSeq
             let reader = log.reader()
             while let item = try reader.next() {
@@ -172,4 +172,10 @@ extension CrashTester {
         }
         return rounds[round].lines[Int(seq - rounds[round].base)]
     }
+}
+
+/// Opens the log in `directory` for the tester's own checks, runs `body`, and closes it; its
+/// log lines go to standard error at warning level, never among the tester's report.
+func withTesterLog<T>(_ directory: String, _ body: (EventLog) throws -> T) throws -> T {
+    try withEventLog(directory: directory, logger: commandLogger(), body)
 }
