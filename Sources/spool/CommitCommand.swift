@@ -21,7 +21,7 @@ struct CommitCommand: ParsableCommand {
     func run() throws {
         let eventLog = try log.open()
         defer { try? eventLog.close() }
-        if !create { try LogDirectory.requireConsumer(consumer, in: eventLog) }
+        if !create { try LogDirectory.requireConsumer(consumer, in: eventLog.consumerNames) }
         let named = try eventLog.consumer(named: consumer)
         try named.commit(through: through)
         print("\(consumer): committed through \(through); next seq \(named.committed)")

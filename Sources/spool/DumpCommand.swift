@@ -36,17 +36,23 @@ struct DumpCommand: ParsableCommand {
     }
 
     func run() throws {
-        let eventLog = try log.open()
-        defer { try? eventLog.close() }
-        if let consumer { try LogDirectory.requireConsumer(consumer, in: eventLog) }
         if commit, let consumer {
+            let eventLog = try log.open()
+            defer { try? eventLog.close() }
+            try LogDirectory.requireConsumer(consumer, in: eventLog.consumerNames)
             try consume(eventLog.consumer(named: consumer))
             try eventLog.close()
             return
         }
+        // Without --commit nothing is written: a snapshot, which repairs nothing.
+        let snapshot = try log.snapshot()
+        defer { snapshot.close() }
         var start = from
-        if let consumer { start = try eventLog.consumer(named: consumer).committed }
-        let reader = eventLog.reader(from: start)
+        if let consumer {
+            try LogDirectory.requireConsumer(consumer, in: snapshot.consumerNames)
+            start = snapshot.consumerOffsets[consumer]
+        }
+        let reader = snapshot.reader(from: start)
         var printed = 0
         var out = ""
         while printed < (limit ?? Int.max), let item = try reader.next() {
@@ -65,7 +71,6 @@ struct DumpCommand: ParsableCommand {
             }
         }
         try Output.write(out)
-        try eventLog.close()
     }
 
     /// Reads the consumer's batches, prints each, then commits it durably: only once the

@@ -19,40 +19,72 @@ struct LogDirectory: ParsableArguments {
     /// hold a log: a mistyped path must not become a new, empty log that "verifies" clean.
     /// What recovery repaired is said on standard error (`verify` prints it in its report).
     func open(_ configuration: Configuration = Configuration(), creating: Bool = false, reportingRecovery: Bool = true) throws -> EventLog {
-        if !creating {
-            let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-            guard entries.contains("META") || entries.contains(where: { $0.hasSuffix(".seg") }) else {
-                throw ValidationError("\(directory) is not a Spool log (no META file and no segment); `spool append` creates one")
-            }
-        }
-        var configuration = configuration
-        if let keyFile {
-            guard let text = try? String(contentsOfFile: keyFile, encoding: .utf8) else {
-                throw ValidationError("cannot read the key file \(keyFile)")
-            }
-            let keys = try Configuration.Encryption.parseKeyFile(text)
-            configuration.encryption = .init(keys: keys.merging(configuration.encryption?.keys ?? [:]) { $1 },
-                                             current: configuration.encryption?.current)
-        }
-        let log = try EventLog.open(directory: directory, configuration: configuration, logger: commandLogger())
-        if reportingRecovery { reportRecovery(log.recoveryReport) }
+        if !creating { try requireLog() }
+        let log = try EventLog.open(directory: directory, configuration: withKeys(configuration), logger: commandLogger())
+        if reportingRecovery { Self.reportRecovery(log.recoveryReport) }
         return log
+    }
+
+    /// Opens a read-only snapshot (what `verify`, `stat` and `dump` without `--commit` read):
+    /// nothing in the directory changes; what a writing open would repair is said on standard
+    /// error unless `reportingRecovery` is false.
+    func snapshot(reportingRecovery: Bool = true) throws -> LogSnapshot {
+        try requireLog()
+        let snapshot = try LogSnapshot(directory: directory, configuration: withKeys(Configuration()), logger: commandLogger())
+        if reportingRecovery { Self.reportRecovery(snapshot.recoveryReport) }
+        return snapshot
+    }
+
+    private func requireLog() throws {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        guard entries.contains("META") || entries.contains(where: { $0.hasSuffix(".seg") }) else {
+            throw ValidationError("\(directory) is not a Spool log (no META file and no segment); `spool append` creates one")
+        }
+    }
+
+    /// `configuration` with the keys of `--key-file` added (for reading; new blocks stay plain).
+    private func withKeys(_ configuration: Configuration) throws -> Configuration {
+        guard let keyFile else { return configuration }
+        guard let text = try? String(contentsOfFile: keyFile, encoding: .utf8) else {
+            throw ValidationError("cannot read the key file \(keyFile)")
+        }
+        let keys = try Configuration.Encryption.parseKeyFile(text)
+        var configuration = configuration
+        configuration.encryption = .init(keys: keys.merging(configuration.encryption?.keys ?? [:]) { $1 },
+                                         current: configuration.encryption?.current)
+        return configuration
     }
 
     /// Refuses a consumer name the log does not have: a mistyped name must not become a new
     /// consumer, which would hold retention back for ever.
-    static func requireConsumer(_ name: String, in log: EventLog) throws {
-        guard log.consumerNames.contains(name) else {
-            throw ValidationError("the log has no consumer named \(name) (it has: \(log.consumerNames.joined(separator: ", ")))")
+    static func requireConsumer(_ name: String, in names: [String]) throws {
+        guard names.contains(name) else {
+            throw ValidationError("the log has no consumer named \(name) (it has: \(names.joined(separator: ", ")))")
         }
     }
 
-    private func reportRecovery(_ report: RecoveryReport) {
+    /// What opening repaired (or, for a snapshot, found and left), one line each on standard error.
+    private static func reportRecovery(_ report: RecoveryReport) {
+        for line in recoveryLines(report) { Output.error("# recovery \(line)") }
+    }
+
+    /// What `report` says, in words: what was repaired, or for a snapshot what the next
+    /// writing open will repair.
+    static func recoveryLines(_ report: RecoveryReport) -> [String] {
+        var lines = [String]()
         if let torn = report.tornTail {
-            Output.error("# recovery cut \(torn.bytes) bytes at offset \(torn.offset) of \(torn.segment): a torn last block (a write interrupted by a crash, or a last block damaged on disk)")
+            let what = "a torn last block (a write interrupted by a crash, or a last block damaged on disk)"
+            lines.append(report.repaired
+                ? "cut \(torn.bytes) bytes at offset \(torn.offset) of \(torn.segment): \(what)"
+                : "found \(torn.bytes) bytes at offset \(torn.offset) of \(torn.segment) that the next writing open cuts: \(what)")
         }
-        for damage in report.corruptions { Output.error("# recovery found \(damage)") }
-        for name in report.resetConsumers { Output.error("# recovery reset consumer \(name): its offset file was unreadable; it restarts at the oldest stored record") }
+        for damage in report.corruptions { lines.append("found \(damage)") }
+        for name in report.resetConsumers {
+            lines.append(report.repaired
+                ? "reset consumer \(name): its offset file was unreadable; it restarts at the oldest stored record"
+                : "found consumer \(name)'s offset file unreadable: the next writing open resets it to the oldest stored record")
+        }
+        return lines
     }
 }
 

@@ -95,14 +95,24 @@ import Testing
         let dump = try SpoolBinary.run(["dump", dir])
         #expect(dump.stdout.split(separator: "\n").count == 50, "the second block is still read")
         #expect(dump.stderr.contains("corrupt 0..<50"))
-        // A torn tail is cut by the open any command makes, and the command says so.
+        // A torn tail: dump, verify and stat read a snapshot, which reports it and changes
+        // nothing; a writing open (append) cuts it, and says so.
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: segment))
         try handle.seekToEnd()
         try handle.write(contentsOf: Data("SPBK torn".utf8))
         try handle.close()
+        let tornBytes = FileManager.default.contents(atPath: segment)
         let torn = try SpoolBinary.run(["dump", dir])
         #expect(torn.stdout.split(separator: "\n").count == 50)
-        #expect(torn.stderr.contains("# recovery cut 9 bytes at offset"), "\(torn.stderr)")
+        #expect(torn.stderr.contains("# recovery found 9 bytes at offset"), "\(torn.stderr)")
+        let verifyTorn = try SpoolBinary.run(["verify", dir])
+        #expect(verifyTorn.stdout.contains("recovery   found 9 bytes at offset"), "\(verifyTorn.stdout)")
+        #expect(try SpoolBinary.run(["stat", dir]).stderr.contains("# recovery found 9 bytes"))
+        #expect(FileManager.default.contents(atPath: segment) == tornBytes, "reading changed the segment")
+        let append = try SpoolBinary.run(["append", dir], input: Data("after\n".utf8))
+        #expect(append.status == 0)
+        #expect(append.stderr.contains("# recovery cut 9 bytes at offset"), "\(append.stderr)")
+        #expect(FileManager.default.contents(atPath: segment) != tornBytes)
     }
 
     @Test func aSecondProcessGetsLocked() throws {

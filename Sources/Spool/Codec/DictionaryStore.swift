@@ -36,7 +36,8 @@ final class DictionaryStore: Sendable {
     private let state = Mutex(State())
 
     /// Lists the dictionary files (removing leftovers of interrupted writes).
-    init(directory: String, configuration: Configuration, inheritedThrough: UInt64?) throws {
+    /// - Parameter repairing: remove temporary files an interrupted store left (a snapshot does not).
+    init(directory: String, configuration: Configuration, inheritedThrough: UInt64?, repairing: Bool = true) throws {
         self.directory = directory
         path = directory + "/" + Format.dictionariesDirectory
         level = configuration.compressionLevel
@@ -48,7 +49,7 @@ final class DictionaryStore: Sendable {
             for name in try DirectoryIO.list(path) {
                 if let id = Format.dictionaryID(ofFileNamed: name) {
                     ids.insert(id)
-                } else if name.hasSuffix(Format.temporarySuffix) {
+                } else if repairing && name.hasSuffix(Format.temporarySuffix) {
                     try DirectoryIO.remove(path + "/" + name)
                 }
             }

@@ -32,15 +32,24 @@ final class LogCodec: Sendable {
 
     /// Loads the dictionaries and checks the keys.
     /// - Parameter inheritedThrough: the base of the newest segment at open, if any.
+    /// - Parameter readOnly: for a snapshot: only reads (no dictionary is stored, set or
+    ///   trained, no key check is written, no temporary file removed).
     /// - Throws: `.authenticationFailed` naming a key that does not match its check file;
     ///   `.io` if a provided dictionary cannot be stored.
-    init(directory: String, configuration: Configuration, logID: LogID, inheritedThrough: UInt64?, logger: Logger) throws {
+    init(directory: String, configuration: Configuration, logID: LogID, inheritedThrough: UInt64?, readOnly: Bool = false,
+         logger: Logger) throws {
+        var configuration = configuration
+        if readOnly {
+            configuration.dictionary = .none
+            configuration.encryption?.current = nil
+        }
         self.logID = logID
         self.logger = logger
         encryption = configuration.encryption
         policy = configuration.dictionary
         keys = (configuration.encryption?.keys ?? [:]).mapValues { SymmetricKey(data: $0) }
-        dictionaries = try DictionaryStore(directory: directory, configuration: configuration, inheritedThrough: inheritedThrough)
+        dictionaries = try DictionaryStore(directory: directory, configuration: configuration, inheritedThrough: inheritedThrough,
+                                           repairing: !readOnly)
         if let encryption = configuration.encryption {
             try KeyCheck.verify(encryption, logID: logID, directory: directory, configuration: configuration)
         }

@@ -21,6 +21,19 @@ public struct ConsumerLag: Sendable, Equatable {
     public var bytes: Int64
 }
 
+extension ConsumerLag {
+    /// The lag of an offset at `from` in a log with these segments and pending bytes.
+    init(from: UInt64, nextSeq: UInt64, segments: [SegmentInfo], pendingBytes: Int) {
+        records = nextSeq > from ? nextSeq - from : 0
+        var bytes = Int64(pendingBytes)
+        for (index, segment) in segments.enumerated() {
+            let end = index + 1 < segments.count ? segments[index + 1].baseSeq : UInt64.max
+            if end > from { bytes += segment.size }
+        }
+        self.bytes = records == 0 ? 0 : bytes
+    }
+}
+
 /// A batch read by a consumer: records, the notices met on the way, and where it ends.
 public struct ConsumerBatch: Sendable, Equatable {
     /// The records, in seq order (expired records are left out and reported in `notices`).
@@ -95,14 +108,7 @@ public final class Consumer: @unchecked Sendable {
     public var lag: ConsumerLag {
         let from = committed
         return log.lock.withLock {
-            let state = log.state
-            let records = state.nextSeq > from ? state.nextSeq - from : 0
-            var bytes = Int64(state.pendingBytes)
-            for (index, segment) in state.segments.enumerated() {
-                let end = index + 1 < state.segments.count ? state.segments[index + 1].baseSeq : UInt64.max
-                if end > from { bytes += segment.size }
-            }
-            return ConsumerLag(records: records, bytes: records == 0 ? 0 : bytes)
+            ConsumerLag(from: from, nextSeq: log.state.nextSeq, segments: log.state.segments, pendingBytes: log.state.pendingBytes)
         }
     }
 

@@ -50,7 +50,8 @@ public struct VerifyReport: Sendable, Equatable {
     public var corrupt: [ReadNotice]
     /// Other ranges not returned (dropped by the cap, missing after a power loss).
     public var otherNotices: [ReadNotice]
-    /// What opening found and repaired (a torn tail is reported here, not as corruption).
+    /// What opening found and repaired, or for a snapshot only found (a torn tail is reported
+    /// here, not as corruption).
     public var recovery: RecoveryReport
     /// Uncompressed bytes per byte on disk.
     public var compressionRatio: Double { diskBytes == 0 ? 0 : Double(rawBytes) / Double(diskBytes) }
@@ -62,9 +63,23 @@ extension EventLog {
     /// Reads every block header of every segment (no payloads): counts, sizes, ratio.
     /// Blocking file I/O; the cost grows with the number of blocks.
     public func summary() throws -> LogSummary {
-        let (segments, first, next) = lock.withLock { (state.segments, state.firstSeq, state.nextSeq) }
+        let (first, next) = lock.withLock { (state.firstSeq, state.nextSeq) }
+        return try summarize(firstSeq: first, nextSeq: next)
+    }
+
+    /// Reads and checks every stored block: both checksums, decompression, every record's framing.
+    /// Writes pending records first, so they are checked too. Blocking file I/O over the whole log.
+    public func verify() throws -> VerifyReport {
+        try syncBlocking()
+        return try verifyAll(from: firstSeq, recovery: recoveryReport)
+    }
+}
+
+extension RecordSource {
+    /// What ``EventLog/summary()`` and ``LogSnapshot/summary()`` return.
+    func summarize(firstSeq: UInt64, nextSeq: UInt64) throws -> LogSummary {
         var summaries = [SegmentSummary]()
-        for segment in segments {
+        for segment in readableSegments(durableOnly: false).segments {
             var summary = SegmentSummary(name: segment.name, baseSeq: segment.baseSeq, bytes: segment.size, blocks: 0, records: 0, rawBytes: 0)
             if let reader = try? SegmentReader(path: directory + "/" + segment.name, baseSeq: segment.baseSeq, limit: segment.size) {
                 var offset = Int64(Format.segmentHeaderSize)
@@ -77,26 +92,25 @@ extension EventLog {
             }
             summaries.append(summary)
         }
-        return LogSummary(id: id, segments: summaries, firstSeq: first, nextSeq: next)
+        return LogSummary(id: id, segments: summaries, firstSeq: firstSeq, nextSeq: nextSeq)
     }
 
-    /// Reads and checks every stored block: both checksums, decompression, every record's framing.
-    /// Blocking file I/O over the whole log.
-    public func verify() throws -> VerifyReport {
-        try syncBlocking()
-        let reader = reader(from: firstSeq)
+    /// What ``EventLog/verify()`` and ``LogSnapshot/verify()`` return: every record from `firstSeq` read.
+    func verifyAll(from firstSeq: UInt64, recovery: RecoveryReport) throws -> VerifyReport {
+        let cursor = LogCursor(log: self, from: firstSeq)
         var corrupt = [ReadNotice]()
         var other = [ReadNotice]()
         var records: UInt64 = 0
-        while let item = try reader.next() {
+        while let item = try cursor.next() {
             switch item {
             case .record: records += 1
             case .notice(let notice) where notice.kind == .corrupt: corrupt.append(notice)
             case .notice(let notice): other.append(notice)
             }
         }
-        let (count, disk) = lock.withLock { (state.segments.count, state.diskBytes) }
-        return VerifyReport(segments: count, blocks: reader.blocksRead, records: records, diskBytes: disk,
-                            rawBytes: Int64(reader.rawBytesRead), corrupt: corrupt, otherNotices: other, recovery: recoveryReport)
+        let segments = readableSegments(durableOnly: false).segments
+        return VerifyReport(segments: segments.count, blocks: cursor.blocksRead, records: records,
+                            diskBytes: segments.reduce(0) { $0 + $1.size }, rawBytes: Int64(cursor.rawBytesRead),
+                            corrupt: corrupt, otherNotices: other, recovery: recovery)
     }
 }

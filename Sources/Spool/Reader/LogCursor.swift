@@ -1,11 +1,25 @@
+/// Where a ``LogCursor`` reads: a log's files and what of them is readable now.
+protocol RecordSource: AnyObject, Sendable {
+    /// The directory holding the segment files.
+    var directory: String { get }
+    /// The identity every segment header must carry.
+    var id: LogID { get }
+    /// Dictionaries and keys for decoding blocks.
+    var codec: LogCodec { get }
+    /// The segments (oldest first, the last one's size its readable bytes) and the seq where
+    /// reading stops: the end of what is written, or of what is durable with `durableOnly`.
+    func readableSegments(durableOnly: Bool) -> (segments: [SegmentInfo], end: UInt64)
+}
+
 /// Reads records in seq order across segments, from any seq, verifying every block's checksum
 /// before decompressing it, and reporting every range it cannot return as a ``ReadNotice``.
 ///
-/// It reads only what the writer has published (up to `writtenThrough`, or `syncedThrough`
-/// for a cursor that reads only durable records), holding the log's lock only to take a
-/// snapshot, so reading never blocks appends. Not thread-safe: one owner.
+/// It reads only what its source publishes: an ``EventLog``'s written records (up to
+/// `writtenThrough`, or `syncedThrough` for a cursor that reads only durable records), taken
+/// under the log's lock only for an instant, so reading never blocks appends; or a
+/// ``LogSnapshot``'s fixed segments. Not thread-safe: one owner.
 final class LogCursor {
-    private let log: EventLog
+    private let log: any RecordSource
     /// The next seq to return.
     private(set) var position: UInt64
     private var segment: SegmentReader?
@@ -22,7 +36,7 @@ final class LogCursor {
     /// Whether the cursor stops at `syncedThrough` instead of `writtenThrough`.
     private let durableOnly: Bool
 
-    init(log: EventLog, from seq: UInt64, durableOnly: Bool = false) {
+    init(log: any RecordSource, from seq: UInt64, durableOnly: Bool = false) {
         self.log = log
         self.position = seq
         self.durableOnly = durableOnly
@@ -52,10 +66,7 @@ final class LogCursor {
                 position = record.seq + 1
                 return .record(record)
             }
-            let snapshot = log.lock.withLock {
-                (log.state.segments, durableOnly ? log.state.syncedThrough : log.state.writtenThrough)
-            }
-            let (segments, written) = snapshot
+            let (segments, written) = log.readableSegments(durableOnly: durableOnly)
             guard position < written else { return nil }
             guard let first = segments.first else { return nil }
             if position < first.baseSeq {

@@ -28,7 +28,11 @@ public final class LogReader {
     public var rawBytesRead: Int { cursor.rawBytesRead }
 }
 
-extension EventLog {
+extension EventLog: RecordSource {
+    func readableSegments(durableOnly: Bool) -> (segments: [SegmentInfo], end: UInt64) {
+        lock.withLock { (state.segments, durableOnly ? state.syncedThrough : state.writtenThrough) }
+    }
+
     /// A reader positioned at `seq` (the oldest stored record if nil).
     public func reader(from seq: UInt64? = nil) -> LogReader {
         LogReader(cursor: LogCursor(log: self, from: seq ?? firstSeq))
@@ -37,9 +41,15 @@ extension EventLog {
     /// Every record from `seq` to the end of what is written now, with the notices met on the way.
     /// Blocking; meant for tools and tests (a consumer reads in bounded batches).
     public func readAll(from seq: UInt64? = nil) throws -> [ReadItem] {
-        let reader = reader(from: seq)
+        try reader(from: seq).readToEnd()
+    }
+}
+
+extension LogReader {
+    /// Every item from the position to the end of what is readable now.
+    func readToEnd() throws -> [ReadItem] {
         var items = [ReadItem]()
-        while let item = try reader.next() { items.append(item) }
+        while let item = try next() { items.append(item) }
         return items
     }
 }

@@ -15,15 +15,19 @@ struct RecoveredLog {
 /// The open-time rules: find the segments, check only the active (last) segment's blocks,
 /// cut a torn tail, read the consumers' offsets. Open time depends on the active segment's
 /// size, not on the log's.
+///
+/// Without `repairing` (a ``LogSnapshot``) the same rules find the same damage and change
+/// nothing: the active segment's valid size is where a writing open would cut it.
 enum Recovery {
-    static func recover(directory: String, configuration: Configuration, logger: Logger) throws -> RecoveredLog {
+    static func recover(directory: String, configuration: Configuration, repairing: Bool = true, logger: Logger) throws -> RecoveredLog {
         var report = RecoveryReport()
+        report.repaired = repairing
         var bases = [UInt64]()
         for name in try DirectoryIO.list(directory) {
             if let base = Format.baseSeq(ofSegmentNamed: name) {
                 bases.append(base)
             } else if name.hasSuffix(Format.temporarySuffix) {
-                try DirectoryIO.remove(directory + "/" + name)
+                if repairing { try DirectoryIO.remove(directory + "/" + name) }
                 report.removedTemporaryFiles.append(name)
             } else if name != Format.metaFileName && name != Format.lockFileName && name != Format.consumersDirectory
                         && name != "deadletter" && name != Format.dictionariesDirectory && name != Format.keysDirectory {
@@ -32,7 +36,8 @@ enum Recovery {
         }
         bases.sort()
 
-        let meta = try loadOrCreateMeta(directory: directory, bases: bases, configuration: configuration, report: &report, logger: logger)
+        let meta = try loadOrCreateMeta(directory: directory, bases: bases, configuration: configuration, repairing: repairing,
+                                        report: &report, logger: logger)
 
         var segments = [SegmentInfo]()
         for base in bases {
@@ -43,14 +48,15 @@ enum Recovery {
         var endSeq: UInt64 = 0
         var activeHeader: SegmentHeader?
         if let active = segments.last {
-            let (size, end, header) = try recoverActive(directory: directory, segment: active, meta: meta, configuration: configuration, report: &report, logger: logger)
+            let (size, end, header) = try recoverActive(directory: directory, segment: active, meta: meta, configuration: configuration,
+                                                        repairing: repairing, report: &report, logger: logger)
             segments[segments.count - 1].size = size
             endSeq = end
             activeHeader = header
         }
 
         let consumerOffsets = try Consumers.loadOffsets(directory: directory, firstSeq: segments.first?.baseSeq ?? endSeq,
-                                                          permissions: configuration.fileMode, report: &report, logger: logger)
+                                                          permissions: configuration.fileMode, repairing: repairing, report: &report, logger: logger)
         if !report.ignoredFiles.isEmpty {
             logger.debug("ignoring files that are not part of the log", metadata: ["files": "\(report.ignoredFiles)"])
         }
@@ -64,9 +70,10 @@ enum Recovery {
         return try file.size()
     }
 
-    /// Reads META; recreates it from a segment header when it is missing or damaged.
-    private static func loadOrCreateMeta(directory: String, bases: [UInt64], configuration: Configuration, report: inout RecoveryReport,
-                                         logger: Logger) throws -> MetaRecord {
+    /// Reads META; recreates it from a segment header when it is missing or damaged (without
+    /// `repairing`, only takes the identity from the header).
+    private static func loadOrCreateMeta(directory: String, bases: [UInt64], configuration: Configuration, repairing: Bool,
+                                         report: inout RecoveryReport, logger: Logger) throws -> MetaRecord {
         let path = directory + "/" + Format.metaFileName
         if DirectoryIO.exists(path) {
             let file = try FileIO.open(path, .readOnly)
@@ -91,6 +98,13 @@ enum Recovery {
             recovered = true
             break
         }
+        if !repairing {
+            if recovered { return meta }
+            guard !bases.isEmpty else {
+                throw SpoolError(.invalidArgument, "not a Spool log (no META file and no segment)", path: directory)
+            }
+            throw SpoolError(.corrupt, "META is missing or damaged and no segment header names the log", path: path)
+        }
         if !recovered && !bases.isEmpty {
             // Segments exist but none has a readable header: keep a new identity, say so.
             report.corruptions.append("META was missing or damaged and no segment header names the log; a new log id was made")
@@ -104,20 +118,24 @@ enum Recovery {
     /// Scans every block of the active segment, truncates a torn tail, and returns the
     /// segment's valid size, the seq after its last record and its header.
     private static func recoverActive(directory: String, segment: SegmentInfo, meta: MetaRecord, configuration: Configuration,
-                                      report: inout RecoveryReport, logger: Logger) throws -> (Int64, UInt64, SegmentHeader) {
+                                      repairing: Bool, report: inout RecoveryReport, logger: Logger) throws -> (Int64, UInt64, SegmentHeader) {
         let path = directory + "/" + segment.name
         let reader = try SegmentReader(path: path, baseSeq: segment.baseSeq, limit: segment.size)
         if let problem = try reader.checkHeader(logID: meta.logID) {
             // A segment created just before a crash may have no complete header: nothing in it
             // was acknowledged, so it is rewritten empty.
-            let writable = try FileIO.open(path, .readWrite)
-            defer { writable.close() }
             let validBlock = segment.size > Int64(Format.segmentHeaderSize)
                 ? try reader.resync(after: Int64(Format.segmentHeaderSize) - 1) : nil
             if validBlock != nil {
                 throw SpoolError(.corrupt, "the active segment's header is damaged (\(problem)) but it holds valid blocks; move the file aside to open the log", path: path)
             }
             let header = SegmentHeader(baseSeq: segment.baseSeq, createdMillis: wallClockMillis(), logID: meta.logID)
+            guard repairing else {
+                if segment.size > 0 { report.tornTail = .init(segment: segment.name, offset: 0, bytes: segment.size) }
+                return (0, segment.baseSeq, header)
+            }
+            let writable = try FileIO.open(path, .readWrite)
+            defer { writable.close() }
             try writable.truncate(to: 0)
             try writable.write(header.encoded(), at: 0)
             try writable.syncData()
@@ -156,15 +174,17 @@ enum Recovery {
         }
         if validEnd < segment.size {
             let preallocated = try isZero(reader.file, from: validEnd, to: segment.size)
-            let writable = try FileIO.open(path, .readWrite)
-            defer { writable.close() }
-            try writable.truncate(to: validEnd)
-            try writable.syncData()
+            if repairing {
+                let writable = try FileIO.open(path, .readWrite)
+                defer { writable.close() }
+                try writable.truncate(to: validEnd)
+                try writable.syncData()
+            }
             if preallocated {
                 report.preallocatedBytesCut = segment.size - validEnd
             } else {
                 report.tornTail = .init(segment: segment.name, offset: validEnd, bytes: segment.size - validEnd)
-                logger.info("truncated a torn tail left by an interrupted write", metadata: [
+                logger.info(repairing ? "truncated a torn tail left by an interrupted write" : "found a torn tail (left as it is: a snapshot repairs nothing)", metadata: [
                     "segment": "\(segment.name)", "offset": "\(validEnd)", "bytes": "\(segment.size - validEnd)",
                 ])
             }

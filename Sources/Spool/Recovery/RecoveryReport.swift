@@ -1,4 +1,6 @@
-/// What opening a log found and repaired. Damage and repairs are logged too: a torn tail or a
+/// What opening a log found and repaired (a ``LogSnapshot`` finds the same and repairs
+/// nothing: ``repaired`` is false, and each "cut", "removed" or "reset" below is what the next
+/// writing open will do). Damage and repairs are logged too: a torn tail or a
 /// rewritten segment header at `info`; damage inside the active segment, a new log id and a
 /// reset consumer at `warning`. Housekeeping (leftover temporary files removed, preallocated
 /// zeros cut) is only in the report.
@@ -33,6 +35,8 @@ public struct RecoveryReport: Sendable, Equatable {
     public var resetConsumers: [String] = []
     /// Whether the log was created by this open.
     public var created = false
+    /// Whether what is reported was repaired (an ``EventLog``), or only found (a ``LogSnapshot``).
+    public var repaired = true
 
     /// A report of a log that needed no repair.
     public init() {}

@@ -244,22 +244,35 @@ enum DirectoryIO {
     }
 }
 
-/// An exclusive `flock` on the directory's LOCK file, held for the life of an open log.
+/// A `flock` on the directory's LOCK file, held for the life of an open log: exclusive for an
+/// ``EventLog``, shared for a ``LogSnapshot`` (snapshots exclude writers, not each other).
 /// ``release()`` closes the descriptor once, however often it is called.
 final class DirectoryLock: Sendable {
     private let fd: Mutex<Int32>
     let path: String
 
-    init(directory: String, permissions: UInt16) throws {
+    /// - Parameter shared: take a shared lock, opening LOCK read-only; it is created only if
+    ///   missing, and a directory where it cannot be created (a read-only mount, another
+    ///   owner's log) is read without a lock: no writer can have it open there either.
+    init(directory: String, permissions: UInt16, shared: Bool = false) throws {
         path = directory + "/" + Format.lockFileName
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, mode_t(permissions))
+        var fd = open(path, (shared ? O_RDONLY : O_RDWR | O_CREAT) | O_CLOEXEC, mode_t(permissions))
+        if fd < 0 && shared && errno == ENOENT {
+            fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, mode_t(permissions))
+            if fd < 0 && (errno == EROFS || errno == EACCES) {
+                self.fd = Mutex(-1)
+                return
+            }
+        }
         guard fd >= 0 else { throw SpoolError.system("open lock file", path: path, Errno(rawValue: errno)) }
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+        while flock(fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0 {
             let error = Errno(rawValue: errno)
             if error == .interrupted { continue }
             close(fd)
             if error == .wouldBlock {
-                throw SpoolError(.locked, "the log is open elsewhere (in this process or another); close it there first", path: directory)
+                throw SpoolError(.locked, shared
+                                     ? "the log is open for writing (in this process or another); a snapshot reads it once that is closed"
+                                     : "the log is open elsewhere (in this process or another, to write or as a snapshot); close it there first", path: directory)
             }
             throw SpoolError.system("flock", path: path, error)
         }
