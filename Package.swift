@@ -97,7 +97,7 @@ let package = Package(
         // What a fuzz input becomes and how it is read: shared by SpoolFuzz and FuzzCorpusTests.
         .target(name: "SpoolFuzzInput", dependencies: ["Spool", "CISAL"]),
         // Tests that run the `spool` binary as real child processes (crash tests, CLI).
-        .testTarget(name: "SpoolCLITests", dependencies: ["Spool"]),
+        .testTarget(name: "SpoolCLITests", dependencies: ["Spool", "spool"]),
     ]
 )
 
