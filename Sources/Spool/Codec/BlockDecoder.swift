@@ -1,19 +1,25 @@
 /// Turns a verified stored payload back into records: decrypts (if encrypted), decompresses
-/// (with the block's dictionary, if any), parses. Owns a reusable decompression context and
-/// buffer. Not thread-safe: one reader owns it.
+/// (with the block's dictionary, if any) into a reusable buffer, checks every record's framing,
+/// then hands the records out one at a time (``next()``), so a block costs its raw bytes in
+/// memory whatever its record count. Owns a reusable decompression context and buffer; the
+/// decoded block stays until the next `decode` or ``discard()``. Not thread-safe: one reader owns it.
 ///
 /// A block it cannot read for want of a dictionary or a key throws (`.missingDictionary`,
 /// `.missingKey`): that is the environment, not damage, and the reader stays on the block so a
 /// retry with the file or key restored goes on. Anything else is corruption, returned with why.
 final class BlockDecoder {
     enum Outcome {
-        case records([Record])
+        /// The block's records are ready for ``next()``.
+        case valid
         case corrupt(String)
     }
 
     private let codec: LogCodec
     private let decompressor = ZstdDecompressor()
+    /// The decoded records area (its first `length` bytes) of the block `walk` reads.
     private var raw: [UInt8] = []
+    private var length = 0
+    private var walk: RecordsWalk?
     /// A compact block's zstd frame with its magic number put back.
     private var framed: [UInt8] = []
     /// The last dictionary used, kept to skip the store's lock for the next block.
@@ -25,23 +31,58 @@ final class BlockDecoder {
     /// `timestampBase` comes from `SegmentReader.timestampBase(for:)`; `location` names the
     /// segment and offset in errors and notices.
     func decode(_ header: BlockHeader, payload: [UInt8], timestampBase: Int64, location: @autoclosure () -> String) throws -> Outcome {
-        guard header.isEncrypted else { return try decode(header, stored: payload, timestampBase: timestampBase, location: location) }
+        walk = nil
+        let outcome = try areaOf(header, payload: payload, location: location)
+        if case .valid = outcome {
+            guard raw.withUnsafeBytes({ RecordsWalk.check(UnsafeRawBufferPointer(rebasing: $0[0..<length]), header: header) }) else {
+                return .corrupt("\(location()): the block's records do not decode")
+            }
+            walk = RecordsWalk(header: header, timestampBase: timestampBase)
+        }
+        return outcome
+    }
+
+    /// The header of the decoded block, if one is held.
+    var header: BlockHeader? { walk?.header }
+
+    /// The decoded block's next record, or nil past its last.
+    func next() -> Record? {
+        raw.withUnsafeBytes { walk?.next(in: UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
+    }
+
+    /// Moves to `seq` in the decoded block (back to its start first if `seq` is behind),
+    /// without copying the records passed over.
+    func seek(to seq: UInt64) {
+        guard walk != nil else { return }
+        if seq < walk!.nextSeq { walk!.rewind() }
+        raw.withUnsafeBytes { walk!.skip(to: seq, in: UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
+    }
+
+    /// Forgets the decoded block.
+    func discard() { walk = nil }
+
+    /// Decrypts and decompresses `payload` into `raw[0..<length]`.
+    private func areaOf(_ header: BlockHeader, payload: [UInt8], location: () -> String) throws -> Outcome {
+        guard header.isEncrypted else { return try decompress(header, stored: payload, location: location) }
         let opened = try payload.withUnsafeBytes {
             try BlockCipher.open($0, header: header, logID: codec.logID, keys: codec.keys, location: location())
         }
         switch opened {
         case .plaintext(let plaintext):
-            return try decode(header, stored: plaintext, timestampBase: timestampBase, location: location)
+            return try decompress(header, stored: plaintext, location: location)
         case .authenticationFailed(let keyID):
             return .corrupt("\(location()): the encrypted payload failed authentication with key \(keyID) (the block was altered)")
         }
     }
 
-    private func decode(_ header: BlockHeader, stored: [UInt8], timestampBase: Int64, location: () -> String) throws -> Outcome {
+    private func decompress(_ header: BlockHeader, stored: [UInt8], location: () -> String) throws -> Outcome {
         let failure = Outcome.corrupt("\(location()): the block's records do not decode")
+        length = Int(header.rawLength)
+        if raw.count < length { raw = [UInt8](repeating: 0, count: length) }
         if header.codec == Format.codecNone {
-            guard stored.count == Int(header.rawLength) else { return failure }
-            return stored.withUnsafeBytes { decodeRecords($0, header: header, timestampBase: timestampBase) }.map(Outcome.records) ?? failure
+            guard stored.count == length else { return failure }
+            stored.withUnsafeBytes { source in raw.withUnsafeMutableBytes { $0.copyMemory(from: source) } }
+            return .valid
         }
         var dictionary: ZstdDictionary?
         if header.dictionaryID != 0 {
@@ -55,8 +96,7 @@ final class BlockDecoder {
             }
             dictionary = self.dictionary
         }
-        let length = Int(header.rawLength)
-        if raw.count < length { raw = [UInt8](repeating: 0, count: length) }
+        let length = self.length
         func decompress(_ frame: [UInt8]) -> Bool {
             frame.withUnsafeBytes { source in
                 raw.withUnsafeMutableBytes { destination in
@@ -72,7 +112,6 @@ final class BlockDecoder {
         } else {
             guard decompress(stored) else { return failure }
         }
-        return raw.withUnsafeBytes { decodeRecords(UnsafeRawBufferPointer(rebasing: $0[0..<length]), header: header, timestampBase: timestampBase) }
-            .map(Outcome.records) ?? failure
+        return .valid
     }
 }

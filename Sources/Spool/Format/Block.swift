@@ -185,27 +185,79 @@ struct PendingBlock {
     }
 }
 
-/// Decodes a verified records area into records, checking every length against the bounds.
-/// `timestampBase` is what the first record's timestamp delta is added to: 0 in a full block,
-/// the segment's created ms in a compact one (see `SegmentReader.timestampBase(for:)`).
-func decodeRecords(_ raw: UnsafeRawBufferPointer, header: BlockHeader, timestampBase: Int64) -> [Record]? {
-    var reader = ByteReader(raw)
-    if header.form == .compact && header.recordCount == 1 {
-        // A compact block of one record leaves out its length: the rest of the area is the payload.
-        guard let delta = reader.readVarint(), let payload = reader.readBytes(reader.remaining) else { return nil }
-        return [Record(seq: header.firstSeq, timestamp: timestampBase &+ unzigzag(delta), payload: Array(payload))]
+/// A position in a verified records area (FORMAT.md §3.3), read one record at a time: a
+/// block then costs memory in proportion to its raw bytes, never to its record count (a block
+/// may hold millions of empty records). ``check(_:header:)`` walks every record's
+/// framing first without allocating, so a block whose records do not decode is reported whole,
+/// before any of them is returned; after it, ``next(in:)`` cannot fail.
+struct RecordsWalk {
+    let header: BlockHeader
+    private let timestampBase: Int64
+    /// Offset of the next record's framing in the area.
+    private var offset = 0
+    /// The seq of the next record.
+    private(set) var nextSeq: UInt64
+    /// The timestamp of the record before the next one (the next one's delta applies to it).
+    private var timestamp: Int64
+
+    /// `timestampBase` is what the first record's timestamp delta is added to: 0 in a full
+    /// block, the segment's created ms in a compact one (see `SegmentReader.timestampBase(for:)`).
+    init(header: BlockHeader, timestampBase: Int64) {
+        self.header = header
+        self.timestampBase = timestampBase
+        nextSeq = header.firstSeq
+        timestamp = timestampBase
     }
-    var records = [Record]()
-    records.reserveCapacity(Int(header.recordCount))
-    var timestamp = timestampBase
-    for index in 0..<UInt64(header.recordCount) {
-        guard let length = reader.readVarint(), length <= UInt64(reader.remaining),
-              let delta = reader.readVarint(),
-              let payload = reader.readBytes(Int(length)) else { return nil }
-        timestamp = timestamp &+ unzigzag(delta)
-        records.append(Record(seq: header.firstSeq + index, timestamp: timestamp, payload: Array(payload)))
+
+    /// Whether every record has been read.
+    var isAtEnd: Bool { nextSeq >= header.endSeq }
+
+    /// Back to the first record.
+    mutating func rewind() { self = RecordsWalk(header: header, timestampBase: timestampBase) }
+
+    /// Whether `area` holds exactly `header.recordCount` records whose lengths stay inside it.
+    static func check(_ area: UnsafeRawBufferPointer, header: BlockHeader) -> Bool {
+        var walk = RecordsWalk(header: header, timestampBase: 0)
+        while !walk.isAtEnd {
+            guard walk.step(area) != nil else { return false }
+        }
+        return walk.offset == area.count
     }
-    return reader.remaining == 0 ? records : nil
+
+    /// The next record (its payload copied out of `area`), or nil at the end.
+    /// `area` must be the one ``check(_:header:)`` passed.
+    mutating func next(in area: UnsafeRawBufferPointer) -> Record? {
+        guard !isAtEnd, let (seq, timestamp, payload) = step(area) else { return nil }
+        return Record(seq: seq, timestamp: timestamp, payload: Array(UnsafeRawBufferPointer(rebasing: area[payload])))
+    }
+
+    /// Moves past the records before `seq` without copying them.
+    mutating func skip(to seq: UInt64, in area: UnsafeRawBufferPointer) {
+        while nextSeq < seq, !isAtEnd, step(area) != nil {}
+    }
+
+    /// Reads the next record's framing: its seq, timestamp and payload's range in `area`.
+    private mutating func step(_ area: UnsafeRawBufferPointer) -> (UInt64, Int64, Range<Int>)? {
+        var reader = ByteReader(area, offset: offset)
+        let length: UInt64
+        if header.form == .compact && header.recordCount == 1 {
+            // A compact block of one record leaves out its length: the rest of the area is the payload.
+            guard let delta = reader.readVarint() else { return nil }
+            timestamp = timestamp &+ unzigzag(delta)
+            length = UInt64(reader.remaining)
+        } else {
+            guard let recordLength = reader.readVarint(), recordLength <= UInt64(reader.remaining),
+                  let delta = reader.readVarint() else { return nil }
+            timestamp = timestamp &+ unzigzag(delta)
+            length = recordLength
+        }
+        let start = reader.offset
+        guard reader.readBytes(Int(length)) != nil else { return nil }
+        offset = reader.offset
+        let seq = nextSeq
+        nextSeq += 1
+        return (seq, timestamp, start..<offset)
+    }
 }
 
 /// Where a block is being written: what a compact header is relative to, and whether the

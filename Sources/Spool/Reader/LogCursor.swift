@@ -25,9 +25,7 @@ final class LogCursor {
     private var segment: SegmentReader?
     /// Offset of the next block to read in `segment`.
     private var offset: Int64 = 0
-    /// Records of the last decoded block, and the index of the next one to return.
-    private var decoded: [Record] = []
-    private var decodedIndex = 0
+    /// Holds the last decoded block and hands out its records one at a time.
     private let decoder: BlockDecoder
     /// Figures for `verify`.
     private(set) var blocksRead = 0
@@ -45,13 +43,12 @@ final class LogCursor {
 
     /// Moves to `seq`, reusing the decoded block when it holds `seq`.
     func seek(to seq: UInt64) {
-        if let first = decoded.first, seq >= first.seq, seq < first.seq + UInt64(decoded.count) {
-            decodedIndex = Int(seq - first.seq)
+        if let header = decoder.header, seq >= header.firstSeq, seq < header.endSeq {
+            decoder.seek(to: seq)
             position = seq
             return
         }
-        decoded.removeAll(keepingCapacity: true)
-        decodedIndex = 0
+        decoder.discard()
         if let segment, seq < position || seq < segment.baseSeq { self.segment = nil }
         position = seq
     }
@@ -59,12 +56,13 @@ final class LogCursor {
     /// The next record or notice, or nil when everything written so far has been read.
     func next() throws -> ReadItem? {
         while true {
-            if decodedIndex < decoded.count {
-                let record = decoded[decodedIndex]
-                decodedIndex += 1
-                if record.seq < position { continue }
-                position = record.seq + 1
-                return .record(record)
+            if decoder.header != nil {
+                decoder.seek(to: position)  // past the records before a reader that started inside the block
+                if let record = decoder.next() {
+                    position = record.seq + 1
+                    return .record(record)
+                }
+                decoder.discard()
             }
             let (segments, written) = log.readableSegments(durableOnly: durableOnly)
             guard position < written else { return nil }
@@ -135,11 +133,10 @@ final class LogCursor {
                 return .notice(skip(to: min(header.firstSeq, segmentEnd), kind: .missing, detail: "\(info.name): no block holds these records"))
             }
             // Throws for a missing dictionary or key, staying on this block (see BlockDecoder).
-            let records: [Record]
             switch try decoder.decode(header, payload: reader.payload, timestampBase: reader.timestampBase(for: header),
                                       location: "\(info.name) offset \(offset)") {
-            case .records(let decodedRecords):
-                records = decodedRecords
+            case .valid:
+                break
             case .corrupt(let why):
                 let notice = skip(to: min(header.endSeq, segmentEnd), kind: .corrupt, detail: why)
                 offset += Int64(header.totalSize)
@@ -149,8 +146,6 @@ final class LogCursor {
             blocksRead += 1
             storedBytesRead += header.totalSize
             rawBytesRead += Int(header.rawLength)
-            decoded = records
-            decodedIndex = 0
         }
     }
 
@@ -168,8 +163,7 @@ final class LogCursor {
     private func skip(to end: UInt64, kind: ReadNotice.Kind, detail: String) -> ReadNotice {
         let range = position..<max(position, end)
         position = range.upperBound
-        decoded.removeAll(keepingCapacity: true)
-        decodedIndex = 0
+        decoder.discard()
         return ReadNotice(kind: kind, range: range, detail: detail)
     }
 }
