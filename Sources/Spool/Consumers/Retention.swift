@@ -69,21 +69,31 @@ extension EventLog {
         }
     }
 
-    /// Unlinks sealed segments and makes the deletions durable. Every segment unlinked is
-    /// forgotten (and its base added to `removed`) even if a later step fails: the shared state
-    /// never lists a file that is gone (a reader would look for it again and again).
+    /// Unlinks sealed segments and makes the deletions durable. Each is forgotten before it is
+    /// unlinked, so the shared state never lists a file that is gone: a reader that finds a
+    /// listed file missing knows it was removed outside Spool. A segment that could not be
+    /// unlinked is listed again; every one unlinked has its base added to `removed`.
     func deleteSegments(_ doomed: [SegmentInfo], removed: inout Set<UInt64>) throws {
+        let forgotten = lock.withLock { () -> [SegmentInfo] in
+            let active = state.segments.last?.baseSeq
+            let bases = Set(doomed.map(\.baseSeq))
+            let forgotten = state.segments.filter { bases.contains($0.baseSeq) && $0.baseSeq != active }
+            state.segments.removeAll { bases.contains($0.baseSeq) && $0.baseSeq != active }
+            return forgotten
+        }
         do {
             defer {
-                let bases = removed
+                let kept = forgotten.filter { !removed.contains($0.baseSeq) }
                 let (count, bytes) = lock.withLock {
-                    let active = state.segments.last?.baseSeq
-                    state.segments.removeAll { bases.contains($0.baseSeq) && $0.baseSeq != active }
+                    for segment in kept {
+                        let index = state.segments.firstIndex { $0.baseSeq > segment.baseSeq } ?? state.segments.endIndex
+                        state.segments.insert(segment, at: index)
+                    }
                     return (state.segments.count, state.diskBytes)
                 }
                 metrics.recordSegments(count: count, diskBytes: bytes)
             }
-            for segment in doomed {
+            for segment in forgotten {
                 try DirectoryIO.remove(directory + "/" + segment.name)
                 removed.insert(segment.baseSeq)
             }

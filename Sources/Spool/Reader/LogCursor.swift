@@ -89,7 +89,12 @@ final class LogCursor {
                     segment = reader
                     offset = Int64(Format.segmentHeaderSize)
                 } catch let error as SpoolError where error.errno == .noSuchFileOrDirectory {
-                    continue  // deleted meanwhile (retention or the cap): take a new snapshot
+                    // Retention and the cap forget a segment before they unlink it: one the next
+                    // snapshot no longer lists was deleted meanwhile. One still listed was removed
+                    // outside Spool: its records are missing (looking again would never end).
+                    let segments = log.readableSegments(durableOnly: durableOnly).segments
+                    guard segments.contains(where: { $0.baseSeq == info.baseSeq }) else { continue }
+                    return .notice(skip(to: segmentEnd, kind: .missing, detail: "\(info.name) is gone (removed outside Spool)"))
                 }
             }
             guard let reader = segment else { continue }
