@@ -6,27 +6,6 @@ import Testing
 /// A segment file removed behind the log's back (a cleaner sweeping a temporary directory, a
 /// person) must be reported as missing records, not looked for for ever.
 @Suite struct RemovedSegmentTests {
-    /// Runs `body` on a thread of its own; records an issue and returns nil if it has not
-    /// returned within `seconds` (a reader that spins never would).
-    func within<T: Sendable>(seconds: Double, _ body: @escaping @Sendable () throws -> T) -> T? {
-        let done = DispatchSemaphore(value: 0)
-        let box = ResultBox<T>()
-        Thread.detachNewThread {
-            box.set(Result { try body() })
-            done.signal()
-        }
-        guard done.wait(timeout: .now() + seconds) == .success else {
-            Issue.record("did not return within \(seconds) s")
-            return nil
-        }
-        switch box.get()! {
-        case .success(let value): return value
-        case .failure(let error):
-            Issue.record("threw \(error)")
-            return nil
-        }
-    }
-
     @Test func aSegmentRemovedOutsideSpoolReadsAsMissing() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
@@ -39,13 +18,13 @@ import Testing
         try FileManager.default.removeItem(atPath: dir.file(names[1]))
         let gone = UInt64(names[1].dropLast(4))!..<UInt64(names[2].dropLast(4))!
 
-        let items = within(seconds: 30) { try log.readAll() }
+        let items = try within(seconds: 30) { try log.readAll() }?.get()
         #expect(items.map(notices)?.map(\.range) == [gone])
         #expect(items.map(notices)?.map(\.kind) == [.missing])
         #expect(items.map(records)?.map(\.seq) == (0..<UInt64(count)).filter { !gone.contains($0) })
 
         // The consumer meets the same notice, commits past it, and reaches the end.
-        let delivered = within(seconds: 30) { () -> [UInt64] in
+        let delivered = try within(seconds: 30) { () -> [UInt64] in
             var seqs = [UInt64]()
             for _ in 0..<count {
                 let batch = try consumer.read(maxCount: 50)
@@ -54,7 +33,7 @@ import Testing
                 try consumer.commit(through: batch.endSeq - 1)
             }
             return seqs
-        }
+        }?.get()
         #expect(delivered == (0..<UInt64(count)).filter { !gone.contains($0) })
     }
 
@@ -103,12 +82,4 @@ import Testing
         let seen = try kinds.get()!.get()
         #expect(!seen.contains(.missing), "a segment retention deleted was reported missing")
     }
-}
-
-/// A result handed from a thread to the test.
-final class ResultBox<T: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Result<T, any Error>?
-    func set(_ value: Result<T, any Error>) { lock.withLock { self.value = value } }
-    func get() -> Result<T, any Error>? { lock.withLock { value } }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 @testable import Spool
 
 /// A fresh directory under the system's temporary directory, removed by `cleanup()`.
@@ -170,4 +171,28 @@ struct GoldenBytes {
         defer { cursor += count }
         return Array(bytes[cursor..<cursor + count])
     }
+}
+
+/// Runs `body` on a thread of its own and returns how it ended; records an issue and returns
+/// nil if it has not ended within `seconds` (a reader that spins, an open that blocks, never would).
+func within<T: Sendable>(seconds: Double, _ body: @escaping @Sendable () throws -> T) -> Result<T, any Error>? {
+    let done = DispatchSemaphore(value: 0)
+    let box = ResultBox<T>()
+    Thread.detachNewThread {
+        box.set(Result { try body() })
+        done.signal()
+    }
+    guard done.wait(timeout: .now() + seconds) == .success else {
+        Issue.record("did not return within \(seconds) s")
+        return nil
+    }
+    return box.get()
+}
+
+/// A result handed from a thread to the test.
+final class ResultBox<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Result<T, any Error>?
+    func set(_ value: Result<T, any Error>) { lock.withLock { self.value = value } }
+    func get() -> Result<T, any Error>? { lock.withLock { value } }
 }

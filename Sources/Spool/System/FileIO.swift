@@ -21,14 +21,21 @@ struct FileIO {
         }
         do {
             let fd: FileDescriptor
+            // Non-blocking: opening a FIFO someone left under a log file's name would otherwise
+            // wait for a writer for ever (it has no effect on a regular file's I/O).
             switch mode {
             case .readOnly:
-                fd = try FileDescriptor.open(FilePath(path), .readOnly, options: [.closeOnExec], retryOnInterrupt: true)
+                fd = try FileDescriptor.open(FilePath(path), .readOnly, options: [.closeOnExec, .nonBlocking], retryOnInterrupt: true)
             case .readWrite:
-                fd = try FileDescriptor.open(FilePath(path), .readWrite, options: [.closeOnExec], retryOnInterrupt: true)
+                fd = try FileDescriptor.open(FilePath(path), .readWrite, options: [.closeOnExec, .nonBlocking], retryOnInterrupt: true)
             case .createNew(let permissions):
                 fd = try FileDescriptor.open(FilePath(path), .readWrite, options: [.create, .exclusiveCreate, .closeOnExec],
                                              permissions: FilePermissions(rawValue: CModeT(permissions)), retryOnInterrupt: true)
+            }
+            var info = stat()
+            guard fstat(fd.rawValue, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+                try? fd.close()
+                throw SpoolError(.io, "is not a regular file (Spool keeps its data in regular files only; move it aside)", path: path)
             }
             return FileIO(fd: fd, path: path)
         } catch let errno as Errno {
@@ -256,9 +263,10 @@ final class DirectoryLock: Sendable {
     ///   owner's log) is read without a lock: no writer can have it open there either.
     init(directory: String, permissions: UInt16, shared: Bool = false) throws {
         path = directory + "/" + Format.lockFileName
-        var fd = open(path, (shared ? O_RDONLY : O_RDWR | O_CREAT) | O_CLOEXEC, mode_t(permissions))
+        // Non-blocking: a FIFO named LOCK must not make opening wait for a writer for ever.
+        var fd = open(path, (shared ? O_RDONLY : O_RDWR | O_CREAT) | O_CLOEXEC | O_NONBLOCK, mode_t(permissions))
         if fd < 0 && shared && errno == ENOENT {
-            fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, mode_t(permissions))
+            fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, mode_t(permissions))
             if fd < 0 && (errno == EROFS || errno == EACCES) {
                 self.fd = Mutex(-1)
                 return
