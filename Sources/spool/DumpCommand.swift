@@ -7,7 +7,8 @@ struct DumpCommand: ParsableCommand {
         commandName: "dump",
         abstract: "Print records, one per line: the seq, a tab, the payload.",
         discussion: """
-            Payloads that are not single-line UTF-8 are printed as base64: and their base64. Ranges \
+            Payloads that are not UTF-8 free of control characters (a tab aside: no line break, \
+            no terminal escape) are printed as base64: and their base64. Ranges \
             that cannot be read (corrupt, dropped, expired, missing) are reported on standard error.
             """)
 

@@ -155,9 +155,12 @@ func claimScratchDirectory(_ root: String, for command: String) throws {
     }
 }
 
-/// A payload as one line: the text if it is single-line UTF-8, else `base64:` and its base64.
+/// A payload as one line: the text if it is UTF-8 without control characters (a tab aside),
+/// else `base64:` and its base64. Line breaks would split the record, and escape sequences
+/// from a payload must never reach the terminal reading the dump.
 func printable(_ payload: [UInt8]) -> String {
-    if let text = String(validating: payload, as: UTF8.self), !text.contains("\n"), !text.contains("\r"), !text.hasPrefix("base64:") {
+    if let text = String(validating: payload, as: UTF8.self), !text.hasPrefix("base64:"),
+       !text.unicodeScalars.contains(where: { ($0.value < 0x20 && $0 != "\t") || (0x7F...0x9F).contains($0.value) }) {
         return text
     }
     return "base64:" + Data(payload).base64EncodedString()
