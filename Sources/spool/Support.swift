@@ -155,12 +155,33 @@ func claimScratchDirectory(_ root: String, for command: String) throws {
     }
 }
 
+/// `text` as it is if it holds no control character (a tab aside), else quoted with its
+/// control characters escaped (`"a\u{1B}b"`): names found on disk are printed this way.
+/// (`String(reflecting:)` is not enough: it leaves C1 controls such as U+009B, a CSI, as they are.)
+func terminalSafe(_ text: String) -> String {
+    guard text.unicodeScalars.contains(where: isControl) else { return text }
+    var quoted = "\""
+    for scalar in text.unicodeScalars {
+        switch scalar {
+        case "\"", "\\": quoted += "\\" + String(scalar)
+        case _ where isControl(scalar): quoted += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+        default: quoted.unicodeScalars.append(scalar)
+        }
+    }
+    return quoted + "\""
+}
+
+/// Whether `scalar` is a C0 control other than tab, DEL, or a C1 control.
+private func isControl(_ scalar: Unicode.Scalar) -> Bool {
+    (scalar.value < 0x20 && scalar != "\t") || (0x7F...0x9F).contains(scalar.value)
+}
+
 /// A payload as one line: the text if it is UTF-8 without control characters (a tab aside),
 /// else `base64:` and its base64. Line breaks would split the record, and escape sequences
 /// from a payload must never reach the terminal reading the dump.
 func printable(_ payload: [UInt8]) -> String {
     if let text = String(validating: payload, as: UTF8.self), !text.hasPrefix("base64:"),
-       !text.unicodeScalars.contains(where: { ($0.value < 0x20 && $0 != "\t") || (0x7F...0x9F).contains($0.value) }) {
+       !text.unicodeScalars.contains(where: isControl) {
         return text
     }
     return "base64:" + Data(payload).base64EncodedString()

@@ -29,7 +29,7 @@ struct VerifyCommand: ParsableCommand {
         lines.append("raw        \(report.rawBytes) bytes (\(formatBytes(report.rawBytes)))")
         lines.append("ratio      \(String(format: "%.2f", report.compressionRatio))")
         for line in LogDirectory.recoveryLines(report.recovery) { lines.append("recovery   \(line)") }
-        for file in report.recovery.ignoredFiles { lines.append("ignored    \(file) (not a log file)") }
+        for file in report.recovery.ignoredFiles { lines.append("ignored    \(terminalSafe(file)) (not a log file)") }
         for notice in report.otherNotices { lines.append("notice     \(notice)") }
         for notice in report.corrupt { lines.append("CORRUPT    \(notice)") }
         lines.append(report.isClean ? "ok: no corruption" : "FAILED: \(report.corrupt.count) corrupt ranges, \(report.corrupt.reduce(0) { $0 + $1.count }) records lost")

@@ -95,6 +95,18 @@ import Testing
         #expect(decoded == Array(lines.dropFirst()))
     }
 
+    @Test func verifyPrintsAForeignFileNameWithoutItsControlCharacters() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        _ = try SpoolBinary.run(["append", dir], input: Data("one\n".utf8))
+        let name = "notes\u{1B}[2J\u{9B}0m.txt"
+        #expect(FileManager.default.createFile(atPath: dir + "/" + name, contents: Data()))
+        let verify = try SpoolBinary.run(["verify", dir])
+        #expect(verify.status == 0)
+        #expect(verify.stdout.contains(#"ignored    "notes\u{1B}[2J"#), "\(verify.stdout)")
+        #expect(!verify.stdout.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x9B })
+    }
+
     @Test func verifyFailsOnCorruptionAndNamesTheRange() throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
