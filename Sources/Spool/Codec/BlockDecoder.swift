@@ -20,6 +20,13 @@ final class BlockDecoder {
     private var raw: [UInt8] = []
     private var length = 0
     private var walk: RecordsWalk?
+    /// `walk` as it was before the last ``next()``: a seek back to the record just returned
+    /// (a consumer's batch that stops at `maxBytes` puts its last record back) restores it
+    /// instead of walking again from the block's first record.
+    private var beforeLast: RecordsWalk?
+    /// Records the seeks have stepped over, for tests: seeking one record back must not cost a
+    /// walk from the block's start (that made reading a block in small batches quadratic).
+    private(set) var recordsPassedOver = 0
     /// A compact block's zstd frame with its magic number put back.
     private var framed: [UInt8] = []
     /// The last dictionary used, kept to skip the store's lock for the next block.
@@ -32,6 +39,7 @@ final class BlockDecoder {
     /// segment and offset in errors and notices.
     func decode(_ header: BlockHeader, payload: [UInt8], timestampBase: Int64, location: @autoclosure () -> String) throws -> Outcome {
         walk = nil
+        beforeLast = nil
         let outcome = try areaOf(header, payload: payload, location: location)
         if case .valid = outcome {
             guard raw.withUnsafeBytes({ RecordsWalk.check(UnsafeRawBufferPointer(rebasing: $0[0..<length]), header: header) }) else {
@@ -47,19 +55,27 @@ final class BlockDecoder {
 
     /// The decoded block's next record, or nil past its last.
     func next() -> Record? {
-        raw.withUnsafeBytes { walk?.next(in: UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
+        beforeLast = walk
+        return raw.withUnsafeBytes { walk?.next(in: UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
     }
 
-    /// Moves to `seq` in the decoded block (back to its start first if `seq` is behind),
-    /// without copying the records passed over.
+    /// Moves to `seq` in the decoded block without copying the records passed over. Back to the
+    /// record ``next()`` just returned costs O(1); further back walks again from the block's start.
     func seek(to seq: UInt64) {
         guard walk != nil else { return }
-        if seq < walk!.nextSeq { walk!.rewind() }
+        if seq < walk!.nextSeq {
+            if let beforeLast, beforeLast.nextSeq <= seq { walk = beforeLast } else { walk!.rewind() }
+        }
+        let from = walk!.nextSeq
         raw.withUnsafeBytes { walk!.skip(to: seq, in: UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
+        recordsPassedOver += Int(walk!.nextSeq - from)
     }
 
     /// Forgets the decoded block.
-    func discard() { walk = nil }
+    func discard() {
+        walk = nil
+        beforeLast = nil
+    }
 
     /// Decrypts and decompresses `payload` into `raw[0..<length]`.
     private func areaOf(_ header: BlockHeader, payload: [UInt8], location: () -> String) throws -> Outcome {

@@ -66,7 +66,8 @@ public final class Consumer: @unchecked Sendable {
     public let log: EventLog
     private let lock = NSLock()
     private let offsetFile: OffsetFile
-    private let cursor: LogCursor
+    /// Guarded by `lock`. Internal for tests.
+    let cursor: LogCursor
     private let queue: DispatchQueue
     /// Guarded by `lock`: the next seq to deliver (including fast commits).
     private var committedSeq: UInt64

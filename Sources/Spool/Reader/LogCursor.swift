@@ -25,8 +25,8 @@ final class LogCursor {
     private var segment: SegmentReader?
     /// Offset of the next block to read in `segment`.
     private var offset: Int64 = 0
-    /// Holds the last decoded block and hands out its records one at a time.
-    private let decoder: BlockDecoder
+    /// Holds the last decoded block and hands out its records one at a time. Internal for tests.
+    let decoder: BlockDecoder
     /// Figures for `verify`.
     private(set) var blocksRead = 0
     private(set) var storedBytesRead = 0
