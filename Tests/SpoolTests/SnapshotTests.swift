@@ -97,6 +97,43 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: dir.file("META" + Format.temporarySuffix)))
     }
 
+    /// A consumer's offset past the last stored record (a power loss took back records it had
+    /// passed): a writing open skips seqs ahead and readers see the gap as missing; a snapshot
+    /// reads the same, though it starts no segment at the new seq.
+    @Test func aSnapshotReportsSeqsAPowerLossTookBackAsMissingAsAWritingOpenDoes() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let log = try EventLog.open(directory: dir.path)
+        for i in 0..<10 { try log.appendBlocking(payload(i), durability: .synced) }
+        try log.consumer(named: "c").commit(through: 3)
+        try log.close()
+        // The offset file as a fast commit through 14 would have left it, data through 9 only.
+        let consumers = dir.file(Format.consumersDirectory)
+        try OffsetFile.create(consumers + "/c" + Format.offsetSuffix, directory: consumers, nextSeq: 15, permissions: 0o600)
+        let before = contents(dir)
+
+        let snapshot = try LogSnapshot(directory: dir.path)
+        let seen = try snapshot.readAll()
+        let fromGap = try snapshot.readAll(from: 12)
+        let verified = try snapshot.verify()
+        #expect((snapshot.endSeq, snapshot.nextSeq) == (10, 15))
+        snapshot.close()
+        #expect(contents(dir) == before, "the snapshot changed the directory")
+        #expect(records(seen).map(\.seq) == Array(0..<10))
+        #expect(notices(seen).map(\.kind) == [.missing])
+        #expect(notices(seen).map(\.range) == [10..<15])
+        #expect(notices(fromGap).map(\.range) == [12..<15] && records(fromGap).isEmpty)
+        #expect(verified.isClean && verified.records == 10)
+        #expect(verified.otherNotices.map(\.range) == [10..<15])
+
+        let reopened = try EventLog.open(directory: dir.path)
+        defer { try? reopened.close() }
+        let written = try reopened.readAll()
+        #expect(records(written) == records(seen))
+        #expect(notices(written).map(\.kind) == notices(seen).map(\.kind))
+        #expect(notices(written).map(\.range) == notices(seen).map(\.range))
+    }
+
     @Test func aSnapshotAndAWriterExcludeEachOtherButSnapshotsShare() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }

@@ -29,7 +29,8 @@ public final class LogSnapshot: Sendable {
     /// One past the last readable record.
     public let endSeq: UInt64
     /// The seq the next append would get: ``endSeq``, or past it when a consumer's offset is
-    /// (seqs are never reused, even ones a power loss took back).
+    /// (seqs are never reused, even ones a power loss took back). Readers end with the seqs
+    /// between them as *missing*, as they would after a writing open.
     public var nextSeq: UInt64 { max(endSeq, consumerOffsets.values.max() ?? 0) }
 
     let codec: LogCodec
@@ -112,4 +113,8 @@ extension LogSnapshot: RecordSource {
     func readableSegments(durableOnly: Bool) -> (segments: [SegmentInfo], end: UInt64) {
         (segments, endSeq)
     }
+
+    /// ``nextSeq`` when it is past ``endSeq``: the writing open that would start a segment there
+    /// has not happened, so readers and ``verify()`` report `endSeq..<nextSeq` as missing at the end.
+    var resumedSeq: UInt64? { nextSeq > endSeq ? nextSeq : nil }
 }

@@ -9,6 +9,11 @@ protocol RecordSource: AnyObject, Sendable {
     /// The segments (oldest first, the last one's size its readable bytes) and the seq where
     /// reading stops: the end of what is written, or of what is durable with `durableOnly`.
     func readableSegments(durableOnly: Bool) -> (segments: [SegmentInfo], end: UInt64)
+    /// Where seqs resume past the stored records when a power loss took back records a consumer
+    /// had passed and no segment starts there (FORMAT.md §1): readers end with the gap as
+    /// *missing*. Nil when there is no such gap, or when a writing open already started a
+    /// segment at the resumed seq (the gap then reads between segments).
+    var resumedSeq: UInt64? { get }
 }
 
 /// Reads records in seq order across segments, from any seq, verifying every block's checksum
@@ -55,6 +60,14 @@ final class LogCursor {
 
     /// The next record or notice, or nil when everything written so far has been read.
     func next() throws -> ReadItem? {
+        if let item = try nextStored() { return item }
+        guard let resumed = log.resumedSeq, position < resumed else { return nil }
+        return .notice(skip(to: resumed, kind: .missing,
+                            detail: "lost after a consumer had passed them (a power loss took back written records); seqs resume at \(resumed)"))
+    }
+
+    /// The next stored record or notice, or nil at the end of what is stored.
+    private func nextStored() throws -> ReadItem? {
         while true {
             if decoder.header != nil {
                 decoder.seek(to: position)  // past the records before a reader that started inside the block

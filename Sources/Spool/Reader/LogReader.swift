@@ -33,6 +33,9 @@ extension EventLog: RecordSource {
         lock.withLock { (state.segments, durableOnly ? state.syncedThrough : state.writtenThrough) }
     }
 
+    /// Nil: opening raised the next seq by starting a new segment there (FORMAT.md §6 step 5).
+    var resumedSeq: UInt64? { nil }
+
     /// A reader positioned at `seq` (the oldest stored record if nil).
     public func reader(from seq: UInt64? = nil) -> LogReader {
         LogReader(cursor: LogCursor(log: self, from: seq ?? firstSeq))
