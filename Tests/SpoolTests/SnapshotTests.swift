@@ -153,6 +153,32 @@ import Testing
         try EventLog.open(directory: dir.path).close()
     }
 
+    /// With no LOCK file and none creatable, a snapshot reads unlocked only on a read-only file
+    /// system (no writer can start there); denied permission (another user's log, whose writer
+    /// could start mid-read) fails, naming LOCK. Root ignores permissions: faults stand in.
+    @Test func aSnapshotReadsUnlockedOnlyWhereNoWriterCanStart() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanupFaults() }
+        let log = try EventLog.open(directory: dir.path)
+        try log.appendBlocking(payload(0), durability: .synced)
+        try log.close()
+        try FileManager.default.removeItem(atPath: dir.file(Format.lockFileName))
+
+        // The first open finds no LOCK; the second, creating it, fails.
+        FaultInjection.arm(.open, under: dir.file(Format.lockFileName), after: 1, fault: .error(.readOnlyFileSystem))
+        let snapshot = try LogSnapshot(directory: dir.path)
+        #expect(records(try snapshot.readAll()).map(\.payload) == [payload(0)])
+        snapshot.close()
+        FaultInjection.disarm(under: dir.file(Format.lockFileName))
+
+        FaultInjection.arm(.open, under: dir.file(Format.lockFileName), after: 1, fault: .error(.permissionDenied))
+        #expect { _ = try LogSnapshot(directory: dir.path) } throws: {
+            let error = $0 as? SpoolError
+            return error?.errno == .permissionDenied && error?.path == dir.file(Format.lockFileName)
+        }
+        #expect(!FileManager.default.fileExists(atPath: dir.file(Format.lockFileName)))
+    }
+
     @Test func aSnapshotOfNoLogIsRefusedAndCreatesNothing() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }

@@ -259,15 +259,17 @@ final class DirectoryLock: Sendable {
     let path: String
 
     /// - Parameter shared: take a shared lock, opening LOCK read-only; it is created only if
-    ///   missing, and a directory where it cannot be created (a read-only mount, another
-    ///   owner's log) is read without a lock: no writer can have it open there either.
+    ///   missing. On a read-only file system, where it cannot be created, the directory is read
+    ///   without a lock: no writer can open the log there either. Anywhere else a LOCK that
+    ///   cannot be created (another user's log) fails (`.io` naming LOCK): that user's writer
+    ///   could start in the middle of the read.
     init(directory: String, permissions: UInt16, shared: Bool = false) throws {
         path = directory + "/" + Format.lockFileName
         // Non-blocking: a FIFO named LOCK must not make opening wait for a writer for ever.
-        var fd = open(path, (shared ? O_RDONLY : O_RDWR | O_CREAT) | O_CLOEXEC | O_NONBLOCK, mode_t(permissions))
+        var fd = Self.openFile(path, (shared ? O_RDONLY : O_RDWR | O_CREAT) | O_CLOEXEC | O_NONBLOCK, permissions)
         if fd < 0 && shared && errno == ENOENT {
-            fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, mode_t(permissions))
-            if fd < 0 && (errno == EROFS || errno == EACCES) {
+            fd = Self.openFile(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, permissions)
+            if fd < 0 && errno == EROFS {
                 self.fd = Mutex(-1)
                 return
             }
@@ -285,6 +287,15 @@ final class DirectoryLock: Sendable {
             throw SpoolError.system("flock", path: path, error)
         }
         self.fd = Mutex(fd)
+    }
+
+    /// `open(2)` behind the file layer's test seam (an armed `.open` fault sets `errno`).
+    private static func openFile(_ path: String, _ flags: Int32, _ permissions: UInt16) -> Int32 {
+        if case .error(let error) = FaultInjection.check(.open, path: path) {
+            errno = error.rawValue
+            return -1
+        }
+        return open(path, flags, mode_t(permissions))
     }
 
     func release() {
