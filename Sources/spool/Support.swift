@@ -26,8 +26,8 @@ struct LogDirectory: ParsableArguments {
     }
 
     /// Opens a read-only snapshot (what `verify`, `stat` and `dump` without `--commit` read):
-    /// nothing in the directory changes; what a writing open would repair is said on standard
-    /// error unless `reportingRecovery` is false.
+    /// no file of the log changes (an empty LOCK is made if there is none); what a writing
+    /// open would repair is said on standard error unless `reportingRecovery` is false.
     func snapshot(reportingRecovery: Bool = true) throws -> LogSnapshot {
         try requireLog()
         let snapshot = try LogSnapshot(directory: directory, configuration: withKeys(Configuration()), logger: commandLogger())

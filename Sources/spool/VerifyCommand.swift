@@ -8,10 +8,10 @@ struct VerifyCommand: ParsableCommand {
         abstract: "Check every block of a log; exit non-zero if anything is corrupt.",
         discussion: """
             Prints segments, blocks, records, bytes on disk, uncompressed bytes, the compression \
-            ratio and every corrupt range. Reads a snapshot: nothing in the directory changes. \
-            A damaged last block of the active segment is reported as a torn tail (what a killed \
-            writer leaves; a power loss or the disk can leave one too) that the next writing \
-            open cuts, not as corruption.
+            ratio and every corrupt range. Reads a snapshot: no file of the log changes (an \
+            empty LOCK is made if there is none). A damaged last block of the active segment is \
+            reported as a torn tail (what a killed writer leaves; a power loss or the disk can \
+            leave one too) that the next writing open cuts, not as corruption.
             """)
 
     @OptionGroup var log: LogDirectory

@@ -3,7 +3,7 @@ import Testing
 @testable import Spool
 
 /// `LogSnapshot` is what `spool verify`, `stat` and `dump` read: it must see exactly what a
-/// writing open would after its repairs, and change no byte of the directory.
+/// writing open would after its repairs, and change no byte of the log (an empty LOCK aside).
 @Suite struct SnapshotTests {
     /// Every file under `dir` (the LOCK file aside) with its bytes.
     func contents(_ dir: TemporaryDirectory) -> [String: [UInt8]] {
