@@ -187,4 +187,17 @@ import Testing
         #expect { _ = try LogSnapshot(directory: dir.path) } throws: { ($0 as? SpoolError)?.code == .invalidArgument }
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
     }
+
+    @Test func aSnapshotOfADamagedMetaWithNoSegmentIsCorruptNotNoLog() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        try EventLog.open(directory: dir.path).close()
+        for segment in dir.segments() { try FileManager.default.removeItem(atPath: dir.file(segment)) }
+        writeFile(dir.file(Format.metaFileName), [UInt8](repeating: 0xAB, count: Format.metaSize))
+        #expect { _ = try LogSnapshot(directory: dir.path) } throws: {
+            let error = $0 as? SpoolError
+            return error?.code == .corrupt && error?.path == dir.file(Format.metaFileName)
+                && error?.message.contains("META is damaged and there is no segment") == true
+        }
+    }
 }

@@ -100,10 +100,9 @@ enum Recovery {
         }
         if !repairing {
             if recovered { return meta }
-            guard !bases.isEmpty else {
-                throw SpoolError(.invalidArgument, "not a Spool log (no META file and no segment)", path: directory)
-            }
-            throw SpoolError(.corrupt, "META is missing or damaged and no segment header names the log", path: path)
+            // A snapshot opens only a directory holding META or a segment: with no segment, META is there but damaged.
+            throw SpoolError(.corrupt, bases.isEmpty ? "META is damaged and there is no segment whose header names the log"
+                                                     : "META is missing or damaged and no segment header names the log", path: path)
         }
         if !recovered && !bases.isEmpty {
             // Segments exist but none has a readable header: keep a new identity, say so.
