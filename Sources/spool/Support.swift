@@ -17,11 +17,11 @@ struct LogDirectory: ParsableArguments {
     /// Opens the log, applying the library's recovery rules (a torn tail is cut and reported),
     /// with the keys of `--key-file` for reading. Unless `creating`, the directory must already
     /// hold a log: a mistyped path must not become a new, empty log that "verifies" clean.
-    /// What recovery repaired is said on standard error (`verify` prints it in its report).
-    func open(_ configuration: Configuration = Configuration(), creating: Bool = false, reportingRecovery: Bool = true) throws -> EventLog {
+    /// What recovery repaired is said on standard error.
+    func open(_ configuration: Configuration = Configuration(), creating: Bool = false) throws -> EventLog {
         if !creating { try requireLog() }
         let log = try EventLog.open(directory: directory, configuration: withKeys(configuration), logger: commandLogger())
-        if reportingRecovery { Self.reportRecovery(log.recoveryReport) }
+        Self.reportRecovery(log.recoveryReport)
         return log
     }
 
