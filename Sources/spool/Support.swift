@@ -171,13 +171,15 @@ func terminalSafe(_ text: String) -> String {
     return quoted + "\""
 }
 
-/// Whether `scalar` is a C0 control other than tab, DEL, or a C1 control.
+/// Whether `scalar` is a C0 control other than tab, DEL, a C1 control, or the line or
+/// paragraph separator (U+2028, U+2029), which break a line as a newline does.
 private func isControl(_ scalar: Unicode.Scalar) -> Bool {
     (scalar.value < 0x20 && scalar != "\t") || (0x7F...0x9F).contains(scalar.value)
+        || scalar.value == 0x2028 || scalar.value == 0x2029
 }
 
-/// A payload as one line: the text if it is UTF-8 without control characters (a tab aside),
-/// else `base64:` and its base64. Line breaks would split the record, and escape sequences
+/// A payload as one line: the text if it is UTF-8 without control characters (a tab aside;
+/// U+2028 and U+2029 count as controls), else `base64:` and its base64. Line breaks would split the record, and escape sequences
 /// from a payload must never reach the terminal reading the dump.
 func printable(_ payload: [UInt8]) -> String {
     if let text = String(validating: payload, as: UTF8.self), !text.hasPrefix("base64:"),

@@ -82,15 +82,15 @@ import Testing
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let escape = "\u{1B}]0;owned\u{07}\u{1B}[2Jtitle"
-        let lines = ["plain\twith a tab", escape, "c1 \u{9B}31m", "base64:looks encoded"]
+        let lines = ["plain\twith a tab", escape, "c1 \u{9B}31m", "base64:looks encoded", "line\u{2028}separator", "paragraph\u{2029}separator"]
         _ = try SpoolBinary.run(["append", dir], input: Data((lines.joined(separator: "\n") + "\n").utf8))
         let dump = try SpoolBinary.run(["dump", dir])
         #expect(dump.status == 0)
         let printed = dump.stdout.split(separator: "\n").map { $0.split(separator: "\t", maxSplits: 1).last.map(String.init) ?? "" }
-        #expect(printed.count == 4)
+        #expect(printed.count == 6)
         #expect(printed.first == "plain\twith a tab")
         #expect(printed.dropFirst().allSatisfy { $0.hasPrefix("base64:") }, "\(printed)")
-        #expect(!dump.stdout.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 || $0.value == 0x9B })
+        #expect(!dump.stdout.unicodeScalars.contains { [0x1B, 0x07, 0x9B, 0x2028, 0x2029].contains($0.value) })
         let decoded = printed.dropFirst().map { Data(base64Encoded: String($0.dropFirst("base64:".count))).map { String(decoding: $0, as: UTF8.self) } }
         #expect(decoded == Array(lines.dropFirst()))
     }
