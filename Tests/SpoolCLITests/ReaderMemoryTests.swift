@@ -5,6 +5,8 @@ import Testing
 import Glibc
 #endif
 
+// Linux only: it uses `environ`, `posix_spawn_file_actions_t()` and `ru_maxrss` in KiB as glibc has them.
+#if os(Linux)
 /// A block costs a reader its raw bytes in memory, never its record count: a block of millions
 /// of empty records (allowed: 2 bytes each) must not become millions of records held at once.
 /// Measured as the peak resident size of a real `spool verify` process, against the same
@@ -54,3 +56,4 @@ import Glibc
         #expect(many.bytes - one.bytes < 48 << 20, "\(many.bytes >> 20) MiB vs \(one.bytes >> 20) MiB for one record")
     }
 }
+#endif
