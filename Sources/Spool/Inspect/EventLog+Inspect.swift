@@ -63,8 +63,9 @@ extension EventLog {
     /// Reads every block header of every segment (no payloads): counts, sizes, ratio.
     /// Blocking file I/O; the cost grows with the number of blocks.
     public func summary() throws -> LogSummary {
-        let (first, next) = lock.withLock { (state.firstSeq, state.nextSeq) }
-        return try summarize(firstSeq: first, nextSeq: next)
+        // One acquisition: retention or a roll between two would leave seqs and segments disagreeing.
+        let (first, next, segments) = lock.withLock { (state.firstSeq, state.nextSeq, state.segments) }
+        return try summarize(firstSeq: first, nextSeq: next, segments: segments)
     }
 
     /// Reads and checks every stored block: both checksums, decompression, every record's framing.
@@ -76,10 +77,11 @@ extension EventLog {
 }
 
 extension RecordSource {
-    /// What ``EventLog/summary()`` and ``LogSnapshot/summary()`` return.
-    func summarize(firstSeq: UInt64, nextSeq: UInt64) throws -> LogSummary {
+    /// What ``EventLog/summary()`` and ``LogSnapshot/summary()`` return, from `segments` and the
+    /// seqs read with them.
+    func summarize(firstSeq: UInt64, nextSeq: UInt64, segments: [SegmentInfo]) throws -> LogSummary {
         var summaries = [SegmentSummary]()
-        for segment in readableSegments(durableOnly: false).segments {
+        for segment in segments {
             var summary = SegmentSummary(name: segment.name, baseSeq: segment.baseSeq, bytes: segment.size, blocks: 0, records: 0, rawBytes: 0)
             if let reader = try? SegmentReader(path: directory + "/" + segment.name, baseSeq: segment.baseSeq, limit: segment.size) {
                 var offset = Int64(Format.segmentHeaderSize)

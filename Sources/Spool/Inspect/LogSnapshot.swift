@@ -100,7 +100,7 @@ public final class LogSnapshot: Sendable {
 
     /// Every block header of every segment (no payloads): counts, sizes, ratio.
     public func summary() throws -> LogSummary {
-        try summarize(firstSeq: firstSeq, nextSeq: nextSeq)
+        try summarize(firstSeq: firstSeq, nextSeq: nextSeq, segments: segments)
     }
 
     /// Every stored block checked: both checksums, decompression, every record's framing.
