@@ -109,13 +109,7 @@ import Testing
     @Test func seqsSkippedAfterAPowerLossReadAsMissingAtOnce() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
-        let log = try EventLog.open(directory: dir.path)
-        for i in 0..<10 { try log.appendBlocking(payload(i), durability: .synced) }
-        try log.consumer(named: "c").commit(through: 3)
-        try log.close()
-        // The offset file as a fast commit through 14 would have left it, data through 9 only.
-        let consumers = dir.file(Format.consumersDirectory)
-        try OffsetFile.create(consumers + "/c" + Format.offsetSuffix, directory: consumers, nextSeq: 15, permissions: 0o600)
+        try writeLogWithOffsetPastItsRecords(dir)
         let reopened = try EventLog.open(directory: dir.path)
         #expect(reopened.nextSeq == 15)
         let items = try reopened.readAll()

@@ -103,13 +103,7 @@ import Testing
     @Test func aSnapshotReportsSeqsAPowerLossTookBackAsMissingAsAWritingOpenDoes() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
-        let log = try EventLog.open(directory: dir.path)
-        for i in 0..<10 { try log.appendBlocking(payload(i), durability: .synced) }
-        try log.consumer(named: "c").commit(through: 3)
-        try log.close()
-        // The offset file as a fast commit through 14 would have left it, data through 9 only.
-        let consumers = dir.file(Format.consumersDirectory)
-        try OffsetFile.create(consumers + "/c" + Format.offsetSuffix, directory: consumers, nextSeq: 15, permissions: 0o600)
+        try writeLogWithOffsetPastItsRecords(dir)
         let before = contents(dir)
 
         let snapshot = try LogSnapshot(directory: dir.path)

@@ -110,6 +110,17 @@ func noisyPayload(_ i: Int, size: Int) -> [UInt8] {
     return Array("\(i):".utf8) + (0..<size).map { _ in digits[Int(generator.next() & 15)] }
 }
 
+/// Writes a log of 10 synced records (`payload(0..<10)`) whose consumer "c" has the offset
+/// file a fast commit through 14 would have left, as if a power loss took back the data past 9.
+func writeLogWithOffsetPastItsRecords(_ dir: TemporaryDirectory) throws {
+    let log = try EventLog.open(directory: dir.path)
+    for i in 0..<10 { try log.appendBlocking(payload(i), durability: .synced) }
+    try log.consumer(named: "c").commit(through: 3)
+    try log.close()
+    let consumers = dir.file(Format.consumersDirectory)
+    try OffsetFile.create(consumers + "/c" + Format.offsetSuffix, directory: consumers, nextSeq: 15, permissions: 0o600)
+}
+
 /// Writes `blocks` blocks of `perBlock` records (`payload(n)`) into a new log, each block
 /// acknowledged at `written` before the next, and returns the first segment's bytes with each
 /// block's end offset and end seq. The linger is made long, so a block is sealed only by the
