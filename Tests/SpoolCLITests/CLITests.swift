@@ -16,8 +16,8 @@ import Testing
         let dumped = dump.stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
         #expect(dumped.count == 1001)
         #expect(dumped.first == "0\t{\"event\":\"click\",\"n\":0}")
-        // A record with a control character is still one line of UTF-8; with a newline it would be base64.
-        #expect(dumped.last == "1000\t\u{1}binary")
+        // A record with a control character prints as base64: it must not reach the terminal.
+        #expect(dumped.last.map(String.init) == "1000\tbase64:" + Data("\u{1}binary".utf8).base64EncodedString())
 
         let from = try SpoolBinary.run(["dump", dir, "--from", "998"])
         #expect(from.stdout.split(separator: "\n").map { $0.split(separator: "\t")[0] } == ["998", "999", "1000"])
