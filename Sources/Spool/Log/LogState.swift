@@ -66,7 +66,8 @@ struct LogState {
     /// Every record below this seq is durable (survives power loss).
     var syncedThrough: UInt64
     /// Callers waiting for their record to be written or synced. Change it only through
-    /// ``addWaiter(_:)`` and ``setWaiters(_:)``, which keep ``syncedWaiters`` right.
+    /// ``addWaiter(_:)``, ``completeReachedWaiters()`` and ``removeAllWaiters()``, which keep
+    /// ``syncedWaiters`` right.
     private(set) var waiters: [Waiter] = []
     /// How many of `waiters` wait for `.synced` (read on every synced append while gathering).
     private(set) var syncedWaiters = 0
@@ -104,9 +105,41 @@ struct LogState {
         if waiter.level == .synced { syncedWaiters += 1 }
     }
 
-    mutating func setWaiters(_ remaining: [Waiter]) {
-        waiters = remaining
-        syncedWaiters = remaining.reduce(0) { $0 + ($1.level == .synced ? 1 : 0) }
+    /// Moves the async waiters whose records reached their level to `ready` and records the
+    /// blocking ones' success; the others stay, in order. The list keeps its capacity, so the
+    /// next group's waiters are added without allocating.
+    mutating func completeReachedWaiters() {
+        var kept = 0
+        for index in waiters.indices {
+            let waiter = waiters[index]
+            let mark = waiter.level == .synced ? syncedThrough : writtenThrough
+            if waiter.seq < mark {
+                switch waiter.kind {
+                case .async(let continuation): ready.append(continuation)
+                case .blocking(let id): blockingResults[id] = .success(())
+                }
+            } else {
+                waiters[kept] = waiter
+                kept += 1
+            }
+        }
+        waiters.removeLast(waiters.count - kept)
+        syncedWaiters = waiters.reduce(0) { $0 + ($1.level == .synced ? 1 : 0) }
+    }
+
+    /// Records a segment's current size, adding it if it is new (by base seq).
+    mutating func noteSegment(_ segment: SegmentInfo) {
+        if let index = segments.lastIndex(where: { $0.baseSeq == segment.baseSeq }) {
+            segments[index].size = segment.size
+        } else {
+            segments.append(segment)
+        }
+    }
+
+    /// Forgets every waiter (each has been resumed or given its result), keeping the capacity.
+    mutating func removeAllWaiters() {
+        waiters.removeAll(keepingCapacity: true)
+        syncedWaiters = 0
     }
 
     /// Whether a new waiter at `level` should wake the writer. While the writer gathers

@@ -86,8 +86,10 @@ extension EventLog {
     /// served synced callers starts a gathering window for the next group. Lock held on entry
     /// and exit; released while writing.
     func writeFullBlocks(sync: Bool, gathering: Bool) {
-        let batch = state.full
-        state.full.removeAll(keepingCapacity: true)
+        // Taken, not copied: the batch then owns its blocks' buffers alone, so recycling them
+        // (`publish`) and handing the array back below allocate nothing.
+        var batch = [PendingBlock]()
+        swap(&batch, &state.full)
         let served = state.syncedWaiters
         state.writing = true
         lock.unlock()
@@ -96,7 +98,10 @@ extension EventLog {
         let outcome = writer.write(batch[...], sync: sync)
         lock.lock()
         state.writing = false
-        publish(outcome, batch: batch)
+        publish(outcome, batch: &batch)
+        // Emptied before the lock is next released, so the recycled buffers are unshared.
+        batch.removeAll(keepingCapacity: true)
+        if state.full.isEmpty { swap(&batch, &state.full) }
         if gathering && outcome.synced && served > 0 {
             let arrived = state.syncedWaiters
             let finished = monotonicNanos()
@@ -158,37 +163,36 @@ extension EventLog {
     }
 
     /// Applies a write outcome to the shared state and wakes whoever it concerns. Lock held.
-    private func publish(_ outcome: SegmentWriter.Outcome, batch: [PendingBlock]) {
-        let written = batch.prefix(outcome.blocksWritten)
+    private func publish(_ outcome: SegmentWriter.Outcome, batch: inout [PendingBlock]) {
+        // By index, not through a slice: a slice would share the batch's storage, and the
+        // recycling below must find the batch sole owner of its blocks.
+        let written = 0..<outcome.blocksWritten
         if let last = written.last {
-            state.writtenThrough = last.firstSeq + UInt64(last.count)
+            state.writtenThrough = batch[last].firstSeq + UInt64(batch[last].count)
         }
-        for block in written {
-            state.pendingBytes -= block.charge
+        var recordsWritten = 0
+        for index in written {
+            state.pendingBytes -= batch[index].charge
+            recordsWritten += batch[index].count
         }
         state.counters.blocksWritten += UInt64(outcome.blocksWritten)
         state.counters.storedBytes += UInt64(outcome.storedBytes)
         state.counters.rawBytes += UInt64(outcome.rawBytes)
         state.counters.fsyncs += UInt64(outcome.fsyncs)
-        let recordsWritten = written.reduce(0) { $0 + $1.count }
         metrics.recordWrite(records: recordsWritten, blocks: outcome.blocksWritten, stored: outcome.storedBytes,
                             raw: outcome.rawBytes, fsyncs: outcome.fsyncs)
         // Segments: sealed ones get their final size; the active one its current size.
         // One batch can roll more than once: a segment may be created and sealed within it.
-        for segment in outcome.sealed + [writer.activeSegment].compactMap({ $0 }) {
-            if let index = state.segments.lastIndex(where: { $0.baseSeq == segment.baseSeq }) {
-                state.segments[index].size = segment.size
-            } else {
-                state.segments.append(segment)
-            }
-        }
+        for segment in outcome.sealed { state.noteSegment(segment) }
+        if let active = writer.activeSegment { state.noteSegment(active) }
         state.counters.segmentsRolled += UInt64(outcome.sealed.count)
         metrics.recordSegments(count: state.segments.count, diskBytes: state.diskBytes)
         if outcome.synced { state.syncedThrough = state.writtenThrough }
-        // Recycle the written blocks' buffers (bounded: a few blocks' worth).
-        for var block in written where state.spare.count < 8 {
-            block.reset(firstSeq: 0)
-            state.spare.append(block)
+        // Recycle the written blocks' buffers (bounded: a few blocks' worth). Each is emptied
+        // in place while the batch alone holds it: emptying a shared copy would allocate anew.
+        for index in written where state.spare.count < 8 {
+            batch[index].reset(firstSeq: 0)
+            state.spare.append(batch[index])
         }
         if let error = outcome.error {
             state.counters.writeErrors += 1
@@ -227,19 +231,7 @@ extension EventLog {
     /// ``resumeReady()``) and completes the blocking ones. Lock held.
     func completeWaiters() {
         guard !state.waiters.isEmpty else { return }
-        var remaining = [Waiter]()
-        for waiter in state.waiters {
-            let mark = waiter.level == .synced ? state.syncedThrough : state.writtenThrough
-            if waiter.seq < mark {
-                switch waiter.kind {
-                case .async(let continuation): state.ready.append(continuation)
-                case .blocking(let id): state.blockingResults[id] = .success(())
-                }
-            } else {
-                remaining.append(waiter)
-            }
-        }
-        state.setWaiters(remaining)
+        state.completeReachedWaiters()
     }
 
     /// Resumes the completed async waiters with the lock released, so each resumed caller can
@@ -247,11 +239,14 @@ extension EventLog {
     /// entry and exit.
     func resumeReady() {
         guard !state.ready.isEmpty else { return }
-        let ready = state.ready
-        state.ready.removeAll(keepingCapacity: true)
+        // Taken and handed back emptied: no array is allocated per group.
+        var ready = [UnsafeContinuation<Void, any Error>]()
+        swap(&ready, &state.ready)
         lock.unlock()
         for continuation in ready { continuation.resume() }
+        ready.removeAll(keepingCapacity: true)
         lock.lock()
+        if state.ready.isEmpty { swap(&ready, &state.ready) }
     }
 
     /// Completes the waiters whose records reached their level, and fails every other one with
@@ -271,7 +266,7 @@ extension EventLog {
             case .blocking(let id): state.blockingResults[id] = .failure(error)
             }
         }
-        state.setWaiters([])
+        state.removeAllWaiters()
     }
 
     /// Tells the write observers how far the log is written, outside the lock, on the thread
