@@ -240,6 +240,21 @@ import Testing
         try reopened.close()
     }
 
+    @Test func aDamagedMetaWithNoSegmentIsReportedNotTakenForANewLog() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let log = try EventLog.open(directory: dir.path)
+        let id = log.id
+        try log.close()
+        for segment in dir.segments() { try FileManager.default.removeItem(atPath: dir.file(segment)) }
+        writeFile(dir.file(Format.metaFileName), [1, 2, 3])
+        let reopened = try EventLog.open(directory: dir.path)
+        #expect(reopened.id != id)
+        #expect(!reopened.recoveryReport.created)
+        #expect(reopened.recoveryReport.corruptions.contains { $0.contains("a new log id was made") })
+        try reopened.close()
+    }
+
     @Test func newerSegmentVersionIsRefusedClearly() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }

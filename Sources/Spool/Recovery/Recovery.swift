@@ -75,7 +75,8 @@ enum Recovery {
     private static func loadOrCreateMeta(directory: String, bases: [UInt64], configuration: Configuration, repairing: Bool,
                                          report: inout RecoveryReport, logger: Logger) throws -> MetaRecord {
         let path = directory + "/" + Format.metaFileName
-        if DirectoryIO.exists(path) {
+        let metaExists = DirectoryIO.exists(path)
+        if metaExists {
             let file = try FileIO.open(path, .readOnly)
             let bytes = try file.read(count: Format.metaSize + 1, at: 0)
             file.close()
@@ -104,12 +105,13 @@ enum Recovery {
             throw SpoolError(.corrupt, bases.isEmpty ? "META is damaged and there is no segment whose header names the log"
                                                      : "META is missing or damaged and no segment header names the log", path: path)
         }
-        if !recovered && !bases.isEmpty {
-            // Segments exist but none has a readable header: keep a new identity, say so.
+        if !recovered && (metaExists || !bases.isEmpty) {
+            // A log was here (a damaged META, or segments none of whose headers can be read):
+            // its identity is lost; keep a new one, say so.
             report.corruptions.append("META was missing or damaged and no segment header names the log; a new log id was made")
             logger.warning("META was missing or damaged and no segment header names the log; a new log id was made", metadata: ["directory": "\(directory)"])
         }
-        report.created = bases.isEmpty
+        report.created = bases.isEmpty && !metaExists
         try DirectoryIO.writeAtomically(meta.encoded(), to: path, directory: directory, permissions: configuration.fileMode)
         return meta
     }
