@@ -19,9 +19,9 @@ import Testing
         let collector: Collector
         let url: URL
 
-        static func make(_ configure: (inout FaultConfiguration) -> Void = { _ in }) async throws -> Rig {
+        static func make(log logConfiguration: Configuration = .init(), _ configure: (inout FaultConfiguration) -> Void = { _ in }) async throws -> Rig {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spool-sync-\(UUID().uuidString)").path
-            let log = try EventLog.open(directory: directory)
+            let log = try EventLog.open(directory: directory, configuration: logConfiguration)
             var configuration = CollectorConfiguration()
             configure(&configuration.faults)
             configuration.seed = 42
@@ -129,6 +129,40 @@ import Testing
         let text = String(decoding: batch.records.first?.payload ?? [], as: UTF8.self)
         #expect(text.hasPrefix(#"{"id":"\#(rig.log.id)-23","seq":23,"time":"#))
         #expect(text.hasSuffix(#","status":400,"data":{"n":23,"tag":"POISON"}}"#))
+        try deadLetters.close()
+        await rig.tearDown()
+    }
+
+    @Test func anEncryptedLogsRefusedRecordsAreEncryptedInTheDeadLetterLogToo() async throws {
+        var configuration = Configuration()
+        configuration.encryption = .init(keys: [7: [UInt8](repeating: 0x5A, count: 32)], current: 7)
+        configuration.fileMode = 0o640
+        let rig = try await Rig.make(log: configuration) { $0.poisonMarker = "POISON" }
+        try await rig.append(10) { $0 == 4 ? #"{"n":4,"tag":"POISON-SECRET"}"# : #"{"n":\#($0)}"# }
+        let worker = try rig.worker()
+        #expect(await worker.flush(retries: Self.retries).deadLettered == 1)
+        await worker.stop()  // closes the dead-letter log
+
+        let directory = DeadLetterLog.directory(logDirectory: rig.directory, consumer: "uploader")
+        let segments = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".seg") }
+        #expect(!segments.isEmpty)
+        for name in segments {
+            let bytes = Array(FileManager.default.contents(atPath: directory + "/" + name) ?? Data())
+            #expect(!bytes.isEmpty)
+            let mode = (try FileManager.default.attributesOfItem(atPath: directory + "/" + name)[.posixPermissions] as? NSNumber)?.uint16Value
+            #expect(mode == 0o640)
+        }
+        // Encrypted: readable with the source log's keys, and only with them.
+        let keyless = try EventLog.open(directory: directory)
+        #expect { _ = try keyless.readAll() } throws: { ($0 as? SpoolError)?.code == .missingKey }
+        try keyless.close()
+        let deadLetters = try EventLog.open(directory: directory, configuration: DeadLetterLog.configuration(from: configuration))
+        let payloads = try deadLetters.readAll().compactMap { item -> String? in
+            if case .record(let record) = item { return String(decoding: record.payload, as: UTF8.self) }
+            return nil
+        }
+        #expect(payloads.count == 1)
+        #expect(payloads.first?.hasSuffix(#""data":{"n":4,"tag":"POISON-SECRET"}}"#) == true)
         try deadLetters.close()
         await rig.tearDown()
     }

@@ -18,6 +18,7 @@ public final class DeadLetterLog: DeadLetterSink {
     /// The dead-letter log's directory.
     public let directory: String
     private let sourceLog: LogID
+    private let configuration: Configuration
     private let logger: Logger
     private let opened = Mutex<EventLog?>(nil)
 
@@ -25,10 +26,27 @@ public final class DeadLetterLog: DeadLetterSink {
     ///   - logDirectory: the directory of the log the consumer reads.
     ///   - consumer: the consumer's name.
     ///   - logID: the id of that log (records keep their original ids).
-    public init(logDirectory: String, consumer: String, logID: LogID, logger: Logger = Logger(label: "spool.sync")) {
+    ///   - configuration: what the dead-letter log is opened with. Pass
+    ///     ``configuration(from:)`` of the source log's, so refused records are kept as private
+    ///     as the log they came from (its encryption, file and directory modes). The default is
+    ///     the library's: no encryption.
+    public init(logDirectory: String, consumer: String, logID: LogID, configuration: Configuration = .init(),
+                logger: Logger = Logger(label: "spool.sync")) {
         self.directory = Self.directory(logDirectory: logDirectory, consumer: consumer)
         self.sourceLog = logID
+        self.configuration = configuration
         self.logger = logger
+    }
+
+    /// The dead-letter log's configuration for a log opened with `source`: the same encryption
+    /// (refused records are never stored in the clear when the log is encrypted) and the same
+    /// file and directory modes; everything else the library's defaults (no dictionary, no cap).
+    public static func configuration(from source: Configuration) -> Configuration {
+        var configuration = Configuration()
+        configuration.encryption = source.encryption
+        configuration.fileMode = source.fileMode
+        configuration.directoryMode = source.directoryMode
+        return configuration
     }
 
     /// `<log directory>/deadletter/<consumer name>`.
@@ -70,8 +88,9 @@ public final class DeadLetterLog: DeadLetterSink {
     private func open() async throws -> EventLog {
         if let log = opened.withLock({ $0 }) { return log }
         let directory = directory
+        let configuration = configuration
         let logger = logger
-        let log = try await offPool { try EventLog.open(directory: directory, logger: logger) }
+        let log = try await offPool { try EventLog.open(directory: directory, configuration: configuration, logger: logger) }
         opened.withLock { $0 = log }
         return log
     }

@@ -4,7 +4,8 @@ import Spool
 
 extension SyncWorker where C == ContinuousClock {
     /// A worker for a Spool consumer on the system's continuous clock, dead-lettering refused
-    /// records into `<log directory>/deadletter/<consumer name>` (see ``DeadLetterLog``).
+    /// records into `<log directory>/deadletter/<consumer name>` (see ``DeadLetterLog``), a log
+    /// with the consumer's log's encryption and file modes.
     ///
     /// - Parameters:
     ///   - consumer: the consumer to drain.
@@ -16,7 +17,8 @@ extension SyncWorker where C == ContinuousClock {
         consumer: Consumer, uploader: any Uploader, configuration: SyncConfiguration = .init(),
         logger: Logger = Logger(label: "spool.sync")
     ) throws(SyncError) {
-        let deadLetters = DeadLetterLog(logDirectory: consumer.log.directory, consumer: consumer.name, logID: consumer.log.id, logger: logger)
+        let deadLetters = DeadLetterLog(logDirectory: consumer.log.directory, consumer: consumer.name, logID: consumer.log.id,
+                                        configuration: DeadLetterLog.configuration(from: consumer.log.configuration), logger: logger)
         try self.init(
             source: consumer, uploader: uploader, configuration: configuration, deadLetters: deadLetters,
             clock: ContinuousClock(), logger: logger)
