@@ -81,7 +81,7 @@ extension Context {
                             percent: true))
         }
         rows.append(Row(group: "trickle", scenario: scenario + ", encrypted",
-                        spool: Figure(figures.trainedDictionaryEncrypted, "B/event", note: "trained dictionary"),
+                        spool: Figure(figures.trainedDictionaryEncrypted, "B/event", note: "the clear log's dictionary, provided"),
                         baseline: "Spool, trained dictionary, clear", baselineFigure: trained, percent: true))
         return rows
     }

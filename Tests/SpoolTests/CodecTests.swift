@@ -102,6 +102,29 @@ import Testing
         try reopened.close()
     }
 
+    @Test func aDictionaryTrainedInTheClearServesAnEncryptedLogAsProvided() throws {
+        let clear = TemporaryDirectory()
+        let secret = TemporaryDirectory()
+        defer { clear.cleanup(); secret.cleanup() }
+        let trainer = try EventLog.open(directory: clear.path, configuration: codecConfiguration(dictionary: .train(size: 4096, afterSamples: 300)))
+        #expect(try trainer.currentDictionary() == nil)
+        try trickle(trainer, (0..<300).map { payload($0) })
+        #expect(eventually { trainer.currentDictionaryID == 1 })
+        let trained = try #require(try trainer.currentDictionary())
+        try trainer.close()
+        #expect(trained.count > 0 && trained.count <= 4096)
+        #expect(Array(readFile(clear.file("dictionaries/" + Format.dictionaryName(1))).dropFirst(Format.dictionaryHeaderSize)) == trained)
+
+        let configuration = codecConfiguration(dictionary: .provided(trained), key: codecTestKey(5))
+        let log = try EventLog.open(directory: secret.path, configuration: configuration)
+        try trickle(log, (0..<20).map { payload($0) })
+        #expect(log.currentDictionaryID == 1)
+        #expect(records(try log.readAll()).map(\.payload) == (0..<20).map { payload($0) })
+        try log.close()
+        let headers = blockHeaders(readFile(secret.file(Format.segmentName(0)))).map(\.header)
+        #expect(!headers.isEmpty && headers.allSatisfy { $0.dictionaryID == 1 && $0.flags & Format.flagEncrypted != 0 })
+    }
+
     @Test func readerWithoutTheDictionaryFailsClearlyAndResumesOnceItIsBack() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
@@ -211,6 +234,11 @@ import Testing
         c = Configuration()
         c.encryption = .init(keys: [1: codecTestKey(1)], current: 2)
         configurations.append(("encryption", c))
+        // A trained dictionary holds pieces of the records in the clear: not with encryption on.
+        c = Configuration()
+        c.dictionary = .trained
+        c.encryption = .init(keys: [1: codecTestKey(1)], current: 1)
+        configurations.append(("dictionary", c))
         for (field, configuration) in configurations {
             #expect { try configuration.validate() } throws: { error in
                 let e = error as! SpoolError
@@ -218,10 +246,14 @@ import Testing
             }
         }
         c = Configuration()
-        c.dictionary = .trained
+        c.dictionary = .provided(codecTestDictionary())
         c.encryption = .init(keys: [1: codecTestKey(1)], current: 1)
         #expect(throws: Never.self) { try c.validate() }
         #expect(!"\(c.encryption!)".contains("\(codecTestKey(1))"))
+        // Keys that only read (nothing new is encrypted) leave training allowed.
+        c.dictionary = .trained
+        c.encryption?.current = nil
+        #expect(throws: Never.self) { try c.validate() }
     }
 
     @Test func keyFileParsesAndRejectsMalformedLines() throws {

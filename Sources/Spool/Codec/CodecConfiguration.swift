@@ -11,9 +11,13 @@ extension Configuration {
         /// No dictionary for new blocks. The default. Blocks written earlier with one stay readable.
         case none
         /// Use these bytes (a dictionary made by `zstd --train`, or raw content). They are stored
-        /// in the log under a new id the first time; the same bytes later reuse that id.
+        /// in the log under a new id the first time, unencrypted even in an encrypted log; the
+        /// same bytes later reuse that id.
         /// At most 1 MiB.
         case provided([UInt8])
+        /// Not allowed with encryption on: the dictionary, stored in the clear, is made of pieces
+        /// of the records (``Configuration/validate()`` refuses it).
+        ///
         /// Train a dictionary of at most `size` bytes from the log's own records, once
         /// `afterSamples` records have been written (each record's payload, up to its first
         /// 16 KiB, is a sample). zstd suggests samples totalling about 100 × `size`: with
@@ -82,6 +86,10 @@ extension Configuration {
             guard (8...1_000_000).contains(samples) else {
                 throw fail("dictionary", "trains after \(samples) samples; it must be 8 ... 1,000,000")
             }
+        }
+        if case .train = dictionary, encryption?.current != nil {
+            // A trained dictionary is made of pieces of the records and stored in the clear.
+            throw fail("dictionary", "is .train while encryption is on: a trained dictionary is made of fragments of the records and is stored unencrypted (FORMAT.md §8); pass one made from data that is not secret as .provided (EventLog.currentDictionary() of a log that trained it), or use .none")
         }
         if let encryption {
             for (id, key) in encryption.keys where key.count != 32 {

@@ -10,4 +10,13 @@ extension EventLog {
 
     /// The id of the dictionary new blocks are compressed with, or nil for none.
     public var currentDictionaryID: UInt32? { codec.dictionaries.currentID }
+
+    /// The bytes of the dictionary new blocks are compressed with, or nil for none: to keep a
+    /// dictionary trained here (from data that is not secret) and hand it to another log as
+    /// ``Configuration/DictionaryPolicy/provided(_:)``, which is how an encrypted log gets one.
+    /// - Throws: `.missingDictionary` when its file is absent or damaged.
+    public func currentDictionary() throws -> [UInt8]? {
+        guard let id = codec.dictionaries.currentID else { return nil }
+        return try codec.dictionaries.dictionary(id).bytes
+    }
 }
