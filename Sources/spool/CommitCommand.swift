@@ -12,7 +12,7 @@ struct CommitCommand: ParsableCommand {
     @Option(help: "The consumer's name.")
     var consumer: String
 
-    @Flag(help: "Create the consumer if it does not exist (without it, a mistyped name is refused rather than made into a consumer that holds retention back).")
+    @Flag(help: LogDirectory.createConsumerHelp)
     var create = false
 
     @Option(help: "The last seq to mark as consumed; the next read starts after it.")

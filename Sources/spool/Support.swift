@@ -57,6 +57,9 @@ struct LogDirectory: ParsableArguments {
 
     /// Refuses a consumer name the log does not have: a mistyped name must not become a new
     /// consumer, which would hold retention back for ever.
+    /// The `--create` flag's help, for every command that takes a consumer name.
+    static let createConsumerHelp: ArgumentHelp = "Create the consumer if it does not exist (without it, a mistyped name is refused rather than made into a consumer that holds retention back)."
+
     static func requireConsumer(_ name: String, in names: [String]) throws {
         guard names.contains(name) else {
             throw ValidationError("the log has no consumer named \(name) (it has: \(names.joined(separator: ", ")))")

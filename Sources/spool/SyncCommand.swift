@@ -22,8 +22,11 @@ struct SyncCommand: AsyncParsableCommand {
     @Option(help: "The collector's URL (http or https).")
     var url: String
 
-    @Option(help: "The consumer to drain (created at the oldest record if it does not exist).")
+    @Option(help: "The consumer to drain; it must exist unless --create (which starts it at the oldest record).")
     var consumer = "sync"
+
+    @Flag(help: LogDirectory.createConsumerHelp)
+    var create = false
 
     @Option(name: .customLong("batch-count"), help: "Most records per request (default 50).")
     var batchCount: Int?
@@ -79,6 +82,7 @@ struct SyncCommand: AsyncParsableCommand {
         let worker: SyncWorker<ContinuousClock>
         do {
             let consumerName = consumer
+            if !create { try LogDirectory.requireConsumer(consumerName, in: eventLog.consumerNames) }
             worker = try SyncWorker(
                 consumer: try await offPool { try eventLog.consumer(named: consumerName) }, url: URL(string: url)!,
                 configuration: try makeConfiguration(), logger: logger)

@@ -46,7 +46,11 @@ import Testing
 
         let arguments = ["sync", log, "--url", "http://127.0.0.1:\(port)/batch", "--once", "--batch-count", "37",
                          "--encoding", "ndjson", "--compression", "zstd", "--header", "X-Test: yes", "--retries", "50"]
-        let first = try SpoolBinary.run(arguments)
+        // No consumer yet: a name that does not exist is refused (a typo would re-upload the
+        // whole log and hold retention back), until --create asks for it.
+        let unknown = try SpoolBinary.run(arguments)
+        #expect(unknown.status != 0 && unknown.stderr.contains("no consumer named sync"), "\(unknown.stderr)")
+        let first = try SpoolBinary.run(arguments + ["--create"])
         #expect(first.status == 0, "\(first.stderr)")
         let second = try SpoolBinary.run(arguments)
         #expect(second.status == 0, "\(second.stderr)")

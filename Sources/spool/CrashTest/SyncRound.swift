@@ -23,7 +23,7 @@ struct SyncRound {
     /// uploading (or lets it finish, when `kill` is false). Returns a problem, if any.
     /// - Returns: the problems, and whether the child was still running when it was killed.
     func run(executable: String, directory: String, generator: inout SplitMix64, maxRunMillis: Int, kill: Bool) throws -> (problems: [String], killed: Bool) {
-        var arguments = ["sync", directory, "--url", url, "--consumer", "up", "--batch-count", "\(1 + generator.next() % 120)"]
+        var arguments = ["sync", directory, "--url", url, "--consumer", "up", "--create", "--batch-count", "\(1 + generator.next() % 120)"]
         // Half the rounds drain and exit (--once); the others run as a daemon that sends at
         // launch what the previous run left, then idles.
         if !kill {
