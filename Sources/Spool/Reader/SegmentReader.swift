@@ -108,7 +108,7 @@ final class SegmentReader {
 
     /// Finds the next valid block strictly after `offset`, scanning for either block magic.
     /// Reads the rest of the segment once in 1 MiB chunks, plus the payloads of the candidates
-    /// whose header checks (to verify their CRC): at most 64 MiB plus twice the rest of the
+    /// whose header checks (to verify their CRC): at most `maxStoredLength` (65 MiB) plus twice the rest of the
     /// segment in all. Damage passes a header check about once in 2^16 to 2^32 candidates, so
     /// only forged headers (each claiming the rest of the file) could need more, and would make
     /// the scan quadratic: past the budget it throws `corrupt` instead of going on.
