@@ -55,11 +55,11 @@ struct LogDirectory: ParsableArguments {
         return configuration
     }
 
-    /// Refuses a consumer name the log does not have: a mistyped name must not become a new
-    /// consumer, which would hold retention back for ever.
     /// The `--create` flag's help, for every command that takes a consumer name.
     static let createConsumerHelp: ArgumentHelp = "Create the consumer if it does not exist (without it, a mistyped name is refused rather than made into a consumer that holds retention back)."
 
+    /// Refuses a consumer name the log does not have: a mistyped name must not become a new
+    /// consumer, which would hold retention back for ever.
     static func requireConsumer(_ name: String, in names: [String]) throws {
         guard names.contains(name) else {
             throw ValidationError("the log has no consumer named \(name) (it has: \(names.joined(separator: ", ")))")
@@ -182,8 +182,9 @@ private func isControl(_ scalar: Unicode.Scalar) -> Bool {
 }
 
 /// A payload as one line: the text if it is UTF-8 without control characters (a tab aside;
-/// U+2028 and U+2029 count as controls), else `base64:` and its base64. Line breaks would split the record, and escape sequences
-/// from a payload must never reach the terminal reading the dump.
+/// U+2028 and U+2029 count as controls), else `base64:` and its base64. Line breaks would
+/// split the record, and escape sequences from a payload must never reach the terminal
+/// reading the dump.
 func printable(_ payload: [UInt8]) -> String {
     if let text = String(validating: payload, as: UTF8.self), !text.hasPrefix("base64:"),
        !text.unicodeScalars.contains(where: isControl) {

@@ -15,16 +15,15 @@ extension Configuration {
         /// same bytes later reuse that id.
         /// At most 1 MiB.
         case provided([UInt8])
-        /// Not allowed with encryption on: the dictionary, stored in the clear, is made of pieces
-        /// of the records (``Configuration/validate()`` refuses it).
-        ///
         /// Train a dictionary of at most `size` bytes from the log's own records, once
         /// `afterSamples` records have been written (each record's payload, up to its first
         /// 16 KiB, is a sample). zstd suggests samples totalling about 100 × `size`: with
         /// `size` 16 KiB and ~400-byte events, about 4,000. Training runs on a background
         /// thread; blocks use the dictionary once it is stored. A log that already has a
         /// dictionary keeps using its newest one; ``EventLog/retrainDictionary()`` trains a new one.
-        /// `size`: 1 KiB ... 1 MiB. `afterSamples`: 8 ... 1,000,000.
+        /// `size`: 1 KiB ... 1 MiB. `afterSamples`: 8 ... 1,000,000. Not allowed with encryption
+        /// on (a current key): the dictionary, stored in the clear, is made of pieces of the
+        /// records (``Configuration/validate()`` refuses it).
         case train(size: Int, afterSamples: Int)
 
         /// `.train(size: 16 KiB, afterSamples: 4000)`.
