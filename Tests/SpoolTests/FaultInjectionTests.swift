@@ -51,6 +51,21 @@ import Testing
         try reopened.close()
     }
 
+    @Test func aWriteThatFailsWhileClosingLeavesNothingCountedAsPending() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanupFaults() }
+        var configuration = Configuration()
+        configuration.linger = .seconds(30)  // the records wait in memory until close
+        let log = try EventLog.open(directory: dir.path, configuration: configuration)
+        for i in 0..<10 { try log.append(payload(i)) }
+        #expect(log.stats().pendingBytes > 0)
+        FaultInjection.arm(.write, under: dir.path, times: .max, fault: .error(.noSpace))
+        #expect(throws: SpoolError.self) { try log.close() }
+        FaultInjection.disarm(under: dir.path)
+        // Closing gave the records up (close() said so): none is still counted as pending.
+        #expect(log.stats().pendingBytes == 0)
+    }
+
     @Test func failedFsyncFailsTheLogUntilReopen() async throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanupFaults() }

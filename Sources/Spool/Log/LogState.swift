@@ -57,6 +57,9 @@ struct LogState {
     var current = PendingBlock()
     /// Blocks filled (or lingered out) and waiting for the writer, oldest first.
     var full: [PendingBlock] = []
+    /// An empty array kept for its capacity: `full` while a batch is being written, then the
+    /// written batch's (see `EventLog.writeFullBlocks`).
+    var idleFull: [PendingBlock] = []
     /// Emptied blocks whose buffers are reused (no allocation on the append path once warm).
     var spare: [PendingBlock] = []
     /// Framed bytes appended and not yet written (current + full + being written).
@@ -100,6 +103,16 @@ struct LogState {
     /// The committed offset (next seq to deliver) of every consumer, by name.
     var consumerOffsets: [String: UInt64] = [:]
 
+    /// The full blocks, for the writer to write: `full` becomes the idle array (empty, with
+    /// capacity) so blocks sealed meanwhile need no allocation. The writer hands the batch's
+    /// array back, emptied, as the next idle one.
+    mutating func takeFullBlocks() -> [PendingBlock] {
+        let batch = full
+        full = idleFull
+        idleFull = []
+        return batch
+    }
+
     mutating func addWaiter(_ waiter: Waiter) {
         waiters.append(waiter)
         if waiter.level == .synced { syncedWaiters += 1 }
@@ -110,6 +123,7 @@ struct LogState {
     /// next group's waiters are added without allocating.
     mutating func completeReachedWaiters() {
         var kept = 0
+        var keptSynced = 0
         for index in waiters.indices {
             let waiter = waiters[index]
             let mark = waiter.level == .synced ? syncedThrough : writtenThrough
@@ -121,10 +135,11 @@ struct LogState {
             } else {
                 waiters[kept] = waiter
                 kept += 1
+                if waiter.level == .synced { keptSynced += 1 }
             }
         }
         waiters.removeLast(waiters.count - kept)
-        syncedWaiters = waiters.reduce(0) { $0 + ($1.level == .synced ? 1 : 0) }
+        syncedWaiters = keptSynced
     }
 
     /// Records a segment's current size, adding it if it is new (by base seq).

@@ -87,9 +87,8 @@ extension EventLog {
     /// and exit; released while writing.
     func writeFullBlocks(sync: Bool, gathering: Bool) {
         // Taken, not copied: the batch then owns its blocks' buffers alone, so recycling them
-        // (`publish`) and handing the array back below allocate nothing.
-        var batch = [PendingBlock]()
-        swap(&batch, &state.full)
+        // (`publish`) allocates nothing, and it is handed back as the idle array below.
+        var batch = state.takeFullBlocks()
         let served = state.syncedWaiters
         state.writing = true
         lock.unlock()
@@ -101,7 +100,7 @@ extension EventLog {
         publish(outcome, batch: &batch)
         // Emptied before the lock is next released, so the recycled buffers are unshared.
         batch.removeAll(keepingCapacity: true)
-        if state.full.isEmpty { swap(&batch, &state.full) }
+        swap(&batch, &state.idleFull)
         if gathering && outcome.synced && served > 0 {
             let arrived = state.syncedWaiters
             let finished = monotonicNanos()
@@ -209,6 +208,7 @@ extension EventLog {
                     failPendingWaiters(with: error)
                     state.full.removeAll()
                     state.current.reset(firstSeq: state.nextSeq)
+                    state.pendingBytes = 0
                     lock.broadcastProgress()
                     return
                 }
