@@ -4,7 +4,8 @@ import Spool
 import Synchronization
 
 /// The default ``DeadLetterSink``: a Spool log of its own at
-/// `<log directory>/deadletter/<consumer name>`, readable with `spool dump`.
+/// `<log directory>/deadletter/<consumer name>`, readable with `spool dump` (with the source
+/// log's `--key-file` when it is encrypted).
 ///
 /// Each refused record becomes one record holding
 /// `{"id":"<log id>-<seq>","seq":<seq>,"time":<ms>,"status":<HTTP status>,"data":<the record>}`
@@ -26,11 +27,11 @@ public final class DeadLetterLog: DeadLetterSink {
     ///   - logDirectory: the directory of the log the consumer reads.
     ///   - consumer: the consumer's name.
     ///   - logID: the id of that log (records keep their original ids).
-    ///   - configuration: what the dead-letter log is opened with. Pass
-    ///     ``configuration(from:)`` of the source log's, so refused records are kept as private
-    ///     as the log they came from (its encryption, file and directory modes). The default is
-    ///     the library's: no encryption.
-    public init(logDirectory: String, consumer: String, logID: LogID, configuration: Configuration = .init(),
+    ///   - configuration: what the dead-letter log is opened with: ``configuration(from:)`` of
+    ///     the source log's, so refused records are kept as private as the log they came from
+    ///     (its encryption, file and directory modes). No default: a default without the
+    ///     source's keys would store an encrypted log's refused records in the clear.
+    public init(logDirectory: String, consumer: String, logID: LogID, configuration: Configuration,
                 logger: Logger = Logger(label: "spool.sync")) {
         self.directory = Self.directory(logDirectory: logDirectory, consumer: consumer)
         self.sourceLog = logID
