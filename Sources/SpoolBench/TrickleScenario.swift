@@ -35,7 +35,9 @@ public func trickleBytesPerEvent(events: EventSet, count: Int = 10_000, trainAft
                                  directory: String, configuration: Configuration = .init()) throws -> TrickleFigures {
     var dictionaryFileBytes = 0
     var trainedBytes: [UInt8] = []
-    func run(_ name: String, dictionary: Configuration.DictionaryPolicy, encrypted: Bool) throws -> (perEvent: Double, warmUp: Int) {
+    /// `from`: the first event appended (the encrypted run skips the events the dictionary was
+    /// trained on, as the clear run's measured events do).
+    func run(_ name: String, dictionary: Configuration.DictionaryPolicy, encrypted: Bool, from: Int = 0) throws -> (perEvent: Double, warmUp: Int) {
         var configuration = configuration
         configuration.dictionary = dictionary
         if encrypted {
@@ -46,7 +48,7 @@ public func trickleBytesPerEvent(events: EventSet, count: Int = 10_000, trainAft
         defer { try? FileManager.default.removeItem(atPath: path) }
         let log = try EventLog.open(directory: path, configuration: configuration, logger: quietLogger)
         defer { try? log.close() }
-        var index = 0
+        var index = from
         if case .train = dictionary {
             // Warm-up: sample and train, then wait (bounded) until new blocks use the dictionary.
             let deadline = monotonicNanos() + 120_000_000_000
@@ -74,7 +76,7 @@ public func trickleBytesPerEvent(events: EventSet, count: Int = 10_000, trainAft
     let trained = try run("dictionary", dictionary: policy, encrypted: false)
     // An encrypted log may not train (its dictionary would hold pieces of the records in the
     // clear): it is given the dictionary the clear log trained, as an app would ship one.
-    let encrypted = try run("encrypted", dictionary: .provided(trainedBytes), encrypted: true)
+    let encrypted = try run("encrypted", dictionary: .provided(trainedBytes), encrypted: true, from: trained.warmUp)
     return TrickleFigures(events: count, meanEventBytes: events.meanSize, noDictionary: plain.perEvent,
                           trainedDictionary: trained.perEvent, trainedDictionaryEncrypted: encrypted.perEvent,
                           warmUpEvents: trained.warmUp, dictionaryFileBytes: dictionaryFileBytes)
