@@ -55,7 +55,7 @@ struct LogDirectory: ParsableArguments {
         return configuration
     }
 
-    /// The `--create` flag's help, for every command that takes a consumer name.
+    /// The `--create` flag's help, for the commands that commit a consumer's offset (`commit`, `sync`).
     static let createConsumerHelp: ArgumentHelp = "Create the consumer if it does not exist (without it, a mistyped name is refused rather than made into a consumer that holds retention back)."
 
     /// Refuses a consumer name the log does not have: a mistyped name must not become a new
