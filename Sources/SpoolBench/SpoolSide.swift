@@ -200,8 +200,7 @@ public struct SpoolSide: Sendable {
         try log.close()
         let size = bytesOnDisk(directory)
         // Every file system's dirty pages, this fill's and earlier scenarios', are written back
-        // first, so the timed opens never wait behind write-back that is not theirs. (It did not
-        // remove the ~8 ms that two full runs measured for 1 GiB, against ~1 ms alone.)
+        // first, so the timed opens never wait behind write-back that is not theirs.
         sync()
         var times = [UInt64]()
         for _ in 0..<repeats {
