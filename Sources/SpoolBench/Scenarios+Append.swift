@@ -33,6 +33,18 @@ extension Context {
         }, Step(key: "hw fdatasync preallocated") { directory in
             try await blocking { try fdatasyncRate(path: directory + "/fdatasync.bin", budget: syncBudget, preallocated: true) }
         }]
+        // The parts of one serial group-commit cycle that no log design can avoid, measured
+        // alone: zstd -1 of one group's bytes, and the runtime's round trip of the group's tasks.
+        let data = events.concatenated()
+        let eventBytes = Int(events.meanSize.rounded())
+        for producers in options.syncedProducers where producers > 1 {
+            baselineSteps.append(Step(key: "hw zstd -1 group ×\(producers)") { _ in
+                try await blocking { zstdCompressRun(data, chunk: producers * eventBytes, level: 1) }
+            })
+            baselineSteps.append(Step(key: "runtime round trip ×\(producers)") { _ in
+                await groupRoundTrip(producers: producers, budget: budget)
+            })
+        }
         if let baseline {
             for mode in BaselineAppend.allCases where all || mode == .full {
                 baselineSteps.append(Step(key: "\(baseline.name) \(mode.label)") { directory in
@@ -75,7 +87,8 @@ extension Context {
         }
         let fdatasync = Figure(hardware.fdatasyncPerSecond, "events/s", latency: hardware.fdatasyncLatency)
         // The ceiling of N synced producers: N events per fdatasync of allocated blocks, and
-        // nothing else in the cycle (no compression, no wake-ups).
+        // nothing else in the cycle (no compression, no wake-ups). The serial floor adds what
+        // every cycle of a gathering writer also does: compress the group, resume its tasks.
         let overwrite = best["hw fdatasync preallocated"]!
         for producers in options.syncedProducers {
             let key = "synced ×\(producers)"
@@ -85,8 +98,30 @@ extension Context {
             rows.append(Row(group: "append", scenario: key, spool: spoolFigure(key),
                             baseline: "hw ceiling: \(producers) × overwrite+fdatasync rate",
                             baselineFigure: Figure(Double(producers) * overwrite.rate, "events/s"), percent: true))
+            if let floor = serialFloor(producers: producers, groupBytes: producers * eventBytes, best: best, overwrite: overwrite) {
+                rows.append(Row(group: "append", scenario: key, spool: spoolFigure(key),
+                                baseline: "floor: fdatasync + zstd + \(producers) tasks' round trip, serial",
+                                baselineFigure: Figure(floor, "events/s"), percent: true))
+                if let (name, full) = base(.full) {
+                    progress("  the serial floor ×\(producers) is \(format(floor / full.value))× \(name)")
+                }
+            }
         }
         return rows
+    }
+
+    /// The most events/s a serial group-commit cycle of `producers` can reach here: one
+    /// overwrite `fdatasync`, zstd -1 of the group's `groupBytes`, and the group's task round
+    /// trip, each measured alone in this run, one after the other with nothing else (no
+    /// `pwrite`, checksum, copy, bookkeeping or scheduling between them). Nil without them.
+    private func serialFloor(producers: Int, groupBytes: Int, best: [String: Run], overwrite: Run) -> Double? {
+        guard let zstd = best["hw zstd -1 group ×\(producers)"], let trip = best["runtime round trip ×\(producers)"] else { return nil }
+        let sync = 1 / overwrite.rate
+        let compress = Double(groupBytes) / zstd.rate
+        let resume = Double(producers) / trip.rate
+        progress("  serial floor ×\(producers): fdatasync \(format(sync * 1e6)) µs + zstd \(format(compress * 1e6)) µs"
+            + " + round trip \(format(resume * 1e6)) µs = \(format((sync + compress + resume) * 1e6)) µs a cycle")
+        return Double(producers) / (sync + compress + resume)
     }
 
     /// Block sealing (compress, checksum, write) through the public append path, against
