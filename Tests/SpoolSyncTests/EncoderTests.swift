@@ -125,6 +125,31 @@ import Testing
         #expect(data(Array(fine.utf8)) == fine)
     }
 
+    /// Arrays and slices are encoded in place, other collections through a copy: the same bytes.
+    @Test func everyKindOfCollectionEncodesToTheSameBody() {
+        let pad = String(repeating: "x", count: 40)
+        let records = (0..<6).map { record(UInt64($0), $0 % 2 == 0 ? #"{"n":\#($0),"pad":"\#(pad)"}"# : "plain \($0) \(pad)") }
+        for encoding in SyncConfiguration.Encoding.allCases {
+            let encoder = BatchEncoder(logID: Self.log, encoding: encoding)
+            for maxBytes in [Int.max, 200] {
+                let whole = encoder.encode(records, maxBytes: maxBytes)
+                let slice = encoder.encode(records[...], maxBytes: maxBytes)
+                let lazy = encoder.encode(records.lazy.map { $0 }, maxBytes: maxBytes)
+                if maxBytes == .max {
+                    #expect(whole.count == records.count)
+                } else {
+                    #expect(whole.count >= 1 && whole.count < records.count && whole.body.count <= maxBytes)
+                }
+                #expect(slice.body == whole.body && slice.count == whole.count)
+                #expect(lazy.body == whole.body && lazy.count == whole.count)
+            }
+            // A slice that does not start at index 0 encodes its own records.
+            let tail = encoder.encode(records[2...], maxBytes: .max)
+            #expect(tail.body == encoder.encode(Array(records[2...]), maxBytes: .max).body)
+            #expect(tail.count == 4)
+        }
+    }
+
     @Test func bodiesStayWithinMaxBytes() {
         let records = (0..<10).map { record(UInt64($0), String(repeating: "a", count: 90)) }
         let encoder = BatchEncoder(logID: Self.log, encoding: .json)

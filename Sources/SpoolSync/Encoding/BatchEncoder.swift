@@ -38,9 +38,29 @@ public struct BatchEncoder: Sendable {
     ///
     /// - Returns: the body and how many records it holds (0 only when `records` is empty).
     /// - Complexity: O(total payload bytes).
+    public func encode(_ records: [Record], maxBytes: Int) -> (body: [UInt8], count: Int) {
+        records.withUnsafeBufferPointer { encode($0, maxBytes: maxBytes) }
+    }
+
+    /// Encodes a slice of records, as the array overload does.
+    public func encode(_ records: ArraySlice<Record>, maxBytes: Int) -> (body: [UInt8], count: Int) {
+        records.withUnsafeBufferPointer { encode($0, maxBytes: maxBytes) }
+    }
+
+    /// Encodes any collection of records, as the array overload does, after copying it into
+    /// an array (the array and slice overloads copy nothing).
     public func encode(_ records: some Collection<Record>, maxBytes: Int) -> (body: [UInt8], count: Int) {
+        encode(Array(records), maxBytes: maxBytes)
+    }
+
+    /// The one encoding loop, over contiguous records: concrete, so that a caller in another
+    /// module does not walk a generic collection through witness tables, a record at a time
+    /// (that cost as much as checking the records' JSON).
+    private func encode(_ records: UnsafeBufferPointer<Record>, maxBytes: Int) -> (body: [UInt8], count: Int) {
         var body = [UInt8]()
-        body.reserveCapacity(min(maxBytes, records.reduce(2) { $0 + $1.payload.count + 80 }))
+        var capacity = 2
+        for record in records { capacity += record.payload.count + 80 }
+        body.reserveCapacity(min(maxBytes, capacity))
         let isArray = encoding != .ndjson
         if isArray { body.append(UInt8(ascii: "[")) }
         var count = 0
