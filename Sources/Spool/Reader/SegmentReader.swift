@@ -17,6 +17,17 @@ final class SegmentReader {
 
     let path: String
 
+    /// Read-ahead: headers and payloads are copied out of a window of the file, so a walk
+    /// over a segment (recovery's scan of the active segment, a consumer's read, `verify`) makes
+    /// one system call per window rather than two per block. It only ever holds bytes below
+    /// `limit` as it was when it was filled: those are never rewritten (the log only appends,
+    /// and recovery truncates before any reader of the segment exists).
+    private var window: [UInt8] = []
+    private var windowStart: Int64 = 0
+    private var windowCount = 0
+    /// The window's size: 256 KiB, allocated on the first read that needs it.
+    static let windowSize = 256 << 10
+
     init(path: String, baseSeq: UInt64, limit: Int64) throws {
         file = try FileIO.open(path, .readOnly)
         self.path = path
@@ -63,7 +74,7 @@ final class SegmentReader {
         let available = Int(min(Int64(Format.blockHeaderSize), limit - offset))
         guard available >= Format.compactBlockHeaderSize else { return nil }
         let n = try headerBuffer.withUnsafeMutableBytes {
-            try file.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<available]), at: offset)
+            try read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<available]), at: offset)
         }
         guard n == available else { return nil }
         let compact = headerBuffer[0] == Format.compactBlockMagic
@@ -97,13 +108,35 @@ final class SegmentReader {
                 payload = [UInt8](repeating: 0, count: length)
             }
         }
-        let read = try payload.withUnsafeMutableBytes { try file.read(into: $0, at: payloadOffset) }
-        guard read == length else { return .truncated }
+        let count = try payload.withUnsafeMutableBytes { try read(into: $0, at: payloadOffset) }
+        guard count == length else { return .truncated }
         let crc = CRC32C.checksum(payload)
         guard crc == header.payloadCRC else {
             return .corrupt("block at offset \(offset): payload checksum mismatch")
         }
         return .valid(header)
+    }
+
+    /// Reads `buffer.count` bytes at `offset` (below `limit`) through the window; fewer only at
+    /// the end of the file. A read larger than half the window goes to the file directly.
+    private func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
+        let count = buffer.count
+        let windowEnd = windowStart + Int64(windowCount)
+        if offset < windowStart || offset + Int64(count) > windowEnd {
+            guard count <= Self.windowSize / 2 else { return try file.read(into: buffer, at: offset) }
+            if window.isEmpty { window = [UInt8](repeating: 0, count: Self.windowSize) }
+            let want = Int(max(Int64(count), min(Int64(Self.windowSize), limit - offset)))
+            windowStart = offset
+            windowCount = 0  // a failed read leaves no stale window behind
+            windowCount = try window.withUnsafeMutableBytes {
+                try file.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: offset)
+            }
+        }
+        let start = Int(offset - windowStart)
+        let copied = min(count, windowCount - start)
+        guard copied > 0 else { return 0 }
+        window.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[start..<start + copied])) }
+        return copied
     }
 
     /// Finds the next valid block strictly after `offset`, scanning for either block magic.
