@@ -82,12 +82,21 @@ public func loadAverage() -> String {
 }
 
 /// Cuts `bytes` off the end of the newest segment (`*.seg`, the highest base seq) in
-/// `directory`, as a crash in the middle of writing its last block would.
-public func tearNewestSegment(in directory: String, by bytes: Int) throws {
+/// `directory`, as a crash in the middle of writing its last block would. Returns the
+/// segment's size before the cut.
+@discardableResult
+public func tearNewestSegment(in directory: String, by bytes: Int) throws -> Int64 {
+    let (path, size) = try newestSegment(in: directory)
+    try check(truncate(path, max(0, off_t(size) - off_t(bytes))), "truncate", path)
+    return size
+}
+
+/// The path and size of the newest segment (`*.seg`, the highest base seq) in `directory`.
+public func newestSegment(in directory: String) throws -> (path: String, size: Int64) {
     let names = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".seg") }.sorted()
     guard let newest = names.last else { throw BenchError("no segment in \(directory)") }
     let path = directory + "/" + newest
     var info = stat()
     try check(stat(path, &info), "stat", path)
-    try check(truncate(path, max(0, info.st_size - off_t(bytes))), "truncate", path)
+    return (path, Int64(info.st_size))
 }

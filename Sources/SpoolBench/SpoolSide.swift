@@ -183,19 +183,34 @@ public struct SpoolSide: Sendable {
         try log.close()
     }
 
-    /// Fills a log with at least `bytes` of segments, then `repeats` times: tears its last
-    /// block (cuts 3 bytes off the newest segment, as a crash mid-write would) and times
-    /// `open`. Returns every open's time in nanoseconds, in order, and the log's actual size.
-    public func openAfterTear(bytes target: Int, repeats: Int, directory: String) throws -> (nanos: [UInt64], bytes: Int) {
+    /// Fills a log with at least `bytes` of segments and an active (newest) segment of
+    /// `activeBytes` to `activeBytes` + 256 KiB, then `repeats` times: tears its last block (cuts
+    /// 3 bytes off the newest segment, as a crash mid-write would) and times `open`. Returns
+    /// every open's time in nanoseconds, in order, the log's actual size, and the active
+    /// segment's. Recovery reads the active segment whole, so that size, bounded by
+    /// `Configuration.segmentSize`, sets the time: it is held the same across log sizes, or
+    /// the figure would follow where the fill happened to stop within a segment.
+    public func openAfterTear(bytes target: Int, activeBytes: Int64, repeats: Int, directory: String) throws -> (nanos: [UInt64], bytes: Int, activeBytes: Int64) {
         let log = try open(directory)
         var index = 0
-        while bytesOnDisk(directory) < target {
-            for _ in 0..<20_000 {
+        func append(_ count: Int) throws {
+            for _ in 0..<count {
                 try log.append(events[cycling: index])
                 index += 1
             }
             try log.appendBlocking(events[cycling: index], durability: .written)
             index += 1
+        }
+        while bytesOnDisk(directory) < target - Int(activeBytes) { try append(20_000) }
+        // Then on in small steps until the active segment is the size asked (rolling once if
+        // it is already past it).
+        let window = activeBytes..<(activeBytes + (256 << 10))
+        let stepsAllowed = 4 * configuration.segmentSize / 1_000  // steps of ~17 KB stored
+        var steps = 0
+        while try !window.contains(newestSegment(in: directory).size) {
+            steps += 1
+            guard steps <= stepsAllowed else { throw BenchError("the active segment never reached \(activeBytes) bytes") }
+            try append(500)
         }
         try log.close()
         let size = bytesOnDisk(directory)
@@ -203,14 +218,17 @@ public struct SpoolSide: Sendable {
         // first, so the timed opens never wait behind write-back that is not theirs.
         sync()
         var times = [UInt64]()
-        for _ in 0..<repeats {
-            try tearNewestSegment(in: directory, by: 3)
+        var active: Int64 = 0
+        for round in 0..<repeats {
+            // (Each open cuts the torn block, so the next tear is in the block before it.)
+            let torn = try tearNewestSegment(in: directory, by: 3)
+            if round == 0 { active = torn }
             let start = monotonicNanos()
             let reopened = try open(directory)
             times.append(monotonicNanos() - start)
             try reopened.close()
         }
-        return (times, size)
+        return (times, size, active)
     }
 
     /// Peak resident memory above where it started, in bytes, in the two phases of holding a
