@@ -182,6 +182,9 @@ final class SegmentReader {
                 }
                 i += 1
             }
+            // A chunk that reached the limit had every possible block start looked at (one in
+            // its last bytes is cut off by the limit and was read as such): nothing is left.
+            if start + Int64(n) >= limit { return nil }
             // Step so that a header straddling the chunk boundary is parsed whole next time.
             start += Int64(max(1, n - Format.blockHeaderSize + 1))
         }

@@ -41,7 +41,7 @@ enum Recovery {
 
         var segments = [SegmentInfo]()
         for base in bases {
-            let size = try fileSize(directory + "/" + Format.segmentName(base))
+            let size = try FileIO.regularFileSize(directory + "/" + Format.segmentName(base))
             segments.append(SegmentInfo(baseSeq: base, size: size))
         }
 
@@ -62,12 +62,6 @@ enum Recovery {
         }
         return RecoveredLog(meta: meta, segments: segments, endSeq: endSeq, activeHeader: activeHeader,
                             consumerOffsets: consumerOffsets, report: report)
-    }
-
-    static func fileSize(_ path: String) throws -> Int64 {
-        let file = try FileIO.open(path, .readOnly)
-        defer { file.close() }
-        return try file.size()
     }
 
     /// Reads META; recreates it from a segment header when it is missing or damaged (without
