@@ -39,7 +39,7 @@ import Testing
         }
     }
 
-    /// Recovery reads the active segment through the reader's window, a read call per 256 KiB,
+    /// Recovery reads the active segment through the reader's window, a read call per 64 KiB,
     /// not two per block (a header, then a payload): opening after a crash read a full 16 MiB
     /// active segment in ~4,800 calls, which made it the slowest part of opening. And the search
     /// for a valid block after the torn one stops at the segment's end instead of re-reading

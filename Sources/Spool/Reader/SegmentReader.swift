@@ -25,8 +25,9 @@ final class SegmentReader {
     private var window: [UInt8] = []
     private var windowStart: Int64 = 0
     private var windowCount = 0
-    /// The window's size: 256 KiB, allocated on the first read that needs it.
-    static let windowSize = 256 << 10
+    /// The window's size: 64 KiB, allocated on the first read that needs it (small enough to
+    /// come from the heap: a reader per consumer costs little memory).
+    static let windowSize = 64 << 10
 
     init(path: String, baseSeq: UInt64, limit: Int64) throws {
         file = try FileIO.open(path, .readOnly)
