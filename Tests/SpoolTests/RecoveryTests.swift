@@ -218,6 +218,33 @@ import Testing
         try log.close()
     }
 
+    /// Recovery checks each payload's CRC where it lies in the read window, without copying it:
+    /// a flipped payload byte in the last block is a torn tail; in an earlier block, damage
+    /// reported with the blocks after it kept.
+    @Test func aFlippedPayloadByteInTheActiveSegmentIsCaughtByRecovery() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let (bytes, ends) = try makeLog(dir, blocks: 3, perBlock: 4)
+        let segment = dir.file(Format.segmentName(0))
+        for block in 0..<3 {
+            let blockStart = block == 0 ? Format.segmentHeaderSize : ends[block - 1].offset
+            let blockEnd = ends[block].offset
+            var damaged = bytes
+            damaged[blockEnd - 1] ^= 0x01  // the payload's last byte
+            writeFile(segment, damaged)
+            let log = try EventLog.open(directory: dir.path)
+            if block == 2 {
+                #expect(log.recoveryReport.tornTail == .init(segment: Format.segmentName(0), offset: Int64(blockStart), bytes: Int64(blockEnd - blockStart)))
+                #expect(log.nextSeq == ends[1].endSeq)
+            } else {
+                #expect(log.recoveryReport.tornTail == nil, "block \(block)")
+                #expect(log.recoveryReport.corruptions.count == 1, "block \(block)")
+                #expect(log.nextSeq == ends[2].endSeq, "block \(block)")
+            }
+            try log.close()
+        }
+    }
+
     @Test func garbageEmptyAndForeignFilesNeverCrashOrHang() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }

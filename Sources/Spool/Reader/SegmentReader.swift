@@ -91,8 +91,10 @@ final class SegmentReader {
         return header
     }
 
-    /// Reads and verifies the block at `offset`.
-    func readBlock(at offset: Int64) throws -> BlockRead {
+    /// Reads and verifies the block at `offset`. Without `keepingPayload` (recovery, which only
+    /// needs to know the block is whole), a payload that fits the window is checked where it
+    /// lies and not copied into ``payload``.
+    func readBlock(at offset: Int64, keepingPayload: Bool = true) throws -> BlockRead {
         guard let parsed = try parseHeader(at: offset) else { return .truncated }
         guard case .success(let header) = parsed else {
             if case .failure(let invalid) = parsed { return .corrupt("block header at offset \(offset): \(invalid)") }
@@ -101,17 +103,23 @@ final class SegmentReader {
         let payloadOffset = offset + Int64(header.headerSize)
         guard payloadOffset + Int64(header.storedLength) <= limit else { return .truncated }
         let length = Int(header.storedLength)
-        if payload.count != length {
-            if payload.capacity >= length {
-                payload.removeAll(keepingCapacity: true)
-                payload.append(contentsOf: repeatElement(0, count: length))
-            } else {
-                payload = [UInt8](repeating: 0, count: length)
+        let crc: UInt32
+        if !keepingPayload, let area = try windowed(payloadOffset, count: length) {
+            guard area.count == length else { return .truncated }
+            crc = window.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[area])) }
+        } else {
+            if payload.count != length {
+                if payload.capacity >= length {
+                    payload.removeAll(keepingCapacity: true)
+                    payload.append(contentsOf: repeatElement(0, count: length))
+                } else {
+                    payload = [UInt8](repeating: 0, count: length)
+                }
             }
+            let count = try payload.withUnsafeMutableBytes { try read(into: $0, at: payloadOffset) }
+            guard count == length else { return .truncated }
+            crc = CRC32C.checksum(payload)
         }
-        let count = try payload.withUnsafeMutableBytes { try read(into: $0, at: payloadOffset) }
-        guard count == length else { return .truncated }
-        let crc = CRC32C.checksum(payload)
         guard crc == header.payloadCRC else {
             return .corrupt("block at offset \(offset): payload checksum mismatch")
         }
@@ -121,10 +129,18 @@ final class SegmentReader {
     /// Reads `buffer.count` bytes at `offset` (below `limit`) through the window; fewer only at
     /// the end of the file. A read larger than half the window goes to the file directly.
     private func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
-        let count = buffer.count
-        let windowEnd = windowStart + Int64(windowCount)
-        if offset < windowStart || offset + Int64(count) > windowEnd {
-            guard count <= Self.windowSize / 2 else { return try file.read(into: buffer, at: offset) }
+        guard let area = try windowed(offset, count: buffer.count) else { return try file.read(into: buffer, at: offset) }
+        guard !area.isEmpty else { return 0 }
+        window.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[area])) }
+        return area.count
+    }
+
+    /// Where in the window the `count` bytes at `offset` (below `limit`) are, refilling it from
+    /// `offset` if they are not all there: the range, shorter only at the end of the file; nil
+    /// for a request larger than half the window (read it directly).
+    private func windowed(_ offset: Int64, count: Int) throws -> Range<Int>? {
+        if offset < windowStart || offset + Int64(count) > windowStart + Int64(windowCount) {
+            guard count <= Self.windowSize / 2 else { return nil }
             if window.isEmpty { window = [UInt8](repeating: 0, count: Self.windowSize) }
             let want = Int(max(Int64(count), min(Int64(Self.windowSize), limit - offset)))
             windowStart = offset
@@ -134,10 +150,7 @@ final class SegmentReader {
             }
         }
         let start = Int(offset - windowStart)
-        let copied = min(count, windowCount - start)
-        guard copied > 0 else { return 0 }
-        window.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[start..<start + copied])) }
-        return copied
+        return start..<start + max(0, min(count, windowCount - start))
     }
 
     /// Finds the next valid block strictly after `offset`, scanning for either block magic.

@@ -146,7 +146,7 @@ enum Recovery {
         var validEnd = offset
         var endSeq = segment.baseSeq
         while offset < segment.size {
-            switch try reader.readBlock(at: offset) {
+            switch try reader.readBlock(at: offset, keepingPayload: false) {
             case .valid(let header) where header.firstSeq >= endSeq:
                 offset += Int64(header.totalSize)
                 validEnd = offset
