@@ -71,11 +71,14 @@ final class SegmentReader {
 
     /// Reads and parses the block header at `offset` (either form): nil when too few bytes
     /// remain before `limit` for the header its first bytes announce.
-    private func parseHeader(at offset: Int64) throws -> Result<BlockHeader, BlockHeader.Invalid>? {
+    /// Through the window unless `alone` (a walk over headers only, whose blocks' payloads
+    /// the window would read for nothing).
+    private func parseHeader(at offset: Int64, alone: Bool = false) throws -> Result<BlockHeader, BlockHeader.Invalid>? {
         let available = Int(min(Int64(Format.blockHeaderSize), limit - offset))
         guard available >= Format.compactBlockHeaderSize else { return nil }
         let n = try headerBuffer.withUnsafeMutableBytes {
-            try read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<available]), at: offset)
+            let buffer = UnsafeMutableRawBufferPointer(rebasing: $0[0..<available])
+            return try alone ? file.read(into: buffer, at: offset) : read(into: buffer, at: offset)
         }
         guard n == available else { return nil }
         let compact = headerBuffer[0] == Format.compactBlockMagic
@@ -86,7 +89,7 @@ final class SegmentReader {
     /// The header of the block at `offset`, without reading its payload (for walks over a
     /// segment's headers); nil when it is cut short or invalid.
     func readHeader(at offset: Int64) throws -> BlockHeader? {
-        guard case .success(let header) = try parseHeader(at: offset),
+        guard case .success(let header) = try parseHeader(at: offset, alone: true),
               offset + Int64(header.totalSize) <= limit else { return nil }
         return header
     }

@@ -41,7 +41,7 @@ enum Recovery {
 
         var segments = [SegmentInfo]()
         for base in bases {
-            let size = try FileIO.regularFileSize(directory + "/" + Format.segmentName(base))
+            let size = try fileSize(directory + "/" + Format.segmentName(base))
             segments.append(SegmentInfo(baseSeq: base, size: size))
         }
 
@@ -62,6 +62,14 @@ enum Recovery {
         }
         return RecoveredLog(meta: meta, segments: segments, endSeq: endSeq, activeHeader: activeHeader,
                             consumerOffsets: consumerOffsets, report: report)
+    }
+
+    /// A segment's size, learned by opening it: a segment this process cannot read (or that
+    /// is not a regular file) fails the open here, naming it, rather than a later read.
+    static func fileSize(_ path: String) throws -> Int64 {
+        let file = try FileIO.open(path, .readOnly)
+        defer { file.close() }
+        return try file.size()
     }
 
     /// Reads META; recreates it from a segment header when it is missing or damaged (without

@@ -35,7 +35,7 @@ struct FileIO {
             var info = stat()
             guard fstat(fd.rawValue, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
                 try? fd.close()
-                throw notRegular(path)
+                throw SpoolError(.io, "is not a regular file (Spool keeps its data in regular files only; move it aside)", path: path)
             }
             return FileIO(fd: fd, path: path)
         } catch let errno as Errno {
@@ -45,26 +45,6 @@ struct FileIO {
 
     func close() {
         try? fd.close()
-    }
-
-    /// The size of the regular file at `path`, with one `stat` and no open: what opening a log
-    /// asks of every segment, so it stays one system call per segment. Fails, as ``open(_:_:)``
-    /// does, on anything but a regular file.
-    static func regularFileSize(_ path: String) throws -> Int64 {
-        if case .error(let errno) = FaultInjection.check(.open, path: path) {
-            throw SpoolError.system("stat", path: path, errno)
-        }
-        var info = stat()
-        while stat(path, &info) != 0 {
-            let error = Errno(rawValue: errno)
-            if error != .interrupted { throw SpoolError.system("stat", path: path, error) }
-        }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw notRegular(path) }
-        return Int64(info.st_size)
-    }
-
-    static func notRegular(_ path: String) -> SpoolError {
-        SpoolError(.io, "is not a regular file (Spool keeps its data in regular files only; move it aside)", path: path)
     }
 
     /// The file's size in bytes.
