@@ -41,8 +41,10 @@ public func groupRoundTrip(producers: Int, budget: Budget) async -> Run {
 /// Where ``groupRoundTrip(producers:budget:)``'s tasks wait: a mutex, the waiting
 /// continuations, and a condition the serving thread sleeps on until a whole group is in.
 private final class Rendezvous: @unchecked Sendable {
-    private var mutex = pthread_mutex_t()
-    private var condition = pthread_cond_t()
+    // Allocated, not stored properties: a pthread object must not move, and `&property` of a
+    // class's stored property is not guaranteed to be its storage.
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var waiting: [UnsafeContinuation<Void, Never>] = []
     private var spare: [UnsafeContinuation<Void, Never>] = []
     /// Tasks still taking part: a group is complete when all of them wait.
@@ -53,48 +55,55 @@ private final class Rendezvous: @unchecked Sendable {
         members = group
         waiting.reserveCapacity(group)
         spare.reserveCapacity(group)
-        pthread_mutex_init(&mutex, nil)
-        pthread_cond_init(&condition, nil)
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(condition, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
     }
 
     func arrive() async {
         await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-            pthread_mutex_lock(&mutex)
+            pthread_mutex_lock(mutex)
             waiting.append(continuation)
-            if waiting.count >= members { pthread_cond_signal(&condition) }
-            pthread_mutex_unlock(&mutex)
+            if waiting.count >= members { pthread_cond_signal(condition) }
+            pthread_mutex_unlock(mutex)
         }
     }
 
     /// A task is done: the next groups are one smaller.
     func leave() {
-        pthread_mutex_lock(&mutex)
+        pthread_mutex_lock(mutex)
         members -= 1
-        if members > 0 && waiting.count >= members { pthread_cond_signal(&condition) }
-        pthread_mutex_unlock(&mutex)
+        if members > 0 && waiting.count >= members { pthread_cond_signal(condition) }
+        pthread_mutex_unlock(mutex)
     }
 
     func stop() {
-        pthread_mutex_lock(&mutex)
+        pthread_mutex_lock(mutex)
         stopped = true
-        pthread_cond_signal(&condition)
-        pthread_mutex_unlock(&mutex)
+        pthread_cond_signal(condition)
+        pthread_mutex_unlock(mutex)
     }
 
     /// The serving thread: resumes each complete group with the mutex released.
     func serve() {
-        pthread_mutex_lock(&mutex)
+        pthread_mutex_lock(mutex)
         while !stopped {
             if members == 0 || waiting.count < members {
-                pthread_cond_wait(&condition, &mutex)
+                pthread_cond_wait(condition, mutex)
                 continue
             }
             swap(&waiting, &spare)
-            pthread_mutex_unlock(&mutex)
+            pthread_mutex_unlock(mutex)
             for continuation in spare { continuation.resume() }
             spare.removeAll(keepingCapacity: true)
-            pthread_mutex_lock(&mutex)
+            pthread_mutex_lock(mutex)
         }
-        pthread_mutex_unlock(&mutex)
+        pthread_mutex_unlock(mutex)
     }
 }

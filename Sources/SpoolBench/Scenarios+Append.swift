@@ -87,7 +87,7 @@ extension Context {
         }
         let fdatasync = Figure(hardware.fdatasyncPerSecond, "events/s", latency: hardware.fdatasyncLatency)
         // The ceiling of N synced producers: N events per fdatasync of allocated blocks, and
-        // nothing else in the cycle (no compression, no wake-ups). The serial floor adds what
+        // nothing else in the cycle (no compression, no wake-ups). The serial ceiling adds what
         // every cycle of a gathering writer also does: compress the group, resume its tasks.
         let overwrite = best["hw fdatasync preallocated"]!
         for producers in options.syncedProducers {
@@ -98,28 +98,29 @@ extension Context {
             rows.append(Row(group: "append", scenario: key, spool: spoolFigure(key),
                             baseline: "hw ceiling: \(producers) × overwrite+fdatasync rate",
                             baselineFigure: Figure(Double(producers) * overwrite.rate, "events/s"), percent: true))
-            if let floor = serialFloor(producers: producers, groupBytes: producers * eventBytes, best: best, overwrite: overwrite) {
+            if let ceiling = serialCeiling(producers: producers, groupBytes: producers * eventBytes, best: best, overwrite: overwrite) {
                 rows.append(Row(group: "append", scenario: key, spool: spoolFigure(key),
-                                baseline: "floor: fdatasync + zstd + \(producers) tasks' round trip, serial",
-                                baselineFigure: Figure(floor, "events/s"), percent: true))
+                                baseline: "serial ceiling: fdatasync + zstd + \(producers) tasks' round trip",
+                                baselineFigure: Figure(ceiling, "events/s"), percent: true))
                 if let (name, full) = base(.full) {
-                    progress("  the serial floor ×\(producers) is \(format(floor / full.value))× \(name)")
+                    progress("  the serial ceiling ×\(producers) is \(format(ceiling / full.value))× \(name)")
                 }
             }
         }
         return rows
     }
 
-    /// The most events/s a serial group-commit cycle of `producers` can reach here: one
+    /// The most events/s a serial group-commit cycle of `producers` can reach here (its
+    /// cycle time's floor, as a rate): one
     /// overwrite `fdatasync`, zstd -1 of the group's `groupBytes`, and the group's task round
     /// trip, each measured alone in this run, one after the other with nothing else (no
     /// `pwrite`, checksum, copy, bookkeeping or scheduling between them). Nil without them.
-    private func serialFloor(producers: Int, groupBytes: Int, best: [String: Run], overwrite: Run) -> Double? {
+    private func serialCeiling(producers: Int, groupBytes: Int, best: [String: Run], overwrite: Run) -> Double? {
         guard let zstd = best["hw zstd -1 group ×\(producers)"], let trip = best["runtime round trip ×\(producers)"] else { return nil }
         let sync = 1 / overwrite.rate
         let compress = Double(groupBytes) / zstd.rate
         let resume = Double(producers) / trip.rate
-        progress("  serial floor ×\(producers): fdatasync \(format(sync * 1e6)) µs + zstd \(format(compress * 1e6)) µs"
+        progress("  serial cycle ×\(producers) at the least: fdatasync \(format(sync * 1e6)) µs + zstd \(format(compress * 1e6)) µs"
             + " + round trip \(format(resume * 1e6)) µs = \(format((sync + compress + resume) * 1e6)) µs a cycle")
         return Double(producers) / (sync + compress + resume)
     }

@@ -7,14 +7,16 @@ extension Context {
         let spool = self.spool
         var rows = [Row]()
         var smallest: Figure?
-        let activeBytes = Int64(min(1 << 20, options.openSizes.min() ?? (1 << 20)))
+        // A window the fill can land in: small steps store ~17 KB, and a segment rolls at its size.
         let segmentSize = Int64(spool.configuration.segmentSize)
-        let fullActive = (bytes: Int(segmentSize), active: segmentSize - (256 << 10))
+        let slack = min(256 << 10, segmentSize / 8)
+        let activeBytes = min(Int64(min(1 << 20, options.openSizes.min() ?? (1 << 20))), segmentSize / 2)
+        let fullActive = (bytes: Int(segmentSize), active: segmentSize - slack)
         let cases = options.openSizes.sorted().map { (bytes: $0, active: activeBytes) } + [fullActive]
         for (index, (size, activeTarget)) in cases.enumerated() {
             let directory = try scratch.fresh("open")
             let (nanos, bytes, active) = try await blocking {
-                try spool.openAfterTear(bytes: size, activeBytes: activeTarget, repeats: 3, directory: directory)
+                try spool.openAfterTear(bytes: size, activeBytes: activeTarget, slack: slack, repeats: 3, directory: directory)
             }
             scratch.remove(directory)
             // The median is the figure; every open is printed in order, so an outlier shows which

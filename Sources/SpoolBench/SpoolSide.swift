@@ -184,13 +184,13 @@ public struct SpoolSide: Sendable {
     }
 
     /// Fills a log with at least `bytes` of segments and an active (newest) segment of
-    /// `activeBytes` to `activeBytes` + 256 KiB, then `repeats` times: tears its last block (cuts
+    /// `activeBytes` to `activeBytes` + `slack`, then `repeats` times: tears its last block (cuts
     /// 3 bytes off the newest segment, as a crash mid-write would) and times `open`. Returns
     /// every open's time in nanoseconds, in order, the log's actual size, and the active
     /// segment's. Recovery reads the active segment whole, so that size, bounded by
     /// `Configuration.segmentSize`, sets the time: it is held the same across log sizes, or
     /// the figure would follow where the fill happened to stop within a segment.
-    public func openAfterTear(bytes target: Int, activeBytes: Int64, repeats: Int, directory: String) throws -> (nanos: [UInt64], bytes: Int, activeBytes: Int64) {
+    public func openAfterTear(bytes target: Int, activeBytes: Int64, slack: Int64, repeats: Int, directory: String) throws -> (nanos: [UInt64], bytes: Int, activeBytes: Int64) {
         let log = try open(directory)
         var index = 0
         func append(_ count: Int) throws {
@@ -204,8 +204,8 @@ public struct SpoolSide: Sendable {
         while bytesOnDisk(directory) < target - Int(activeBytes) { try append(20_000) }
         // Then on in small steps until the active segment is the size asked (rolling once if
         // it is already past it).
-        let window = activeBytes..<(activeBytes + (256 << 10))
-        let stepsAllowed = 4 * configuration.segmentSize / 1_000  // steps of ~17 KB stored
+        let window = activeBytes..<(activeBytes + slack)
+        let stepsAllowed = 4 * configuration.segmentSize / (8 << 10)  // steps store ~17 KB: 4 segments' worth and more
         var steps = 0
         while try !window.contains(newestSegment(in: directory).size) {
             steps += 1

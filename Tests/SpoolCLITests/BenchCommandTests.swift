@@ -14,8 +14,8 @@ import Testing
             #expect(result.stdout.contains("\n\(group) "), "no \(group) row in:\n\(result.stdout)")
         }
         #expect(result.stdout.contains("synced ×1"))
-        // The serial group-commit floor, measured from its parts in the same run.
-        #expect(result.stdout.contains("floor: fdatasync + zstd + 16 tasks' round trip, serial"))
+        // The serial group-commit ceiling, measured from its parts in the same run.
+        #expect(result.stdout.contains("serial ceiling: fdatasync + zstd + 16 tasks' round trip"))
         #expect(result.stdout.contains("latency per call"))
 
         let data = try #require(FileManager.default.contents(atPath: json))
