@@ -84,7 +84,6 @@ public func loadAverage() -> String {
 /// Cuts `bytes` off the end of the newest segment (`*.seg`, the highest base seq) in
 /// `directory`, as a crash in the middle of writing its last block would. Returns the
 /// segment's size before the cut.
-@discardableResult
 public func tearNewestSegment(in directory: String, by bytes: Int) throws -> Int64 {
     let (path, size) = try newestSegment(in: directory)
     try check(truncate(path, max(0, off_t(size) - off_t(bytes))), "truncate", path)

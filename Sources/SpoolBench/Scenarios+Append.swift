@@ -110,11 +110,11 @@ extension Context {
         return rows
     }
 
-    /// The most events/s a serial group-commit cycle of `producers` can reach here (its
-    /// cycle time's floor, as a rate): one
-    /// overwrite `fdatasync`, zstd -1 of the group's `groupBytes`, and the group's task round
-    /// trip, each measured alone in this run, one after the other with nothing else (no
-    /// `pwrite`, checksum, copy, bookkeeping or scheduling between them). Nil without them.
+    /// The most events/s a serial group-commit cycle of `producers` can reach here (the
+    /// shortest cycle, as a rate): one overwrite `fdatasync`, zstd -1 of the group's
+    /// `groupBytes`, and the group's task round trip, each measured alone in this run, one
+    /// after the other with nothing else (no `pwrite`, checksum, copy, bookkeeping or
+    /// scheduling between them). Nil without them.
     private func serialCeiling(producers: Int, groupBytes: Int, best: [String: Run], overwrite: Run) -> Double? {
         guard let zstd = best["hw zstd -1 group ×\(producers)"], let trip = best["runtime round trip ×\(producers)"] else { return nil }
         let sync = 1 / overwrite.rate

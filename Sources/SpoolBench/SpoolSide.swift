@@ -205,7 +205,8 @@ public struct SpoolSide: Sendable {
         // Then on in small steps until the active segment is the size asked (rolling once if
         // it is already past it).
         let window = activeBytes..<(activeBytes + slack)
-        let stepsAllowed = 4 * configuration.segmentSize / (8 << 10)  // steps store ~17 KB: 4 segments' worth and more
+        // A step stores ~17 KB: this allows more than 4 segments' worth before giving up.
+        let stepsAllowed = 4 * configuration.segmentSize / (8 << 10)
         var steps = 0
         while try !window.contains(newestSegment(in: directory).size) {
             steps += 1

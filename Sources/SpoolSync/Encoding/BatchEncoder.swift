@@ -58,9 +58,7 @@ public struct BatchEncoder: Sendable {
     /// (that cost as much as checking the records' JSON).
     private func encode(_ records: UnsafeBufferPointer<Record>, maxBytes: Int) -> (body: [UInt8], count: Int) {
         var body = [UInt8]()
-        var capacity = 2
-        for record in records { capacity += record.payload.count + 80 }
-        body.reserveCapacity(min(maxBytes, capacity))
+        body.reserveCapacity(min(maxBytes, records.reduce(2) { $0 + $1.payload.count + 80 }))
         let isArray = encoding != .ndjson
         if isArray { body.append(UInt8(ascii: "[")) }
         var count = 0
