@@ -149,17 +149,26 @@ struct CorruptionRound {
             problems.append("\(expected.what): seq \(seq), outside the damage, does not read")
             if problems.count > 20 { return problems }
         }
-        // Notices: exactly the damaged range as corrupt, or none for a torn tail.
+        // Notices: exactly the damaged range as corrupt, or none for a torn tail. A torn tail's
+        // records that a consumer (the sync children's) had already passed are gone from under
+        // its offset: the snapshot reports those as missing, which is right, and only those.
+        func range(after prefix: String, in line: Substring) -> Range<UInt64>? {
+            let bounds = line.dropFirst(prefix.count).prefix { $0 != " " }.components(separatedBy: "..<")
+            guard bounds.count == 2, let low = UInt64(bounds[0]), let high = UInt64(bounds[1]), low < high else { return nil }
+            return low..<high
+        }
         let ranges = dump.stderr.split(separator: "\n").compactMap { line -> Range<UInt64>? in
             guard line.hasPrefix("# corrupt ") else {
+                if !expected.reported, line.hasPrefix("# missing "), let missing = range(after: "# missing ", in: line),
+                   expected.lost.lowerBound <= missing.lowerBound, missing.upperBound <= expected.lost.upperBound {
+                    return nil
+                }
                 // What the open's recovery repaired (a torn tail cut, an offset file reset) is
                 // reported too, and is not a read notice.
                 if line.hasPrefix("# ") && !line.hasPrefix("# recovery ") { problems.append("\(expected.what): unexpected notice \(line.prefix(120))") }
                 return nil
             }
-            let bounds = line.dropFirst("# corrupt ".count).prefix { $0 != " " }.components(separatedBy: "..<")
-            guard bounds.count == 2, let low = UInt64(bounds[0]), let high = UInt64(bounds[1]) else { return nil }
-            return low..<high
+            return range(after: "# corrupt ", in: line)
         }
         let merged = ranges.sorted { $0.lowerBound < $1.lowerBound }.reduce(into: [Range<UInt64>]()) { out, range in
             if let last = out.last, last.upperBound == range.lowerBound { out[out.count - 1] = last.lowerBound..<range.upperBound } else { out.append(range) }
