@@ -115,6 +115,28 @@ import Testing
         #expect(harness.reports[id]?.deadlineReached == true)
     }
 
+    @Test func flushJoiningARequestInFlightIsAnsweredAtItsDeadline() throws {
+        // The iOS recipe: the timer's request is in flight with the full 30 s timeout when the
+        // app goes to the background and flushes within 5 s.
+        var harness = MachineHarness(SyncConfiguration(), records: 10)
+        harness.holdUploads = true
+        harness.send(.start)  // sends on launch
+        try #require(harness.uploads.count == 1)
+        harness.send(.pause)
+        harness.now = .seconds(1)
+        let id = harness.flush(deadline: .seconds(6))
+        harness.advance(to: .milliseconds(5_999))
+        #expect(harness.reports[id] == nil)
+        harness.advance(to: .seconds(6))
+        let report = try #require(harness.reports[id])
+        #expect(report.deadlineReached)
+        #expect(report.records == 0)
+        // The request goes on; accepted later, it is committed all the same.
+        harness.complete()
+        #expect(harness.committed == 10)
+        #expect(harness.uploads.count == 1)
+    }
+
     @Test func retryThatCannotFinishBeforeTheDeadlineEndsTheFlush() {
         var harness = MachineHarness(.manual, records: 10)
         harness.respond = { _ in .retry(SyncError(.rateLimited, "slow down", status: 429, retryAfter: .seconds(120))) }

@@ -25,6 +25,8 @@ struct SyncStateMachine: Sendable {
         case timerFired(generation: Int)
         case backoffExpired(generation: Int)
         case flushRequested(id: Int, deadline: Duration?, retries: Int)
+        /// The deadline of flush `id` (see ``Action/scheduleDeadline(id:at:)``) has come.
+        case flushDeadlinePassed(id: Int)
         /// A read finished; a batch with no records whose `end` is not past the committed
         /// offset means nothing is pending.
         case readCompleted(SyncBatch)
@@ -54,6 +56,10 @@ struct SyncStateMachine: Sendable {
         case notify(ids: [Int], BatchResult)
         /// Answer the flush caller `id`.
         case finishFlush(id: Int, FlushReport)
+        /// Send ``Event/flushDeadlinePassed(id:)`` at `at`, unless flush `id` is answered
+        /// first. A flush that joins a request already in flight (started with the full
+        /// `requestTimeout`) is answered at its deadline this way, not when the request ends.
+        case scheduleDeadline(id: Int, at: Duration)
         /// Log a refusal (status and message, never payloads) as it is dead-lettered.
         case logRefusal(SyncError, records: Int)
     }
@@ -154,6 +160,7 @@ struct SyncStateMachine: Sendable {
         case .backoffExpired(let generation): return backoffExpired(generation: generation, now: now)
         case .flushRequested(let id, let deadline, let retries):
             return flushRequested(Waiter(id: id, deadline: deadline, retriesLeft: max(retries, 0)), now: now)
+        case .flushDeadlinePassed(let id): return flushDeadlinePassed(id: id)
         case .readCompleted(let batch): return readCompleted(batch, now: now)
         case .uploadCompleted(let outcome, let bytes): return uploadCompleted(outcome, bytes: bytes, now: now, jitter: jitter)
         case .deadLetterCompleted: return deadLetterCompleted()
@@ -236,17 +243,28 @@ extension SyncStateMachine {
 
     private mutating func flushRequested(_ waiter: Waiter, now: Duration) -> [Action] {
         waiters.append(waiter)
+        let wake: [Action] = waiter.deadline.map { [.scheduleDeadline(id: waiter.id, at: $0)] } ?? []
         switch phase {
         case .idle:
-            return nextStep(now: now)
+            return wake + nextStep(now: now)
         case .backingOff:
             // The caller asked now: the flush starts at once, without waiting out the backoff.
             backoffGeneration += 1
             phase = .idle
-            return nextStep(now: now)
+            return wake + nextStep(now: now)
         default:
-            return []  // joins the drain in progress
+            return wake  // joins the drain in progress
         }
+    }
+
+    /// A flush's deadline came while it was still waiting (for a request in flight, a read, a
+    /// commit or a backoff): it is answered now. The operation in flight goes on, and what it
+    /// delivers is committed and counted in ``stats``, not in this flush's report.
+    private mutating func flushDeadlinePassed(id: Int) -> [Action] {
+        guard let index = waiters.firstIndex(where: { $0.id == id }) else { return [] }
+        var report = waiters.remove(at: index).report
+        report.deadlineReached = true
+        return [.finishFlush(id: id, report)]
     }
 
     /// Re-arms the interval timer if periodic flushing applies, else cancels it.

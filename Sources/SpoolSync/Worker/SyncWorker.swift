@@ -67,6 +67,8 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
     private var batchHandlers: [Int: @Sendable (BatchResult) -> Void] = [:]
     private var timer: Task<Void, Never>?
     private var backoff: Task<Void, Never>?
+    /// The wake-ups of flushes with a deadline, by flush id; cancelled when a flush is answered.
+    private var deadlines: [Int: Task<Void, Never>] = [:]
     private var operation: Task<Void, Never>?
     private var operationIsUpload = false
 
@@ -168,11 +170,13 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
     /// A flush starts at once, even during a backoff. It joins a drain already in progress.
     ///
     /// - Parameters:
-    ///   - deadline: each request's timeout is cut to the time left before it (a budget
-    ///     shorter than `requestTimeout` is still used), and no request starts when less than
-    ///     ``SyncConfiguration/minimumRequestTime`` (or `requestTimeout`, if shorter) remains;
-    ///     the request in flight still finishes and is committed, so the offset is never
-    ///     half-committed.
+    ///   - deadline: the flush returns by it. Each request's timeout is cut to the time left
+    ///     before it (a budget shorter than `requestTimeout` is still used), and no request
+    ///     starts when less than ``SyncConfiguration/minimumRequestTime`` (or `requestTimeout`,
+    ///     if shorter) remains. A flush that joined a request already in flight (started by the
+    ///     timer with the full `requestTimeout`) returns at its deadline with
+    ///     ``FlushReport/deadlineReached``; that request goes on, and is committed if accepted,
+    ///     so the offset is never half-committed.
     ///   - retries: how many times a retryable failure is retried inside this flush, after its
     ///     backoff (never sooner than the server's `Retry-After`), before the flush ends with it. The default is 0 (Sensors Analytics' rule:
     ///     a failure ends the flush; a running worker retries later by itself).
@@ -295,7 +299,10 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
             logger.debug("backing off", metadata: ["spool.until": "\(until)"])
         case .notify(let ids, let result):
             for id in ids { batchHandlers[id]?(result) }
+        case .scheduleDeadline(let id, let at):
+            deadlines[id] = wake(at: at, .flushDeadlinePassed(id: id))
         case .finishFlush(let id, let report):
+            deadlines.removeValue(forKey: id)?.cancel()
             batchHandlers[id] = nil
             waiting.removeValue(forKey: id)?.resume(returning: report)
         case .logRefusal(let error, let records):

@@ -12,6 +12,8 @@ struct MachineHarness {
     var jitter = 1.0
     var timer: (at: Duration, generation: Int)?
     var backoff: (at: Duration, generation: Int)?
+    /// Flush deadlines armed by the machine, by flush id.
+    var deadlines: [Int: Duration] = [:]
     /// The seqs of every upload, in order.
     var uploads: [[UInt64]] = []
     /// The timeout of every upload, in order.
@@ -83,19 +85,26 @@ struct MachineHarness {
         send(.uploadCompleted(outcome, bytes: batch.records.count * 10))
     }
 
-    /// Moves time to `target`, firing due timers and backoffs in order.
+    /// Moves time to `target`, firing due timers, backoffs and flush deadlines in order.
     mutating func advance(to target: Duration) {
+        enum Wake { case timer(Int), backoff(Int), deadline(Int) }
         while true {
-            let candidates = [timer.map { ($0.at, true, $0.generation) }, backoff.map { ($0.at, false, $0.generation) }]
-                .compactMap { $0 }.filter { $0.0 <= target }.sorted { $0.0 < $1.0 }
-            guard let (at, isTimer, generation) = candidates.first else { break }
+            var candidates: [(Duration, Wake)] = []
+            if let timer { candidates.append((timer.at, .timer(timer.generation))) }
+            if let backoff { candidates.append((backoff.at, .backoff(backoff.generation))) }
+            for (id, at) in deadlines { candidates.append((at, .deadline(id))) }
+            guard let (at, wake) = candidates.filter({ $0.0 <= target }).min(by: { $0.0 < $1.0 }) else { break }
             now = max(now, at)
-            if isTimer {
+            switch wake {
+            case .timer(let generation):
                 timer = nil
                 send(.timerFired(generation: generation))
-            } else {
+            case .backoff(let generation):
                 backoff = nil
                 send(.backoffExpired(generation: generation))
+            case .deadline(let id):
+                deadlines[id] = nil
+                send(.flushDeadlinePassed(id: id))
             }
         }
         now = max(now, target)
@@ -145,7 +154,10 @@ struct MachineHarness {
             backoff = (until, generation)
         case .notify(let ids, let result):
             for id in ids { results[id, default: []].append(result) }
+        case .scheduleDeadline(let id, let at):
+            deadlines[id] = at
         case .finishFlush(let id, let report):
+            deadlines[id] = nil
             reports[id] = report
         case .logRefusal:
             break
