@@ -1,9 +1,10 @@
+import AsyncHTTPClient
 import Foundation
 import Spool
 import Testing
 @testable import SpoolSync
 
-/// `URLSessionUploader` over real HTTP on 127.0.0.1.
+/// The uploaders and redirects, over real HTTP on 127.0.0.1.
 @Suite struct URLSessionUploaderTests {
     /// URLSession would resend the POST as a GET without its body, and the GET's 200 would
     /// commit a batch that never arrived.
@@ -23,5 +24,26 @@ import Testing
         #expect(server.count("POST") == 1)
         #expect(server.count("GET") == 0)
         await worker.stop()
+    }
+
+    /// AsyncHTTPClient's default configuration follows redirects, turning the POST into a GET
+    /// without its body: given such a client, the uploader still reports the 3xx.
+    @Test(arguments: [301, 302, 303])
+    func aClientThatFollowsRedirectsStillCommitsNothing(status: Int) async throws {
+        let server = try RedirectingServer(status: status)
+        defer { server.stop() }
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        let source = MemorySource(records: 3)
+        let uploader = HTTPClientUploader(url: URL(string: "http://127.0.0.1:\(server.port)/batch")!, client: client)
+        let worker = try SyncWorker(
+            source: source, uploader: uploader, configuration: .manual, deadLetters: nil, clock: ContinuousClock())
+        let report = await worker.flush()
+        #expect(server.count("GET") == 1)  // the client did follow: this is the case at stake
+        #expect(report.failure?.code == .unexpectedResponse)
+        #expect(report.failure?.status == status)
+        #expect(report.records == 0)
+        #expect(source.committedOffset == 0)
+        await worker.stop()
+        try await client.shutdown()
     }
 }

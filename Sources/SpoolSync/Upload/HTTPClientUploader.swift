@@ -37,7 +37,9 @@ public struct HTTPClientUploader: Uploader {
 
     /// - Parameters:
     ///   - url: the collector's endpoint.
-    ///   - client: the client to use. The default is ``defaultClient``.
+    ///   - client: the client to use. The default is ``defaultClient``. A client that follows
+    ///     redirects still never has a redirected request taken for an answer: the first
+    ///     answer, the 3xx, is what the worker sees.
     public init(url: URL, client: HTTPClient = HTTPClientUploader.defaultClient) {
         self.url = url
         self.client = client
@@ -60,8 +62,13 @@ public struct HTTPClientUploader: Uploader {
         } catch {
             throw SyncError(.network, "the request to \(host) failed", cause: error)
         }
-        var headers: [String: String] = [:]
-        for header in response.headers { headers[header.name.lowercased()] = header.value }
+        if response.history.count > 1, let first = response.history.first {
+            // A client given by the caller followed a redirect: the POST may have been re-sent
+            // as a GET without its body, and that GET's 2xx must not commit the batch. The
+            // first answer (the 3xx) is returned as if it had not been followed.
+            return UploadResponse(status: Int(first.responseHead.status.code), headers: Self.headers(first.responseHead.headers), body: [])
+        }
+        let headers = Self.headers(response.headers)
         // Keep the start of the body: the worker reports at most a short message from it.
         var body: [UInt8] = []
         do {
@@ -73,6 +80,12 @@ public struct HTTPClientUploader: Uploader {
             throw SyncError(.network, "the answer from \(host) was cut off", cause: error)
         }
         return UploadResponse(status: Int(response.status.code), headers: headers, body: body)
+    }
+
+    private static func headers(_ fields: HTTPHeaders) -> [String: String] {
+        var headers: [String: String] = [:]
+        for header in fields { headers[header.name.lowercased()] = header.value }
+        return headers
     }
 }
 
