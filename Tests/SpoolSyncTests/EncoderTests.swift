@@ -193,6 +193,31 @@ import Testing
         #expect(RequestBuilder(logID: Self.log, configuration: configuration).request(for: [record(5, "x")]).headers["Content-Type"] == "application/x-ndjson")
     }
 
+    /// Raw bodies carry no ids, so a raw batch must be dense: a read with a skipped (expired,
+    /// dropped, corrupt) range inside it is sent as two requests, each header naming exactly
+    /// the seqs of its elements. Other encodings carry each record's id and keep the gap.
+    @Test func aRawBatchEndsAtTheFirstGapInItsSeqs() {
+        var configuration = SyncConfiguration()
+        configuration.encoding = .raw
+        let builder = RequestBuilder(logID: Self.log, configuration: configuration)
+        let read = SourceBatch(records: [record(3, "1"), record(4, "2"), record(6, "3"), record(7, "4")], end: 9)
+        let first = builder.prepare(read)
+        #expect(first.records.map(\.seq) == [3, 4])
+        #expect(first.end == 5)
+        #expect(first.request?.headers["Spool-Batch"] == "\(Self.id):3-4")
+        #expect(first.request.map { String(decoding: $0.body, as: UTF8.self) } == "[1,2]")
+        // What the next read returns: the skipped seq 5 is before its first record.
+        let second = builder.prepare(SourceBatch(records: [record(6, "3"), record(7, "4")], end: 9))
+        #expect(second.records.map(\.seq) == [6, 7])
+        #expect(second.end == 9)
+        #expect(second.request?.headers["Spool-Batch"] == "\(Self.id):6-7")
+
+        configuration.encoding = .json
+        let json = RequestBuilder(logID: Self.log, configuration: configuration).prepare(read)
+        #expect(json.records.map(\.seq) == [3, 4, 6, 7])
+        #expect(json.end == 9)
+    }
+
     @Test func aBatchTrimmedToFitCommitsOnlyThroughItsLastRecord() {
         var configuration = SyncConfiguration()
         configuration.maxBatchBytes = 1024

@@ -24,14 +24,28 @@ struct RequestBuilder: Sendable {
     /// The batch to send from what a read returned: the longest prefix of its records whose
     /// body fits `maxBatchBytes` (at least one record), with its request built. Records left
     /// over are read again after the commit.
+    ///
+    /// A raw body carries no ids: element *i* is seq *first + i* of the `Spool-Batch` header.
+    /// So a raw batch also ends at the first gap in its seqs (an expired, dropped or corrupt
+    /// range the read skipped inside it); the records after the gap go in the next request.
     func prepare(_ read: SourceBatch) -> SyncBatch {
         guard !read.records.isEmpty else { return SyncBatch(records: [], end: read.end) }
+        if encoder.encoding == .raw, let gap = Self.firstGap(in: read.records) {
+            let dense = Array(read.records[..<gap])
+            return prepare(SourceBatch(records: dense, end: dense[gap - 1].seq + 1))
+        }
         let (body, count) = encoder.encode(read.records, maxBytes: maxBytes)
         if count == read.records.count {
             return SyncBatch(records: read.records, end: read.end, request: request(read.records, body: body))
         }
         let records = Array(read.records[..<count])
         return SyncBatch(records: records, end: records[count - 1].seq + 1, request: request(records, body: body))
+    }
+
+    /// The index of the first record whose seq does not follow its predecessor's, if any.
+    static func firstGap(in records: [Record]) -> Int? {
+        guard let first = records.first?.seq else { return nil }
+        return records.indices.dropFirst().first { records[$0].seq != first &+ UInt64($0) }
     }
 
     /// The request for exactly `records` (a half of a split batch, which always fits).
