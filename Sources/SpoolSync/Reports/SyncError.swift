@@ -3,9 +3,10 @@
 /// `code` says what kind of failure it is (compare it with the static members of
 /// ``SyncError/Code``), `message` says what happened in words a person can act on, `status`
 /// carries the HTTP status when there was one, and `cause` the error underneath (a transport
-/// error, or the ``Spool/SpoolError`` of a failed commit). Payloads never appear in an error:
-/// a server's own message is kept only truncated to ``SyncError/maxServerMessageLength``
-/// characters, with control characters replaced.
+/// error, or the ``Spool/SpoolError`` of a failed commit). Payloads never appear in an error's
+/// `message` or `description`: a server's own message, which may echo what was sent, is kept
+/// apart in ``serverMessage`` (truncated to ``SyncError/maxServerMessageLength`` characters,
+/// control characters replaced) and is never logged.
 public struct SyncError: Error, Sendable, CustomStringConvertible {
     /// The kind of failure: an extensible set, compared with `==`.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
@@ -69,6 +70,11 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
     public var retryAfter: Duration?
     /// The error underneath, if any.
     public var cause: (any Error)?
+    /// The start of the server's answer body, when it sent one: at most
+    /// ``maxServerMessageLength`` characters, control characters replaced. A server may echo
+    /// the records it refused, so this is kept out of ``message`` and ``description`` and out
+    /// of the worker's logs; read it deliberately (the dead-letter log does not store it either).
+    public var serverMessage: String?
 
     public init(
         _ code: Code, _ message: String, status: Int? = nil, retryAfter: Duration? = nil,
