@@ -133,9 +133,12 @@ import Testing
         await rig.tearDown()
     }
 
-    @Test func anEncryptedLogsRefusedRecordsAreEncryptedInTheDeadLetterLogToo() async throws {
+    /// With no current key (the log opened with keys for reading only, as `spool sync
+    /// --key-file` does), the dead-letter log still encrypts, with the highest key.
+    @Test(arguments: [UInt32?(7), nil])
+    func anEncryptedLogsRefusedRecordsAreEncryptedInTheDeadLetterLogToo(current: UInt32?) async throws {
         var configuration = Configuration()
-        configuration.encryption = .init(keys: [7: [UInt8](repeating: 0x5A, count: 32)], current: 7)
+        configuration.encryption = .init(keys: [7: [UInt8](repeating: 0x5A, count: 32), 3: [UInt8](repeating: 0x3C, count: 32)], current: current)
         configuration.fileMode = 0o640
         let rig = try await Rig.make(log: configuration) { $0.poisonMarker = "POISON" }
         try await rig.append(10) { $0 == 4 ? #"{"n":4,"tag":"POISON-SECRET"}"# : #"{"n":\#($0)}"# }
@@ -149,6 +152,7 @@ import Testing
         for name in segments {
             let bytes = Array(FileManager.default.contents(atPath: directory + "/" + name) ?? Data())
             #expect(!bytes.isEmpty)
+            #expect(firstRange(of: Array("POISON-SECRET".utf8), in: bytes) == nil)
             let mode = (try FileManager.default.attributesOfItem(atPath: directory + "/" + name)[.posixPermissions] as? NSNumber)?.uint16Value
             #expect(mode == 0o640)
         }
@@ -165,6 +169,18 @@ import Testing
         #expect(payloads.first?.hasSuffix(#""data":{"n":4,"tag":"POISON-SECRET"}}"#) == true)
         try deadLetters.close()
         await rig.tearDown()
+    }
+
+    @Test func theDeadLetterLogHasItsSourcesCapAndDropsTheOldestAtIt() {
+        var source = Configuration()
+        source.segmentSize = 1 << 20
+        source.maxBytes = 8 << 20
+        source.capPolicy = .rejectNew
+        let deadLetters = DeadLetterLog.configuration(from: source)
+        #expect(deadLetters.maxBytes == 8 << 20)
+        #expect(deadLetters.segmentSize == 1 << 20)
+        #expect(deadLetters.capPolicy == .dropOldest)
+        #expect(DeadLetterLog.configuration(from: Configuration()).maxBytes == nil)
     }
 
     @Test(arguments: SyncConfiguration.Encoding.allCases, SyncConfiguration.Compression.allCases)
@@ -284,4 +300,10 @@ extension SyncConfiguration {
         configuration.backoff = Backoff(base: .milliseconds(5), factor: 2, cap: .milliseconds(50))
         return configuration
     }
+}
+
+/// Where `needle` first occurs in `haystack`, if it does.
+private func firstRange(of needle: [UInt8], in haystack: [UInt8]) -> Int? {
+    guard needle.count <= haystack.count else { return nil }
+    return (0...(haystack.count - needle.count)).first { haystack[$0..<($0 + needle.count)].elementsEqual(needle) }
 }

@@ -39,12 +39,26 @@ public final class DeadLetterLog: DeadLetterSink {
         self.logger = logger
     }
 
-    /// The dead-letter log's configuration for a log opened with `source`: the same encryption
-    /// (refused records are never stored in the clear when the log is encrypted) and the same
-    /// file and directory modes; everything else the library's defaults (no dictionary, no cap).
+    /// The dead-letter log's configuration for a log opened with `source`:
+    /// - the same keys. Refused records are never stored in the clear when the source has
+    ///   keys: a source opened with keys for reading only (no current key, as `spool sync
+    ///   --key-file` does) gives the dead-letter log its highest key id as the current one;
+    /// - the same cap (`maxBytes` and `segmentSize`), with ``Configuration/CapPolicy/dropOldest``:
+    ///   a server that refuses everything cannot make refused records take more disk than
+    ///   their log may, and the oldest are dropped (and counted) first. Refusing new ones
+    ///   instead would stop the sync at the first poison record after the cap;
+    /// - the same file and directory modes;
+    /// - everything else the library's defaults (no dictionary: one trained from refused
+    ///   records would store pieces of them unencrypted).
     public static func configuration(from source: Configuration) -> Configuration {
         var configuration = Configuration()
-        configuration.encryption = source.encryption
+        if var encryption = source.encryption {
+            if encryption.current == nil { encryption.current = encryption.keys.keys.max() }
+            configuration.encryption = encryption
+        }
+        configuration.maxBytes = source.maxBytes
+        configuration.segmentSize = source.segmentSize
+        configuration.capPolicy = .dropOldest
         configuration.fileMode = source.fileMode
         configuration.directoryMode = source.directoryMode
         return configuration
