@@ -115,8 +115,24 @@ extension Collector {
         }
     }
 
-    /// The body, at most ``CollectorConfiguration/maxBodyBytes`` long.
+    /// The body, at most ``CollectorConfiguration/maxBodyBytes`` long, arrived within
+    /// ``CollectorConfiguration/bodyTimeout`` (else 408).
     private func readBody(_ request: Request) async -> Result<[UInt8], BatchRejection> {
+        let timeout = configuration.bodyTimeout
+        return await withTaskGroup(of: Result<[UInt8], BatchRejection>?.self) { group in
+            group.addTask { await self.readWholeBody(request) }
+            group.addTask {
+                // nil: the time is up (or the read finished first and this was cancelled).
+                try? await Task.sleep(for: timeout)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first ?? .failure(BatchRejection(status: 408, message: "the body did not arrive within \(timeout)"))
+        }
+    }
+
+    private func readWholeBody(_ request: Request) async -> Result<[UInt8], BatchRejection> {
         let limit = configuration.maxBodyBytes
         let tooLarge = BatchRejection(status: 413, message: "the body is larger than \(limit) bytes")
         if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {
@@ -165,7 +181,10 @@ extension Collector {
     private func reject(_ rejection: BatchRejection, header: BatchHeader?) -> Response {
         tallies.withLock { tallies in
             tallies.stats.rejectedBatches += 1
-            tallies.stats.rejectedRecords += header.map { Int(clamping: $0.count) } ?? 0
+            // The count a client's header claims: saturating, as a header may claim up to 2^64.
+            let claimed = header.map { Int(clamping: $0.count) } ?? 0
+            let (sum, overflow) = tallies.stats.rejectedRecords.addingReportingOverflow(claimed)
+            tallies.stats.rejectedRecords = overflow ? .max : sum
         }
         logger.debug("batch refused", metadata: ["status": "\(rejection.status)", "reason": "\(rejection.message)"])
         return Self.answer(rejection.status, error: rejection.message)

@@ -1,6 +1,7 @@
 import Dispatch
 import Hummingbird
 import Logging
+import NIOCore
 // Graceful shutdown of Hummingbird goes through its ServiceGroup. ServiceLifecycle comes in
 // with Hummingbird; Package.swift should name it (see the collector's report).
 import ServiceLifecycle
@@ -93,6 +94,10 @@ public final class Collector: Sendable {
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let application = Application(
             responder: CollectorResponder(collector: self),
+            // A connection that sends nothing for twice `bodyTimeout` (idle between requests, or
+            // still owing a body after its 408) is closed; twice, so that a stalled body gets
+            // its 408 (at `bodyTimeout`) before its connection is closed under it.
+            server: .http1(configuration: .init(idleTimeout: Self.timeAmount(configuration.bodyTimeout * 2))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
             onServerRunning: { channel in
                 portContinuation.yield(channel.localAddress?.port ?? 0)
@@ -173,5 +178,14 @@ public final class Collector: Sendable {
                 continuation.resume(with: Result { try self.ledger.withLock { try body(&$0) } })
             }
         }
+    }
+}
+
+extension Collector {
+    /// `duration` as NIO's `TimeAmount` (whole nanoseconds, saturating).
+    static func timeAmount(_ duration: Duration) -> TimeAmount {
+        let (seconds, attoseconds) = duration.components
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        return .nanoseconds(overflow ? .max : whole.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue)
     }
 }

@@ -30,6 +30,12 @@ public struct CollectorConfiguration: Sendable {
     /// ``maxBodyBytes`` plus ``maxDecodedBytes``, so this bounds the memory of a burst.
     /// The default is 4 per processor.
     public var maxConcurrentRequests: Int = 4 * ProcessInfo.processInfo.activeProcessorCount
+    /// The longest a request's body may take to arrive, counted from when the request is
+    /// admitted; a slower one is answered 408, so stalled or slow senders cannot hold the
+    /// ``maxConcurrentRequests`` slots and lock everyone else out. A connection that sends
+    /// nothing for twice this long (idle between requests, or still owing a body after its
+    /// 408) is closed. The default is 30 seconds.
+    public var bodyTimeout: Duration = .seconds(30)
     /// Keep every unique record in memory for ``Collector/records()``. The default is `true`;
     /// long benchmarks turn it off to keep memory flat (counts and the output file still work).
     public var retainsRecords: Bool = true
@@ -57,6 +63,7 @@ public struct CollectorConfiguration: Sendable {
         guard maxConcurrentRequests > 0 else {
             throw fail("maxConcurrentRequests", "is \(maxConcurrentRequests); it must be positive")
         }
+        guard bodyTimeout > .zero else { throw fail("bodyTimeout", "is \(bodyTimeout); it must be positive") }
         guard shutdownGracePeriod >= .zero else {
             throw fail("shutdownGracePeriod", "is \(shutdownGracePeriod); it must not be negative")
         }
