@@ -137,6 +137,44 @@ import Testing
         #expect(harness.uploads.count == 1)
     }
 
+    /// A retry reads again from the committed offset: records that expired (or were dropped)
+    /// during the backoff are skipped, never sent from the failed batch kept in memory.
+    @Test func aRetryReadsAgainSoRecordsExpiredDuringTheBackoffAreNotSent() {
+        var harness = MachineHarness(SyncConfiguration(), records: 10)
+        harness.failFirst(1, with: Self.unavailable)
+        harness.jitter = 0.5
+        harness.send(.start)
+        #expect(harness.uploads == [Array(0...9)])
+        harness.skipped = Set(0..<5)  // expired while the worker backed off
+        harness.advance(to: .seconds(1))
+        #expect(harness.uploads == [Array(0...9), Array(5...9)])
+        #expect(harness.committed == 10)
+    }
+
+    /// A backoff of its own is skipped by a manual flush; a server's Retry-After is not.
+    @Test func aManualFlushWaitsForTheServersRetryAfter() throws {
+        var harness = MachineHarness(.manual, records: 10)
+        harness.failFirst(1, with: SyncError(.rateLimited, "slow down", status: 429, retryAfter: .seconds(30)))
+        let first = harness.flush()
+        #expect(harness.reports[first]?.failure?.code == .rateLimited)
+        harness.now = .seconds(1)
+        let hurried = harness.flush(deadline: .seconds(20))  // ends before the server's time
+        #expect(harness.reports[hurried]?.failure?.code == .rateLimited)
+        let patient = harness.flush()
+        #expect(harness.uploads.count == 1)  // nothing sent before the 30 s
+        harness.advance(to: .milliseconds(29_999))
+        #expect(harness.uploads.count == 1)
+        harness.advance(to: .seconds(30))
+        #expect(harness.uploads.count == 2)
+        #expect(harness.reports[patient]?.records == 10)
+        #expect(harness.committed == 10)
+        // Accepted: the server's wait is over; the next flush starts at once.
+        harness.append(5)
+        let later = harness.flush()
+        #expect(harness.uploads.count == 3)
+        #expect(harness.reports[later]?.records == 5)
+    }
+
     @Test func retryThatCannotFinishBeforeTheDeadlineEndsTheFlush() {
         var harness = MachineHarness(.manual, records: 10)
         harness.respond = { _ in .retry(SyncError(.rateLimited, "slow down", status: 429, retryAfter: .seconds(120))) }

@@ -87,6 +87,7 @@ extension SyncStateMachine {
         case .accepted:
             consecutiveFailures = 0
             backoffUntil = nil
+            serverWait = nil
             stats.batches += 1
             stats.records += batch.records.count
             stats.bytes += bytes
@@ -154,15 +155,22 @@ extension SyncStateMachine {
 // MARK: - Failures
 
 extension SyncStateMachine {
-    /// A request failed in a way worth retrying: keep the batch, back off, and retry if
-    /// anybody still wants the drain.
+    /// A request failed in a way worth retrying: back off, and retry (reading the batch
+    /// again) if anybody still wants the drain.
     mutating func retryableFailure(_ batch: SyncBatch, _ error: SyncError, now: Duration, jitter: Double) -> [Action] {
         count(error)
         stats.retries += 1
         consecutiveFailures += 1
         let until = now + configuration.backoff.delay(afterFailures: consecutiveFailures, retryAfter: error.retryAfter, unit: jitter)
         backoffUntil = until
-        queue.insert(batch, at: 0)
+        if let retryAfter = error.retryAfter {
+            serverWait = (now + min(max(retryAfter, .zero), configuration.backoff.maxRetryAfter), error)
+        }
+        // The retry reads again from the committed offset rather than re-sending this batch
+        // from memory: records that expired (`maxAge`, `reportingDeadline`) or were dropped
+        // by the cap during the backoff are then skipped and counted, never uploaded. Queued
+        // halves of a split go too; the read makes the same batch again, in the same order.
+        queue.removeAll()
         var actions: [Action] = waiters.isEmpty ? [] : [.notify(ids: waiters.map(\.id), .error(error))]
         let minimum = minimumRequestTime
         waiters.removeAll { waiter in

@@ -90,13 +90,16 @@ struct SyncStateMachine: Sendable {
     var configuration: SyncConfiguration
     var phase: Phase = .idle
     var stats = SyncStats()
-    /// Halves of split batches waiting to be sent, and a batch waiting for its retry.
+    /// Halves of split batches waiting to be sent (a retry reads again instead).
     var queue: [SyncBatch] = []
     var waiters: [Waiter] = []
     var started = false
     var paused = false
     /// Automatic flushes (timer, count) do not start before this time.
     var backoffUntil: Duration?
+    /// The server said when to come back (`Retry-After`, capped at `backoff.maxRetryAfter`):
+    /// no request starts before then, not even a manual flush's. Cleared by an accepted batch.
+    var serverWait: (until: Duration, error: SyncError)?
     /// A drain was cut short by a retryable failure: the worker retries when it runs.
     var retryOwed = false
     var consecutiveFailures = 0
@@ -242,6 +245,9 @@ extension SyncStateMachine {
     }
 
     private mutating func flushRequested(_ waiter: Waiter, now: Duration) -> [Action] {
+        if let wait = serverWait, wait.until > now {
+            return flushRequestedDuringServerWait(waiter, until: wait.until, error: wait.error, now: now)
+        }
         waiters.append(waiter)
         let wake: [Action] = waiter.deadline.map { [.scheduleDeadline(id: waiter.id, at: $0)] } ?? []
         switch phase {
@@ -254,6 +260,31 @@ extension SyncStateMachine {
             return wake + nextStep(now: now)
         default:
             return wake  // joins the drain in progress
+        }
+    }
+
+    /// A flush asked for while the server's `Retry-After` runs: it waits for that time (not
+    /// for the rest of a longer, jittered backoff), or ends at once with the server's error
+    /// when its deadline comes first.
+    private mutating func flushRequestedDuringServerWait(_ waiter: Waiter, until: Duration, error: SyncError, now: Duration) -> [Action] {
+        if let deadline = waiter.deadline, until + minimumRequestTime > deadline {
+            var report = waiter.report
+            report.failure = error
+            return [.finishFlush(id: waiter.id, report)]
+        }
+        waiters.append(waiter)
+        let wake: [Action] = waiter.deadline.map { [.scheduleDeadline(id: waiter.id, at: $0)] } ?? []
+        switch phase {
+        case .idle:
+            backoffGeneration += 1
+            phase = .backingOff(until: until)
+            return wake + [.backoff(until: until, generation: backoffGeneration)]
+        case .backingOff(let backoff) where backoff > until:
+            backoffGeneration += 1
+            phase = .backingOff(until: until)
+            return wake + [.backoff(until: until, generation: backoffGeneration)]
+        default:
+            return wake  // waits in the backoff, or joins the drain in progress
         }
     }
 

@@ -167,7 +167,9 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
     /// Drains: uploads batch after batch until nothing is pending, an upload fails (after
     /// `retries` retries with backoff), or the deadline is near.
     ///
-    /// A flush starts at once, even during a backoff. It joins a drain already in progress.
+    /// A flush starts at once, even during a backoff, unless the server asked to wait
+    /// (`Retry-After`): then it starts when that time comes, or ends at once with the
+    /// server's error if its deadline is sooner. It joins a drain already in progress.
     ///
     /// - Parameters:
     ///   - deadline: the flush returns by it. Each request's timeout is cut to the time left

@@ -25,6 +25,8 @@ struct MachineHarness {
     var respond: (SyncBatch) -> UploadOutcome = { _ in .accepted }
     var holdUploads = false
     var inFlight: SyncBatch?
+    /// Seqs the reads skip, as a consumer skips expired or dropped records.
+    var skipped: Set<UInt64> = []
     var failCommits = 0
     var failReads = 0
     private var nextID = 0
@@ -119,12 +121,13 @@ struct MachineHarness {
             }
             var batch: [Record] = []
             var bytes = 0
-            for record in records[Int(committed)...] {
+            for record in records[Int(committed)...] where !skipped.contains(record.seq) {
                 if batch.count == maxCount || (!batch.isEmpty && bytes + record.payload.count > maxBytes) { break }
                 batch.append(record)
                 bytes += record.payload.count
             }
-            return .readCompleted(SyncBatch(records: batch, end: batch.last.map { $0.seq + 1 } ?? committed))
+            let end = batch.last.map { $0.seq + 1 } ?? (records.isEmpty ? committed : max(committed, UInt64(records.count)))
+            return .readCompleted(SyncBatch(records: batch, end: end))
         case .upload(let batch, let timeout):
             precondition(inFlight == nil, "two uploads in flight")
             uploads.append(batch.records.map(\.seq))
