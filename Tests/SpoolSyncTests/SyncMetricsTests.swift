@@ -26,5 +26,10 @@ import Testing
         #expect(try metrics.expectCounter("spool_sync_uploads_total", consumer + [("outcome", "accepted")]).totalValue == Int64(stats.batches))
         #expect(try metrics.expectCounter("spool_sync_uploads_total", consumer + [("outcome", "serverError")]).totalValue == 1)
         #expect(stats.records == 120)
+        #expect(stats.pending == 0)
+        // The lag gauge rose with the records seen and fell to what the stats say.
+        let pending = try metrics.expectGauge("spool_sync_pending", consumer)
+        #expect(pending.lastValue == Double(stats.pending))
+        #expect(pending.values.first == 120)  // what was pending when the worker was made
     }
 }

@@ -4,6 +4,8 @@ import Metrics
 /// disagree. Dimensions: `consumer`, and `outcome` for uploads (`accepted` or a
 /// ``SyncError/Code`` such as `serverError`, `rateLimited`, `payloadTooLarge`, `rejected`),
 /// `kind` for failures (every ``SyncError/Code``, commits and reads included).
+/// One gauge, `spool_sync_pending`: records written and not yet committed (the consumer's lag,
+/// as the worker knows it), to watch a running sync from outside the process.
 struct SyncMetrics: Sendable {
     private let consumer: String
     private let factory: any MetricsFactory
@@ -11,6 +13,7 @@ struct SyncMetrics: Sendable {
     private let deadLettered: Counter
     private let records: Counter
     private let bytes: Counter
+    private let pending: Gauge
 
     /// Instruments from `factory`, or from the process-wide `MetricsSystem` when nil.
     init(consumer: String, factory: (any MetricsFactory)? = nil) {
@@ -22,6 +25,7 @@ struct SyncMetrics: Sendable {
         deadLettered = Counter(label: "spool_sync_dead_lettered_total", dimensions: dimensions, factory: factory)
         records = Counter(label: "spool_sync_records_total", dimensions: dimensions, factory: factory)
         bytes = Counter(label: "spool_sync_bytes_total", dimensions: dimensions, factory: factory)
+        pending = Gauge(label: "spool_sync_pending", dimensions: dimensions, factory: factory)
     }
 
     func record(from old: SyncStats, to new: SyncStats) {
@@ -39,6 +43,7 @@ struct SyncMetrics: Sendable {
         increment(deadLettered, new.deadLettered - old.deadLettered)
         increment(records, new.records - old.records)
         increment(bytes, new.bytes - old.bytes)
+        if new.pending != old.pending { pending.record(new.pending) }
     }
 
     private func uploads(_ outcome: String, _ delta: Int) {

@@ -112,6 +112,8 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
         self.logger = logger
         self.builder = RequestBuilder(logID: source.logID, configuration: configuration)
         self.metrics = SyncMetrics(consumer: source.consumerName, factory: metricsFactory)
+        // From nothing to the start: the lag gauge shows what a previous run left.
+        metrics.record(from: SyncStats(), to: machine.stats)
     }
 
     // MARK: Lifecycle
