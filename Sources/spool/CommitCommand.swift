@@ -21,7 +21,15 @@ struct CommitCommand: ParsableCommand {
     func run() throws {
         let eventLog = try log.open()
         defer { try? eventLog.close() }
-        if !create { try LogDirectory.requireConsumer(consumer, in: eventLog.consumerNames) }
+        if !eventLog.consumerNames.contains(consumer) {
+            if !create { try LogDirectory.requireConsumer(consumer, in: eventLog.consumerNames) }
+            // Checked before the consumer is made: a refused commit must not leave a new
+            // consumer behind, holding retention back.
+            guard through < eventLog.nextSeq else {
+                let last = eventLog.nextSeq == 0 ? "none" : String(eventLog.nextSeq - 1)
+                throw SpoolError(.invalidCommit, "cannot commit \(consumer) through \(through); the last appended record is \(last)")
+            }
+        }
         let named = try eventLog.consumer(named: consumer)
         try named.commit(through: through)
         print("\(consumer): committed through \(through); next seq \(named.committed)")

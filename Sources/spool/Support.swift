@@ -62,7 +62,8 @@ struct LogDirectory: ParsableArguments {
     /// consumer, which would hold retention back for ever.
     static func requireConsumer(_ name: String, in names: [String]) throws {
         guard names.contains(name) else {
-            throw ValidationError("the log has no consumer named \(name) (it has: \(names.joined(separator: ", ")))")
+            let known = names.isEmpty ? "it has none" : "it has: \(names.joined(separator: ", "))"
+            throw ValidationError("the log has no consumer named \(name) (\(known))")
         }
     }
 
@@ -145,6 +146,10 @@ extension SpoolError {
 func claimScratchDirectory(_ root: String, for command: String) throws {
     let marker = root + "/.spool-" + command
     let fileManager = FileManager.default
+    var isDirectory: ObjCBool = false
+    if fileManager.fileExists(atPath: root, isDirectory: &isDirectory), !isDirectory.boolValue {
+        throw ValidationError("--dir \(root) is not a directory; give a new or empty directory")
+    }
     let entries = (try? fileManager.contentsOfDirectory(atPath: root)) ?? []
     if !entries.isEmpty && !fileManager.fileExists(atPath: marker) {
         throw ValidationError("--dir \(root) already holds files that spool \(command) did not make; give a new or empty directory")

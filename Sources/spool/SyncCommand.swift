@@ -134,11 +134,13 @@ struct SyncCommand: AsyncParsableCommand {
         var configuration = SyncConfiguration()
         if let batchCount { configuration.maxBatchCount = batchCount }
         if let batchBytes { configuration.maxBatchBytes = batchBytes }
-        if let interval { configuration.flushInterval = .milliseconds(Int64((interval * 1000).rounded())) }
+        // Not rounded to milliseconds: a positive value below half a millisecond must stay
+        // positive (raised to the minimum interval), not become 0, which disables the timer.
+        if let interval { configuration.flushInterval = .seconds(interval) }
         if let count { configuration.flushCount = count }
         if let encoding { configuration.encoding = encoding }
         if let compression { configuration.compression = compression }
-        if let timeout { configuration.requestTimeout = .milliseconds(Int64((timeout * 1000).rounded())) }
+        if let timeout { configuration.requestTimeout = .seconds(timeout) }
         if once { configuration.flushInterval = .zero }
         for header in headers {
             guard let colon = header.firstIndex(of: ":") else {

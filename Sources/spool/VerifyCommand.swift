@@ -5,7 +5,7 @@ import Spool
 struct VerifyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
-        abstract: "Check every block of a log; exit non-zero if anything is corrupt.",
+        abstract: "Check every block of a log; exit 1 if anything is corrupt, 2 if it could not be checked.",
         discussion: """
             Prints segments, blocks, records, bytes on disk, uncompressed bytes, the compression \
             ratio and every corrupt range. Reads a snapshot: no file of the log changes (an \
@@ -16,7 +16,22 @@ struct VerifyCommand: ParsableCommand {
 
     @OptionGroup var log: LogDirectory
 
+    /// Exit 1 means corruption was found; 2, that the log could not be checked (locked by a
+    /// writer, unreadable, an I/O error): a script can tell "damaged" from "not checked".
     func run() throws {
+        do {
+            try check()
+        } catch let error as ExitCode {
+            throw error
+        } catch let error as ValidationError {
+            throw error
+        } catch {
+            Output.error("Error: \(error)")
+            throw ExitCode(2)
+        }
+    }
+
+    private func check() throws {
         let snapshot = try log.snapshot(reportingRecovery: false)
         defer { snapshot.close() }
         let report = try snapshot.verify()

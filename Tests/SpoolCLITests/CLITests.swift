@@ -55,8 +55,13 @@ import Testing
         #expect(try SpoolBinary.run(["append", log, "--ack"], input: input).status == 0)
         let typo = try SpoolBinary.run(["commit", log, "--consumer", "uplaoder", "--through", "3"])
         #expect(typo.status == 64)
-        #expect(typo.stderr.contains("no consumer named uplaoder"))
+        #expect(typo.stderr.contains("no consumer named uplaoder (it has none)"), "\(typo.stderr)")
         #expect(!FileManager.default.fileExists(atPath: log + "/consumers/uplaoder.offset"))
+        // --create with a seq never appended: refused, and no consumer is left behind.
+        let past = try SpoolBinary.run(["commit", log, "--consumer", "late", "--through", "999", "--create"])
+        #expect(past.status == 1)
+        #expect(past.stderr.contains("the last appended record is 9"), "\(past.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: log + "/consumers/late.offset"))
         #expect(try SpoolBinary.run(["dump", log, "--limit", "0"]).status == 64)
 
         #expect(try SpoolBinary.run(["commit", log, "--consumer", "export", "--through", "0", "--create"]).status == 0)
@@ -71,6 +76,10 @@ import Testing
         let demo = try SpoolBinary.run(["demo", "--dir", foreign, "--events", "10"])
         #expect(demo.status == 64)
         #expect(FileManager.default.fileExists(atPath: foreign + "/log/keep.txt"))
+        let file = foreign + "/log/keep.txt"
+        let notDirectory = try SpoolBinary.run(["demo", "--dir", file, "--events", "10"])
+        #expect(notDirectory.status == 64)
+        #expect(notDirectory.stderr.contains("is not a directory"), "\(notDirectory.stderr)")
 
         let endless = Data(repeating: UInt8(ascii: "a"), count: 3 << 20)
         let long = try SpoolBinary.run(["append", log], input: endless)
@@ -119,7 +128,7 @@ import Testing
         bytes[64 + 45] ^= 0xFF  // inside the first block's payload
         _ = FileManager.default.createFile(atPath: segment, contents: Data(bytes))
         let verify = try SpoolBinary.run(["verify", dir])
-        #expect(verify.status != 0)
+        #expect(verify.status == 1)  // corrupt (2 would be: could not check)
         #expect(verify.stdout.contains("CORRUPT    corrupt 0..<50 (50 records)"), "\(verify.stdout)")
         let dump = try SpoolBinary.run(["dump", dir])
         #expect(dump.stdout.split(separator: "\n").count == 50, "the second block is still read")
@@ -167,6 +176,10 @@ import Testing
         let result = try SpoolBinary.run(["stat", dir])
         #expect(result.status != 0)
         #expect(result.stderr.contains("locked"))
+        // verify tells "could not check" (2) from "corrupt" (1).
+        let verify = try SpoolBinary.run(["verify", dir])
+        #expect(verify.status == 2)
+        #expect(verify.stderr.contains("locked"), "\(verify.stderr)")
         try input.fileHandleForWriting.close()
         holder.waitUntilExit()
         #expect(holder.terminationStatus == 0)
