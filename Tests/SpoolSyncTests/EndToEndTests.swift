@@ -88,6 +88,9 @@ import Testing
         #expect(report.failure == nil)
         await eventually("everything delivered") { rig.receivedSeqs.count == 800 }
         #expect(rig.receivedSeqs == Array(0..<800))
+        // The collector de-duplicates by id, so receivedSeqs cannot show a batch sent twice:
+        // its count can. Faults are injected before a batch is stored, so none is.
+        #expect(rig.collector.stats.duplicates == 0)
         let stats = await worker.stats
         let faults = rig.collector.stats.faults
         #expect(faults.failures + faults.rateLimited + faults.resets > 0)

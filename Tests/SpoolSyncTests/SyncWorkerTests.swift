@@ -100,7 +100,10 @@ import Testing
         source.append(3)
         await eventually("timer armed") { clock.sleepers == 1 }
         clock.advance(by: .seconds(9))
+        // A timer armed too early would fire asynchronously: give it the chance to show.
+        try await Task.sleep(for: .milliseconds(100))
         #expect(uploader.sent.isEmpty)
+        #expect(source.committedOffset == 0)
         clock.advance(by: .seconds(1))
         await eventually("interval flush") { source.committedOffset == 3 }
         await worker.setFlushInterval(.seconds(60))
