@@ -9,7 +9,9 @@ struct DumpCommand: ParsableCommand {
         discussion: """
             Payloads that are not UTF-8 free of control characters (a tab aside: no line break, \
             no terminal escape) are printed as base64: and their base64. Ranges \
-            that cannot be read (corrupt, dropped, missing; expired too with --consumer) are reported on standard error.
+            that cannot be read (corrupt, dropped, missing; expired too with --consumer) are reported on standard error, \
+            and dump goes on past them: it exits 0 once it has read to the end. `spool verify` is the check \
+            (exit 1 on corruption).
             """)
 
     @OptionGroup var log: LogDirectory

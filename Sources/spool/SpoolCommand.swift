@@ -1,5 +1,6 @@
 import ArgumentParser
 import Dispatch
+import Foundation
 
 /// `spool`: the command line for Spool logs. One file per subcommand.
 @main
@@ -19,14 +20,23 @@ struct SpoolCommand: AsyncParsableCommand {
     /// never on one of the cooperative pool's few threads, which the async parts they start
     /// (crash-test's collector, say) need.
     static func main() async {
+        var parsed: (any ParsableCommand.Type)?
         do {
             let command = try parseAsRoot()
+            parsed = type(of: command)
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
                 let box = UncheckedCommand(command: command)
                 try await offPool { try box.run() }
             }
+        } catch let error as ValidationError where parsed != nil {
+            // Thrown by a command's run (a directory that is not a log, a consumer the log does
+            // not have): still a usage error (64), but ArgumentParser would print the root
+            // command's usage under it; point to the command's own help instead.
+            let name = parsed?.configuration.commandName ?? "spool"
+            Output.error("Error: \(error.message)\nSee 'spool \(name) --help'.")
+            Foundation.exit(ExitCode.validationFailure.rawValue)
         } catch {
             exit(withError: error)
         }
