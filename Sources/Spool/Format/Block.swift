@@ -50,7 +50,10 @@ struct BlockHeader: Equatable {
             dictionaryID: loadLE(bytes, 28, as: UInt32.self),
             payloadCRC: loadLE(bytes, 32, as: UInt32.self))
         guard loadLE(bytes, 6, as: UInt16.self) == 0 else { return .failure(.badField("reserved bytes are not zero")) }
-        guard header.firstSeq <= UInt64.max - UInt64(header.recordCount) else { return .failure(.badField("first seq overflows")) }
+        // An end seq past the ceiling is damage; accepted, it would make the next seq overflow.
+        guard header.firstSeq <= Format.seqCeiling - UInt64(header.recordCount) else {
+            return .failure(.badField("end seq passes the seq ceiling"))
+        }
         return header.validated()
     }
 
@@ -61,7 +64,9 @@ struct BlockHeader: Equatable {
         guard check == computed else { return .failure(.badChecksum) }
         let delta = UInt64(loadLE(bytes, 4, as: UInt32.self))
         let count = UInt32(bytes[2])
-        guard segmentBase <= UInt64.max - delta - UInt64(count) else { return .failure(.badField("first seq overflows")) }
+        guard segmentBase <= Format.seqCeiling, delta + UInt64(count) <= Format.seqCeiling - segmentBase else {
+            return .failure(.badField("end seq passes the seq ceiling"))
+        }
         let header = BlockHeader(
             codec: bytes[1] & 0x0F, flags: bytes[1] >> 4,
             firstSeq: segmentBase + delta,

@@ -117,6 +117,17 @@ enum Format {
     // 0: magic[8] | 8: version u16 | 10: reserved u16 (0) | 12: reserved u32 (0)
     // 16: log id [16] | 32: created ms i64 | 40: reserved [20] (0) | 60: CRC-32C of bytes 0..<60
 
+    // MARK: Seqs
+
+    /// The ceiling on every seq the format stores (FORMAT.md §1): a record's seq is below it,
+    /// and a base seq, a block's end seq (first seq + record count) and an offset's next seq are
+    /// at most it. A value above it in a file is damage (or a forgery), treated as corrupt
+    /// where it is parsed, so no file can make the next seq overflow. 2^62 rather than 2^64:
+    /// a seq plus any count a block can hold, or the difference of two seqs, then fits an
+    /// `Int` (and a signed 64-bit integer in any other reader) with room to spare; 2^62
+    /// records at a billion a second take 146 years to write.
+    static let seqCeiling: UInt64 = 1 << 62
+
     /// The name of the segment whose first record is `baseSeq`.
     static func segmentName(_ baseSeq: UInt64) -> String {
         let digits = String(baseSeq)
@@ -142,11 +153,14 @@ enum Format {
         return String(repeating: "0", count: 10 - digits.count) + digits
     }
 
-    /// The base seq a segment file name stands for, or nil if the name is not a segment's.
+    /// The base seq a segment file name stands for, or nil if the name is not a segment's: 20
+    /// digits for a number above `seqCeiling` (a segment there could only make the next seq
+    /// overflow) are a foreign name like any other.
     static func baseSeq(ofSegmentNamed name: String) -> UInt64? {
         guard name.hasSuffix(segmentSuffix) else { return nil }
         let digits = name.utf8.dropLast(segmentSuffix.utf8.count)
-        guard digits.count == segmentNameDigits, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
-        return UInt64(String(decoding: digits, as: UTF8.self))
+        guard digits.count == segmentNameDigits, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+              let base = UInt64(String(decoding: digits, as: UTF8.self)), base <= seqCeiling else { return nil }
+        return base
     }
 }

@@ -91,6 +91,10 @@ struct OffsetSlot: Equatable {
         for i in 0..<4 where bytes[i] != Format.offsetMagic[i] { return nil }
         guard CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<28])) == loadLE(bytes, 28, as: UInt32.self),
               loadLE(bytes, 4, as: UInt16.self) == Format.offsetVersion else { return nil }
-        return OffsetSlot(generation: loadLE(bytes, 8, as: UInt64.self), nextSeq: loadLE(bytes, 16, as: UInt64.self))
+        // A next seq past the ceiling was never committed (commits stop at the log's next seq):
+        // the slot is invalid like a damaged one, so it cannot push the log's seqs to overflow.
+        let nextSeq = loadLE(bytes, 16, as: UInt64.self)
+        guard nextSeq <= Format.seqCeiling else { return nil }
+        return OffsetSlot(generation: loadLE(bytes, 8, as: UInt64.self), nextSeq: nextSeq)
     }
 }

@@ -7,7 +7,8 @@ extension EventLog {
     /// `Configuration.linger` or when the block fills. No system call, no compression.
     /// If more than `Configuration.maxPendingBytes` are waiting for the writer, the call waits
     /// for it (backpressure), so memory stays bounded.
-    /// - Throws: `.recordTooLarge` (names the size and the limit); `.full` under the `rejectNew` cap;
+    /// - Throws: `.recordTooLarge` (names the size and the limit); `.full` under the `rejectNew` cap,
+    ///   or once every seq below the format's ceiling (2^62) is taken;
     ///   the writer's error while it is stalled or failed; `.closed`.
     /// - Complexity: O(payload size).
     @discardableResult
@@ -200,6 +201,11 @@ extension EventLog {
             if state.pendingBytes + framed <= configuration.maxPendingBytes { break }
             lock.wakeWriter()
             lock.progressWait()
+        }
+        // Opening refuses every stored seq past the ceiling, so only 2^62 appends get here;
+        // should they, the log is full, which an append says rather than trapping on overflow.
+        guard state.nextSeq < Format.seqCeiling else {
+            throw SpoolError(.full, "every seq below the format's ceiling (\(Format.seqCeiling)) is taken: no record can be appended", path: directory)
         }
         var wake = false
         // A block seals once it reaches `blockSize`, so one record at the size limit could take

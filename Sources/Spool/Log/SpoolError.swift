@@ -33,7 +33,8 @@ public struct SpoolError: Error, Sendable, CustomStringConvertible {
         public static let diskFull = Code(.diskFull)
         /// Stored bytes failed a check (magic, checksum, bounds); the message names the file and offset.
         public static let corrupt = Code(.corrupt)
-        /// The log reached `Configuration.maxBytes` under the `rejectNew` policy.
+        /// The log reached `Configuration.maxBytes` under the `rejectNew` policy, or (in theory)
+        /// took the last seq the format allows (2^62 − 1).
         public static let full = Code(.full)
         /// The log was closed.
         public static let closed = Code(.closed)
