@@ -168,6 +168,36 @@ import Testing
         #expect(found?.offset == Int64(header.count + damage.count))
     }
 
+    /// 6 MiB of damage with one block magic repeated (0xC5, or `SPBK`) in the last bytes of
+    /// every 1 MiB scan chunk: a header cut off by a chunk's end is parsed whole by the next
+    /// chunk and must cost nothing there (before the fix each was charged the rest of the
+    /// segment, ~200 MiB in all against a 77 MiB budget, and opening failed with "too many
+    /// forged block headers").
+    @Test func magicBytesWhereScanChunksEndAreNotChargedTheRestOfTheSegment() throws {
+        for magic in [[Format.compactBlockMagic], Format.blockMagic] {
+            let dir = TemporaryDirectory()
+            defer { dir.cleanup() }
+            let (bytes, ends) = try makeLog(dir, blocks: 2, perBlock: 5)
+            var damage = [UInt8](repeating: 0, count: 6 << 20)
+            // The scan starts a byte into the damage; its chunks are 1 MiB + 4 bytes and overlap
+            // by 39. Magic fills 256 bytes around each chunk's end.
+            var chunkEnd = 1 + (1 << 20) + 4
+            while chunkEnd + 128 < damage.count {
+                for j in 0..<256 { damage[chunkEnd - 128 + j] = magic[j % magic.count] }
+                chunkEnd += (1 << 20) + 4 - 39
+            }
+            writeFile(dir.file(Format.segmentName(0)), Array(bytes[..<ends[0].offset]) + damage + Array(bytes[ends[0].offset...]))
+            let log = try EventLog.open(directory: dir.path)
+            #expect(log.recoveryReport.tornTail == nil, "magic \(magic)")
+            #expect(log.recoveryReport.corruptions.count == 1, "magic \(magic)")
+            #expect(log.nextSeq == ends[1].endSeq, "magic \(magic): the block after the damage is kept")
+            let items = try log.readAll()
+            #expect(notices(items).isEmpty, "magic \(magic): the damage holds no seqs")
+            #expect(records(items).map(\.seq) == Array(0..<ends[1].endSeq), "magic \(magic)")
+            try log.close()
+        }
+    }
+
     /// 4 MiB of forged block headers, one every 40 bytes, each with a valid header CRC and a
     /// stored length claiming the rest of the file: checking each candidate's payload would
     /// read ~200 GB. The search gives up after its budget and opening fails with `corrupt`

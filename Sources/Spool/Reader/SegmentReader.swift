@@ -185,9 +185,12 @@ final class SegmentReader {
                         try? BlockHeader.parse(UnsafeRawBufferPointer(rebasing: $0[i..<end]), segmentBase: baseSeq).get()
                     } : nil
                     let candidate = start + Int64(i)
-                    if !inChunk || parsed != nil {
-                        // Chunks overlap by a header, so a header is cut off only by the end
-                        // of the segment: what it could claim is then a few bytes.
+                    // Chunks overlap by a header less a byte: a header cut off by the end of a
+                    // chunk that is not the segment's is parsed whole by the next chunk, and
+                    // charged there for what it claims. Only one cut off by the limit itself
+                    // is read here, and could claim no more than the few bytes left.
+                    let cutByLimit = !inChunk && start + Int64(n) >= limit
+                    if cutByLimit || parsed != nil {
                         budget -= min(parsed.map { Int64($0.totalSize) } ?? .max, limit - candidate)
                         if budget < 0 {
                             throw SpoolError(.corrupt, "gave up searching for a valid block after offset \(offset): too many forged block headers", path: path)
