@@ -198,6 +198,29 @@ import Testing
         }
     }
 
+    /// Damage, then a byte copy of an earlier block (valid, but its seqs are behind), then a
+    /// valid block that continues the seqs: recovery passes over the stale copy as readers do,
+    /// keeps the last block, and seqs go on after it (before the fix it cut the segment at the
+    /// damage: the last block's records were lost and their seqs given to new records).
+    @Test func aStaleBlockCopyAfterDamageDoesNotHideTheBlocksThatContinueTheSeqs() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let (bytes, ends) = try makeLog(dir, blocks: 3, perBlock: 4)
+        let firstBlock = Array(bytes[Format.segmentHeaderSize..<ends[0].offset])
+        let damaged = Array(bytes[..<ends[1].offset]) + [UInt8](repeating: 0x01, count: 10) + firstBlock + Array(bytes[ends[1].offset...])
+        writeFile(dir.file(Format.segmentName(0)), damaged)
+        let log = try EventLog.open(directory: dir.path)
+        #expect(log.recoveryReport.tornTail == nil)
+        #expect(log.recoveryReport.corruptions.count == 1)
+        #expect(log.nextSeq == ends[2].endSeq)
+        let items = try log.readAll()
+        #expect(records(items).map(\.seq) == Array(0..<ends[2].endSeq))
+        #expect(records(items).last?.payload == payload(Int(ends[2].endSeq) - 1))
+        #expect(try log.append(payload(99)) == ends[2].endSeq)
+        try log.close()
+        #expect(readFile(dir.file(Format.segmentName(0))).starts(with: damaged), "nothing of the segment was cut")
+    }
+
     /// 4 MiB of forged block headers, one every 40 bytes, each with a valid header CRC and a
     /// stored length claiming the rest of the file: checking each candidate's payload would
     /// read ~200 GB. The search gives up after its budget and opening fails with `corrupt`

@@ -162,7 +162,11 @@ final class SegmentReader {
     /// segment in all. Damage passes a header check about once in 2^16 to 2^32 candidates, so
     /// only forged headers (each claiming the rest of the file) could need more, and would make
     /// the scan quadratic: past the budget it throws `corrupt` instead of going on.
-    func resync(after offset: Int64) throws -> (offset: Int64, header: BlockHeader)? {
+    ///
+    /// With `firstSeq`, a valid block whose first seq is below it (a stale copy of an earlier
+    /// block) is passed over like damage, within the same budget: recovery needs the next
+    /// block that continues the seqs, not the first valid one (FORMAT.md §6, step 4).
+    func resync(after offset: Int64, firstSeq: UInt64 = 0) throws -> (offset: Int64, header: BlockHeader)? {
         let chunkSize = 1 << 20
         var budget = Int64(Format.maxStoredLength) + 2 * max(0, limit - offset)
         var start = offset + 1
@@ -195,7 +199,7 @@ final class SegmentReader {
                         if budget < 0 {
                             throw SpoolError(.corrupt, "gave up searching for a valid block after offset \(offset): too many forged block headers", path: path)
                         }
-                        if case .valid(let header) = try readBlock(at: candidate) {
+                        if case .valid(let header) = try readBlock(at: candidate), header.firstSeq >= firstSeq {
                             return (candidate, header)
                         }
                     }

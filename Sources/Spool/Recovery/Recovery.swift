@@ -163,9 +163,11 @@ enum Recovery {
             case .valid, .truncated, .corrupt:
                 break
             }
-            // Not a valid continuation. If a valid block follows, the damage is in the middle:
-            // keep everything and let readers report the range. Otherwise it is a torn tail.
-            if let next = try reader.resync(after: offset), next.header.firstSeq >= endSeq {
+            // Not a valid continuation. If a valid block continuing the seqs follows (past any
+            // stale copy of an earlier block, which readers skip), the damage is in the middle:
+            // keep everything and let readers report the range. Otherwise it is a torn tail:
+            // cutting a later block that continues the seqs would lose it and reuse its seqs.
+            if let next = try reader.resync(after: offset, firstSeq: endSeq) {
                 report.corruptions.append("\(segment.name): damaged bytes \(offset)..<\(next.offset) (records \(endSeq)..<\(next.header.firstSeq))")
                 logger.warning("damaged bytes inside the active segment; readers report the records lost", metadata: [
                     "segment": "\(segment.name)", "offset": "\(offset)..<\(next.offset)", "records": "\(endSeq)..<\(next.header.firstSeq)",
