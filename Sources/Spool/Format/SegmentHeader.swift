@@ -58,6 +58,16 @@ struct MetaRecord: Equatable {
         return out
     }
 
+    /// The version of a META whose magic and CRC check, whatever the version (and the size,
+    /// which a newer version may grow); nil for a damaged one (whose version bytes may be the damage).
+    static func intactVersion(_ bytes: [UInt8]) -> UInt16? {
+        guard bytes.count >= Format.metaSize, Array(bytes[0..<8]) == Format.metaMagic else { return nil }
+        return bytes.withUnsafeBytes { raw in
+            CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[0..<60])) == loadLE(raw, 60, as: UInt32.self)
+                ? loadLE(raw, 8, as: UInt16.self) : nil
+        }
+    }
+
     static func parse(_ bytes: [UInt8]) -> MetaRecord? {
         guard bytes.count == Format.metaSize, Array(bytes[0..<8]) == Format.metaMagic else { return nil }
         return bytes.withUnsafeBytes { raw in

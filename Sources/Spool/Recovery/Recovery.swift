@@ -82,11 +82,10 @@ enum Recovery {
             let file = try FileIO.open(path, .readOnly)
             let bytes = try file.read(count: Format.metaSize + 1, at: 0)
             file.close()
-            if bytes.count >= 10, Array(bytes[0..<8]) == Format.metaMagic {
-                let version = UInt16(bytes[8]) | UInt16(bytes[9]) << 8
-                if version > Format.metaVersion {
-                    throw SpoolError(.unsupportedVersion, "META format version \(version) is newer than this reader's (\(Format.metaVersion))", path: path)
-                }
+            // The CRC before the version: a flipped bit in the version is damage like any other
+            // (rebuilt below), and only an intact META of a newer version is refused.
+            if let version = MetaRecord.intactVersion(bytes), version > Format.metaVersion {
+                throw SpoolError(.unsupportedVersion, "META format version \(version) is newer than this reader's (\(Format.metaVersion))", path: path)
             }
             if let meta = MetaRecord.parse(bytes) { return meta }
         }
