@@ -262,6 +262,48 @@ import Testing
         try log.close()
     }
 
+    /// A consumer whose offset file could not be made does not exist: it must not hold back
+    /// the retention of the consumers that do (it is registered before its file is made, so
+    /// that retention meanwhile keeps what it starts at, and unregistered on failure).
+    @Test func aConsumerThatCouldNotBeCreatedHoldsNothingBack() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let log = try EventLog.open(directory: dir.path, configuration: rollingConfiguration())
+        let reader = try log.consumer(named: "a")
+        let segments = try appendAcrossSegments(log, in: dir, count: 300)
+        #expect(segments.count >= 3)
+        FaultInjection.arm(.rename, under: dir.path + "/consumers", fault: .error(.ioError))
+        #expect(throws: SpoolError.self) { _ = try log.consumer(named: "x") }
+        FaultInjection.disarm(under: dir.path + "/consumers")
+        #expect(!log.consumerNames.contains("x"))
+        try reader.commit(through: log.nextSeq - 1)
+        #expect(dir.segments().count == 1, "every sealed segment was passed by the only consumer")
+        try log.close()
+    }
+
+    /// The cap charges a write what it stores, compressed: a batch whose records are large
+    /// but compress well drops nothing while the log stays under the cap after the write.
+    @Test func dropOldestChargesAWriteItsCompressedSizeNotItsRecordsSize() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        var configuration = smallConfiguration(blockSize: 4096, segmentSize: 64 * 1024)
+        configuration.maxBytes = 128 * 1024
+        let log = try EventLog.open(directory: dir.path, configuration: configuration)
+        _ = try log.consumer(named: "c")
+        for i in 0..<160 { try log.append(noisyPayload(i, size: 900)) }
+        try log.syncBlocking()
+        let before = log.stats().diskBytes
+        #expect(log.stats().droppedRecords == 0)
+        #expect(dir.segments().count >= 2, "a sealed segment the cap could drop")
+        // 100 KB of one byte: a few hundred bytes stored, so the log stays far under the cap.
+        try log.appendBlocking([UInt8](repeating: 0x41, count: 100_000), durability: .synced)
+        #expect(log.stats().droppedRecords == 0)
+        #expect(log.stats().diskBytes < before + 4096)
+        #expect(log.stats().diskBytes <= 128 * 1024)
+        #expect(records(try log.readAll()).count == 161)
+        try log.close()
+    }
+
     @Test func rejectNewCapRefusesAppendsAndHarmsNothing() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
@@ -314,5 +356,10 @@ import Testing
         let record = recordLocal - 7_200_000
         let expected: Int64 = 1_767_326_400_000 - 7_200_000  // 2026-01-02T04:00:00 local
         #expect(rule.expiry(ofRecordAt: record) == expected)
+        // A timestamp is whatever a file says: the extremes expire at a bounded instant, no trap.
+        for extreme in [Int64.max, Int64.min, Int64.max - 1, Int64.min + 1] {
+            let expiry = ReportingDeadline(hour: 23, utcOffsetSeconds: -ReportingDeadline.maxUTCOffsetSeconds).expiry(ofRecordAt: extreme)
+            #expect(abs(expiry) <= (1 << 60) + 2 * 86_400_000)
+        }
     }
 }

@@ -114,7 +114,8 @@ import Testing
         try log.close()
     }
 
-    @Test(arguments: ["blockSize", "linger", "compressionLevel", "segmentSize", "maxRecordSize", "maxBytes", "maxPendingBytes"])
+    @Test(arguments: ["blockSize", "linger", "compressionLevel", "segmentSize", "maxRecordSize", "maxBytes", "maxPendingBytes",
+                      "maxAge", "reportingDeadline.hour", "reportingDeadline.utcOffsetSeconds"])
     func invalidConfigurationNamesTheField(field: String) throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
@@ -126,6 +127,11 @@ import Testing
         case "segmentSize": configuration.segmentSize = 10
         case "maxRecordSize": configuration.maxRecordSize = 0
         case "maxBytes": configuration.maxBytes = 5
+        // Accepted, it trapped on every read (its milliseconds overflowed).
+        case "maxAge": configuration.maxAge = .seconds(Int64.max)
+        case "reportingDeadline.hour": configuration.reportingDeadline = .init(hour: 28, utcOffsetSeconds: 0)
+        // Hours typed where seconds belong would pass as 2 s; 20 hours is no time zone.
+        case "reportingDeadline.utcOffsetSeconds": configuration.reportingDeadline = .init(hour: 4, utcOffsetSeconds: 20 * 3600)
         default: configuration.maxPendingBytes = 1
         }
         #expect {

@@ -84,10 +84,22 @@ public final class Consumer: @unchecked Sendable {
         let path = Consumers.path(of: name, logDirectory: log.directory)
         let known = log.lock.withLock { log.state.consumerOffsets[name] }
         if known == nil {
-            let start = log.firstSeq
-            try DirectoryIO.create(Consumers.directory(of: log.directory), permissions: log.configuration.directoryMode)
-            try OffsetFile.create(path, directory: Consumers.directory(of: log.directory), nextSeq: start, permissions: log.configuration.fileMode)
-            log.lock.withLock { log.state.consumerOffsets[name] = start }
+            // Registered at the oldest stored record in the same step that reads it, before the
+            // file is made (several fsyncs): retention run meanwhile by another consumer's
+            // commit then keeps what this one starts at. Unregistered if the file cannot be
+            // made, so a consumer that does not exist never holds retention back.
+            let start = log.lock.withLock {
+                let start = log.state.firstSeq
+                log.state.consumerOffsets[name] = start
+                return start
+            }
+            do {
+                try DirectoryIO.create(Consumers.directory(of: log.directory), permissions: log.configuration.directoryMode)
+                try OffsetFile.create(path, directory: Consumers.directory(of: log.directory), nextSeq: start, permissions: log.configuration.fileMode)
+            } catch {
+                log.lock.withLock { _ = log.state.consumerOffsets.removeValue(forKey: name) }
+                throw error
+            }
         }
         guard let slot = try OffsetFile.read(path) else {
             throw SpoolError(.corrupt, "consumer \(name)'s offset file has no valid slot", path: path)

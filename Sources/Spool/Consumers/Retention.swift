@@ -5,32 +5,44 @@ extension EventLog {
     /// The offsets that allow the deletion are durable before this runs (rule: persist the
     /// checkpoint before deleting what it makes unneeded); a crash mid-way leaves whole files
     /// that the next open sees as ordinary sealed segments.
+    ///
+    /// A commit's retention runs on the committing thread; `close()` waits for one in flight
+    /// before it releases the directory lock, and none starts once `close()` is called: a new
+    /// owner of the directory never has segments deleted under it.
     func applyRetention() throws {
         let doomed: [SegmentInfo] = lock.withLock {
-            guard let floor = state.consumerOffsets.values.min(), state.segments.count > 1 else { return [] }
+            guard !state.closeRequested, let floor = state.consumerOffsets.values.min(), state.segments.count > 1 else { return [] }
             var result = [SegmentInfo]()
             for index in 0..<(state.segments.count - 1) where state.segments[index + 1].baseSeq <= floor {
                 result.append(state.segments[index])
             }
+            if !result.isEmpty { state.retentionsInFlight += 1 }
             return result
         }
         guard !doomed.isEmpty else { return }
         var removed = Set<UInt64>()
         defer {
-            lock.withLock { state.counters.retainedSegmentsDeleted += UInt64(removed.count) }
+            lock.withLock {
+                state.counters.retainedSegmentsDeleted += UInt64(removed.count)
+                state.retentionsInFlight -= 1
+                lock.broadcastProgress()
+            }
             metrics.segmentsDeleted.increment(by: removed.count)
         }
         try deleteSegments(doomed, removed: &removed)
     }
 
-    /// Under `dropOldest`, deletes the oldest sealed segments until the batch about to be
-    /// written fits under `maxBytes`, counting the records no consumer had read yet as dropped.
-    /// Runs on the writer thread, outside the lock.
-    func enforceCapBeforeWriting(_ batch: [PendingBlock]) {
+    /// Under `dropOldest`, deletes the oldest sealed segments until the batch being written
+    /// fits under `maxBytes`, counting the records no consumer had read yet as dropped.
+    /// `batchBytes` is what the batch will have written once its next write is done, as
+    /// stored (compressed): charging records their uncompressed size would drop segments the
+    /// write did not need. Runs on the writer thread, outside the lock, before each write.
+    func enforceCapBeforeWriting(batchBytes: Int64) {
         guard let cap = configuration.maxBytes, configuration.capPolicy == .dropOldest else { return }
-        let incoming = Int64(batch.reduce(0) { $0 + $1.raw.count + Format.blockHeaderSize })
-        let (doomed, unread): ([SegmentInfo], [UInt64: Range<UInt64>]) = lock.withLock {
-            var total = state.diskBytes + incoming
+        let (doomed, unread, over): ([SegmentInfo], [UInt64: Range<UInt64>], Int64) = lock.withLock {
+            // `diskBytes` is as of the batch's start (its earlier writes are published with it),
+            // less any segment an earlier write of the batch dropped.
+            var total = state.diskBytes + batchBytes
             var doomed = [SegmentInfo]()
             var unread = [UInt64: Range<UInt64>]()
             let floor = state.consumerOffsets.values.min() ?? 0
@@ -44,7 +56,14 @@ extension EventLog {
                 total -= segment.size
                 index += 1
             }
-            return (doomed, unread)
+            return (doomed, unread, total - Int64(cap))
+        }
+        if over > 0 {
+            // Nothing sealed is left to drop: the active segment and this write alone pass the
+            // cap (a cap below segmentSize plus a batch). Said, never silent.
+            logger.warning("a write takes the log past Configuration.maxBytes: only the active segment is left", metadata: [
+                "over": "\(over)", "cap": "\(cap)",
+            ])
         }
         guard !doomed.isEmpty else { return }
         var removed = Set<UInt64>()

@@ -43,6 +43,9 @@ public struct Configuration: Sendable {
     public var capPolicy: CapPolicy = .dropOldest
     /// Records older than this are expired: readers skip and count them. The default is `nil`.
     public var maxAge: Duration? = nil
+    /// The longest `maxAge` accepted: 100 years (a longer one is a mistake, and its
+    /// milliseconds would overflow the expiry arithmetic).
+    public static let maxExpiryAge: Duration = .seconds(100 * 365 * 86_400)
     /// A calendar expiry rule (Google Analytics': a hit must arrive by 4 a.m. of the next day
     /// in the reporting time zone). The default is `nil`.
     public var reportingDeadline: ReportingDeadline? = nil
@@ -88,8 +91,16 @@ public struct Configuration: Sendable {
         if let cap = maxBytes, cap < 2 * segmentSize {
             throw fail("maxBytes", "is \(cap); it must be at least twice segmentSize (\(segmentSize))")
         }
-        if let age = maxAge, age <= .zero {
-            throw fail("maxAge", "is \(age); it must be positive or nil")
+        if let age = maxAge, age <= .zero || age > Self.maxExpiryAge {
+            throw fail("maxAge", "is \(age); it must be positive and at most 100 years (\(Self.maxExpiryAge)), or nil")
+        }
+        if let deadline = reportingDeadline {
+            guard (0...23).contains(deadline.hour) else {
+                throw fail("reportingDeadline.hour", "is \(deadline.hour); it must be between 0 and 23")
+            }
+            guard (-ReportingDeadline.maxUTCOffsetSeconds...ReportingDeadline.maxUTCOffsetSeconds).contains(deadline.utcOffsetSeconds) else {
+                throw fail("reportingDeadline.utcOffsetSeconds", "is \(deadline.utcOffsetSeconds); it must be between -64800 and 64800 (±18 hours, in seconds)")
+            }
         }
         guard fileMode <= 0o777 else { throw fail("fileMode", "is \(String(fileMode, radix: 8)); it must be at most 0777") }
         guard directoryMode <= 0o777 else { throw fail("directoryMode", "is \(String(directoryMode, radix: 8)); it must be at most 0777") }
@@ -112,12 +123,19 @@ public struct ReportingDeadline: Sendable, Hashable {
         self.utcOffsetSeconds = utcOffsetSeconds
     }
 
+    /// The widest offset from UTC a time zone has: ±18 hours, in seconds.
+    public static let maxUTCOffsetSeconds = 18 * 3600
+
     /// The instant (ms since the epoch) at which a record stamped `timestamp` expires.
+    /// `hour` and `utcOffsetSeconds` are as `Configuration.validate()` accepts them; a
+    /// timestamp (read from a file: any value) is first clamped to ±2^60 ms (36 million years),
+    /// so the arithmetic cannot overflow.
     public func expiry(ofRecordAt timestamp: Int64) -> Int64 {
-        let offset = Int64(utcOffsetSeconds) * 1000
+        let offset = Int64(max(-Self.maxUTCOffsetSeconds, min(Self.maxUTCOffsetSeconds, utcOffsetSeconds))) * 1000
         let day: Int64 = 86_400_000
-        let local = timestamp + offset
+        let bound: Int64 = 1 << 60
+        let local = max(-bound, min(bound, timestamp)) + offset
         let startOfDay = local >= 0 ? (local / day) * day : ((local - day + 1) / day) * day
-        return startOfDay + day + Int64(hour) * 3_600_000 - offset
+        return startOfDay + day + Int64(max(0, min(23, hour))) * 3_600_000 - offset
     }
 }

@@ -150,7 +150,7 @@ public final class EventLog: @unchecked Sendable {
                 state.status = .closing
             }
             lock.wakeWriter()
-            while !state.writerExited { lock.progressWait() }
+            while !state.writerExited || state.retentionsInFlight > 0 { lock.progressWait() }
             let unwritten = state.nextSeq - state.writtenThrough
             if unwritten > 0 {
                 failure = SpoolError(.io, "\(unwritten) appended records could not be written before close (records \(state.writtenThrough)..<\(state.nextSeq))", path: directory)

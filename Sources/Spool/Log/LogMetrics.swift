@@ -77,10 +77,11 @@ public struct LogStats: Sendable, Equatable {
     public var rawBytes: UInt64
     /// Since open: `fdatasync` calls (segment seals included).
     public var fsyncs: UInt64
-    /// Since open: records dropped by the `dropOldest` cap before every consumer read them,
-    /// and records skipped as expired by readers.
+    /// Since open: records dropped by the `dropOldest` cap before every consumer read them
+    /// (expired records are counted apart, in ``expiredRecords``).
     public var droppedRecords: UInt64
-    /// Since open: records readers skipped as expired.
+    /// Since open: records consumers skipped as expired, counted once per consumer that
+    /// skipped them (two consumers passing one expired record count 2).
     public var expiredRecords: UInt64
     /// Since open: sealed segments deleted by retention (every consumer had passed them).
     public var retainedSegmentsDeleted: UInt64

@@ -85,6 +85,9 @@ struct LogState {
     var writerExited = false
     /// `close()` was called (the status may still be `.failed`).
     var closeRequested = false
+    /// Commits' retention deleting segments right now (see `EventLog.applyRetention`):
+    /// `close()` waits for them before it releases the directory lock.
+    var retentionsInFlight = 0
     /// `close()` finished releasing the files and the directory lock (other callers of
     /// `close()` wait for it).
     var closeFinished = false
@@ -166,7 +169,7 @@ struct LogState {
         return syncedWaiters >= gather.target
     }
 
-    /// Bytes of every segment file (valid part) plus what is pending in memory.
+    /// Bytes of every segment file (valid part); records pending in memory are not in it.
     var diskBytes: Int64 { segments.reduce(0) { $0 + $1.size } }
     /// The seq of the oldest record still stored.
     var firstSeq: UInt64 { segments.first?.baseSeq ?? nextSeq }

@@ -118,8 +118,10 @@ final class SegmentWriter {
     }
 
     /// Encodes and writes `batch` in as few system calls as segment boundaries allow, rolling
-    /// segments as they fill, then makes it durable if `sync`.
-    func write(_ batch: ArraySlice<PendingBlock>, sync: Bool) -> Outcome {
+    /// segments as they fill, then makes it durable if `sync`. Before each write, `beforeWriting`
+    /// is told the stored (compressed) bytes this call will then have written in all: the cap
+    /// is enforced on what reaches the disk, not on the records' uncompressed size.
+    func write(_ batch: ArraySlice<PendingBlock>, sync: Bool, beforeWriting: (Int64) -> Void = { _ in }) -> Outcome {
         var outcome = Outcome()
         var encodedInOut = 0
         var storedInOut = 0
@@ -128,7 +130,7 @@ final class SegmentWriter {
         do {
             for block in batch {
                 if needsRoll(before: block) {
-                    try flush(&outcome, &encodedInOut, &storedInOut, &rawInOut, preallocating: false)
+                    try flush(&outcome, &encodedInOut, &storedInOut, &rawInOut, preallocating: false, beforeWriting: beforeWriting)
                     outcome.sealed.append(try roll(toBase: block.firstSeq))
                     outcome.fsyncs += 1
                 }
@@ -139,7 +141,7 @@ final class SegmentWriter {
                 rawInOut += block.raw.count
                 activeEndSeq = block.firstSeq + UInt64(block.count)
             }
-            try flush(&outcome, &encodedInOut, &storedInOut, &rawInOut, preallocating: sync)
+            try flush(&outcome, &encodedInOut, &storedInOut, &rawInOut, preallocating: sync, beforeWriting: beforeWriting)
         } catch {
             out.removeAll(keepingCapacity: true)
             activeEndSeq = flushedEndSeq
@@ -192,8 +194,9 @@ final class SegmentWriter {
     /// Writes the output buffer to the active segment with one call (after zeros ahead of it
     /// when `preallocating`). On failure the file is cut back so no partial block is left behind.
     private func flush(_ outcome: inout Outcome, _ blocks: inout Int, _ stored: inout Int, _ raw: inout Int,
-                       preallocating: Bool) throws {
+                       preallocating: Bool, beforeWriting: (Int64) -> Void) throws {
         guard !out.isEmpty, let active else { return }
+        beforeWriting(Int64(outcome.storedBytes + out.count))
         if preallocating && preallocates {
             do {
                 try preallocate(through: activeSize + Int64(out.count))

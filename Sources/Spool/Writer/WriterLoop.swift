@@ -92,9 +92,8 @@ extension EventLog {
         let served = state.syncedWaiters
         state.writing = true
         lock.unlock()
-        enforceCapBeforeWriting(batch)
         let started = monotonicNanos()
-        let outcome = writer.write(batch[...], sync: sync)
+        let outcome = writer.write(batch[...], sync: sync) { written in enforceCapBeforeWriting(batchBytes: written) }
         lock.lock()
         state.writing = false
         publish(outcome, batch: &batch)
