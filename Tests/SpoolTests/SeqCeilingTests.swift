@@ -35,6 +35,25 @@ import Testing
         writeFile(dir.file(Format.consumersDirectory + "/c" + Format.offsetSuffix), bytes)
     }
 
+    /// A slot (valid CRC) whose generation is 2^64 − 1 is invalid too: chosen as the newer
+    /// slot, it made every later commit trap on `generation + 1`.
+    @Test func anOffsetSlotWithAGenerationPastTheCeilingIsInvalid() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        try tenRecords(dir)
+        writeOffsetFile(dir, OffsetSlot(generation: .max, nextSeq: 6), OffsetSlot(generation: 2, nextSeq: 4))
+        let log = try EventLog.open(directory: dir.path)
+        let consumer = try log.consumer(named: "c")
+        #expect(consumer.committed == 4, "the valid slot wins")
+        try consumer.commit(through: 7)
+        try consumer.commit(through: 8)
+        #expect(consumer.committed == 9)
+        try log.close()
+        let reopened = try EventLog.open(directory: dir.path)
+        #expect(try reopened.consumer(named: "c").committed == 9)
+        try reopened.close()
+    }
+
     /// A slot (valid CRC) whose next seq is 2^64 − 1 is invalid: the other slot wins, or with
     /// none the consumer is reset and reported. The log's seqs go on from its records.
     @Test func anOffsetSlotPastTheCeilingIsInvalid() throws {

@@ -103,8 +103,11 @@ struct OffsetSlot: Equatable {
               loadLE(bytes, 4, as: UInt16.self) == Format.offsetVersion else { return nil }
         // A next seq past the ceiling was never committed (commits stop at the log's next seq):
         // the slot is invalid like a damaged one, so it cannot push the log's seqs to overflow.
+        // Likewise a generation past it: one commit adds one, so no file written by commits
+        // holds one, and the next commit's `generation + 1` must not overflow.
         let nextSeq = loadLE(bytes, 16, as: UInt64.self)
-        guard nextSeq <= Format.seqCeiling else { return nil }
-        return OffsetSlot(generation: loadLE(bytes, 8, as: UInt64.self), nextSeq: nextSeq)
+        let generation = loadLE(bytes, 8, as: UInt64.self)
+        guard nextSeq <= Format.seqCeiling, generation <= Format.seqCeiling else { return nil }
+        return OffsetSlot(generation: generation, nextSeq: nextSeq)
     }
 }
