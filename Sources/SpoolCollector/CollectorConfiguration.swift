@@ -33,9 +33,12 @@ public struct CollectorConfiguration: Sendable {
     /// The longest a request's body may take to arrive, counted from when the request is
     /// admitted; a slower one is answered 408, so stalled or slow senders cannot hold the
     /// ``maxConcurrentRequests`` slots and lock everyone else out. A connection that sends
-    /// nothing for twice this long (idle between requests, or still owing a body after its
-    /// 408) is closed. The default is 30 seconds.
+    /// nothing for twice this long, and at least this plus 5 s (idle between requests, or still
+    /// owing a body after its 408), is closed. The default is 30 seconds.
     public var bodyTimeout: Duration = .seconds(30)
+
+    /// How long a connection may send nothing before it is closed: see ``bodyTimeout``.
+    var connectionIdleTimeout: Duration { bodyTimeout + max(bodyTimeout, .seconds(5)) }
     /// Keep every unique record in memory for ``Collector/records()``. The default is `true`;
     /// long benchmarks turn it off to keep memory flat (counts and the output file still work).
     public var retainsRecords: Bool = true
