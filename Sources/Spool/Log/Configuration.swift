@@ -9,7 +9,9 @@ public struct Configuration: Sendable {
         /// Delete the oldest sealed segments, even unconsumed ones; every consumer moves past
         /// them and the dropped ranges are counted and reported. The default.
         case dropOldest
-        /// Refuse new appends with ``SpoolError/Code/full``; nothing stored is touched.
+        /// Refuse new appends with ``SpoolError/Code/full``; nothing stored is touched. An
+        /// append is checked before its record is compressed, so records not yet written count
+        /// at their uncompressed size (`dropOldest` charges each write what it stores).
         case rejectNew
     }
 
