@@ -327,13 +327,19 @@ import Testing
         try reopened.close()
     }
 
-    @Test func damagedMetaIsRecoveredFromSegmentHeaders() throws {
-        let dir = TemporaryDirectory()
-        defer { dir.cleanup() }
+    /// Makes a log holding `payload(0)`, synced, and closes it; returns its id.
+    private func oneSyncedRecord(_ dir: TemporaryDirectory) throws -> LogID {
         let log = try EventLog.open(directory: dir.path)
         try log.appendBlocking(payload(0), durability: .synced)
         let id = log.id
         try log.close()
+        return id
+    }
+
+    @Test func damagedMetaIsRecoveredFromSegmentHeaders() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let id = try oneSyncedRecord(dir)
         writeFile(dir.file("META"), [1, 2, 3])
         let reopened = try EventLog.open(directory: dir.path)
         #expect(reopened.id == id)
@@ -347,10 +353,7 @@ import Testing
     @Test func aFlippedBitInMetasVersionIsDamageNotANewerVersion() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
-        let log = try EventLog.open(directory: dir.path)
-        try log.appendBlocking(payload(0), durability: .synced)
-        let id = log.id
-        try log.close()
+        let id = try oneSyncedRecord(dir)
         let meta = readFile(dir.file(Format.metaFileName))
         var flipped = meta
         flipped[9] ^= 0x01  // version 257
