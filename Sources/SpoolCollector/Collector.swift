@@ -187,6 +187,7 @@ extension Collector {
     static func timeAmount(_ duration: Duration) -> TimeAmount {
         let (seconds, attoseconds) = duration.components
         let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        return .nanoseconds(overflow ? .max : whole.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue)
+        let (sum, carry) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
+        return .nanoseconds(overflow || carry ? .max : sum)
     }
 }

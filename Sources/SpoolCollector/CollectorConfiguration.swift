@@ -30,11 +30,12 @@ public struct CollectorConfiguration: Sendable {
     /// ``maxBodyBytes`` plus ``maxDecodedBytes``, so this bounds the memory of a burst.
     /// The default is 4 per processor.
     public var maxConcurrentRequests: Int = 4 * ProcessInfo.processInfo.activeProcessorCount
-    /// The longest a request's body may take to arrive, counted from when the request is
-    /// admitted; a slower one is answered 408, so stalled or slow senders cannot hold the
+    /// The longest a request's body may take to arrive, counted from when its handler starts
+    /// reading it (after any injected latency); a slower one is answered 408, so stalled or slow senders cannot hold the
     /// ``maxConcurrentRequests`` slots and lock everyone else out. A connection that sends
     /// nothing for twice this long, and at least this plus 5 s (idle between requests, or still
-    /// owing a body after its 408), is closed. The default is 30 seconds.
+    /// owing a body after its 408), is closed. The default is 30 seconds. Range: above 0, at
+    /// most 1 hour.
     public var bodyTimeout: Duration = .seconds(30)
 
     /// How long a connection may send nothing before it is closed: see ``bodyTimeout``.
@@ -66,7 +67,9 @@ public struct CollectorConfiguration: Sendable {
         guard maxConcurrentRequests > 0 else {
             throw fail("maxConcurrentRequests", "is \(maxConcurrentRequests); it must be positive")
         }
-        guard bodyTimeout > .zero else { throw fail("bodyTimeout", "is \(bodyTimeout); it must be positive") }
+        guard bodyTimeout > .zero, bodyTimeout <= .seconds(3600) else {
+            throw fail("bodyTimeout", "is \(bodyTimeout); it must be positive and at most 1 hour")
+        }
         guard shutdownGracePeriod >= .zero else {
             throw fail("shutdownGracePeriod", "is \(shutdownGracePeriod); it must not be negative")
         }

@@ -29,6 +29,10 @@ struct CommitCommand: ParsableCommand {
                 let last = eventLog.nextSeq == 0 ? "none" : String(eventLog.nextSeq - 1)
                 throw SpoolError(.invalidCommit, "cannot commit \(consumer) through \(through); the last appended record is \(last)")
             }
+            // A new consumer starts at the oldest stored record: a commit below it goes backwards.
+            guard through &+ 1 >= eventLog.firstSeq else {
+                throw SpoolError(.invalidCommit, "cannot commit \(consumer) through \(through): a new consumer starts at the oldest stored record, \(eventLog.firstSeq), and an offset never moves backwards")
+            }
         }
         let named = try eventLog.consumer(named: consumer)
         try named.commit(through: through)

@@ -1,4 +1,5 @@
 import Foundation
+import Spool
 import Testing
 
 @Suite struct CLITests {
@@ -151,6 +152,44 @@ import Testing
         #expect(append.status == 0)
         #expect(append.stderr.contains("# recovery cut 9 bytes at offset"), "\(append.stderr)")
         #expect(FileManager.default.contents(atPath: segment) != tornBytes)
+    }
+
+    /// A new consumer starts at the oldest stored record: `commit --create` below it is refused
+    /// before the consumer is made, so none is left behind holding retention back.
+    @Test func commitCreateBelowTheOldestRecordLeavesNoConsumer() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var configuration = Configuration()
+        configuration.segmentSize = 64 * 1024
+        configuration.blockSize = 4096
+        let log = try EventLog.open(directory: dir, configuration: configuration)
+        let reader = try log.consumer(named: "c")
+        var filler = SystemRandomNumberGenerator()
+        for _ in 0..<300 { try log.append((0..<900).map { _ in UInt8.random(in: 0x61...0x7A, using: &filler) }) }
+        try log.syncBlocking()
+        try reader.commit(through: log.nextSeq - 1)  // retention deletes the sealed segments
+        let oldest = log.firstSeq
+        try log.close()
+        #expect(oldest > 1)
+        let refused = try SpoolBinary.run(["commit", dir, "--consumer", "x", "--through", "0", "--create"])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("starts at the oldest stored record, \(oldest)"), "\(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir + "/consumers/x.offset"))
+    }
+
+    /// Damage that stops even the opening is corruption found (1), not a failure to check (2).
+    @Test func verifyExits1WhenDamageStopsTheOpen() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        #expect(try SpoolBinary.run(["append", dir, "--ack"], input: Data("one\ntwo\n".utf8)).status == 0)
+        for name in ["META", "00000000000000000000.seg"] {
+            var bytes = [UInt8](FileManager.default.contents(atPath: dir + "/" + name)!)
+            bytes[20] ^= 0xFF  // the log id, inside each one's checksum
+            _ = FileManager.default.createFile(atPath: dir + "/" + name, contents: Data(bytes))
+        }
+        let verify = try SpoolBinary.run(["verify", dir])
+        #expect(verify.status == 1)
+        #expect(verify.stderr.contains("corrupt"), "\(verify.stderr)")
     }
 
     @Test func aSecondProcessGetsLocked() throws {

@@ -46,4 +46,25 @@ import Testing
         await worker.stop()
         try await client.shutdown()
     }
+
+    /// 307 and 308 re-send the POST with its body: the batch arrived, and is committed once,
+    /// not reported as a redirect and re-sent for ever.
+    @Test(arguments: [307, 308])
+    func aRedirectThatKeepsThePostDeliversTheBatch(status: Int) async throws {
+        let server = try RedirectingServer(status: status)
+        defer { server.stop() }
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        let source = MemorySource(records: 3)
+        let uploader = HTTPClientUploader(url: URL(string: "http://127.0.0.1:\(server.port)/batch")!, client: client)
+        let worker = try SyncWorker(
+            source: source, uploader: uploader, configuration: .manual, deadLetters: nil, clock: ContinuousClock())
+        let report = await worker.flush()
+        #expect(report.failure == nil)
+        #expect(report.records == 3)
+        #expect(source.committedOffset == 3)
+        #expect(server.count("POST") == 2)  // the first, then the same POST at /moved
+        #expect(server.count("GET") == 0)
+        await worker.stop()
+        try await client.shutdown()
+    }
 }

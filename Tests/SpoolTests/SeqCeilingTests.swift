@@ -41,17 +41,21 @@ import Testing
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
         try tenRecords(dir)
-        writeOffsetFile(dir, OffsetSlot(generation: .max, nextSeq: 6), OffsetSlot(generation: 2, nextSeq: 4))
-        let log = try EventLog.open(directory: dir.path)
-        let consumer = try log.consumer(named: "c")
-        #expect(consumer.committed == 4, "the valid slot wins")
-        try consumer.commit(through: 7)
-        try consumer.commit(through: 8)
-        #expect(consumer.committed == 9)
-        try log.close()
-        let reopened = try EventLog.open(directory: dir.path)
-        #expect(try reopened.consumer(named: "c").committed == 9)
-        try reopened.close()
+        // At the ceiling too: its next commit's generation would be past it, unreadable, and
+        // every later commit would be lost to the older slot on reopen.
+        for generation in [UInt64.max, Format.seqCeiling] {
+            writeOffsetFile(dir, OffsetSlot(generation: generation, nextSeq: 6), OffsetSlot(generation: 2, nextSeq: 4))
+            let log = try EventLog.open(directory: dir.path)
+            let consumer = try log.consumer(named: "c")
+            #expect(consumer.committed == 4, "the valid slot wins")
+            try consumer.commit(through: 7)
+            try consumer.commit(through: 8)
+            #expect(consumer.committed == 9)
+            try log.close()
+            let reopened = try EventLog.open(directory: dir.path)
+            #expect(try reopened.consumer(named: "c").committed == 9)
+            try reopened.close()
+        }
     }
 
     /// A slot (valid CRC) whose next seq is 2^64 − 1 is invalid: the other slot wins, or with

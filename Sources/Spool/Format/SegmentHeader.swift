@@ -107,7 +107,9 @@ struct OffsetSlot: Equatable {
         // holds one, and the next commit's `generation + 1` must not overflow.
         let nextSeq = loadLE(bytes, 16, as: UInt64.self)
         let generation = loadLE(bytes, 8, as: UInt64.self)
-        guard nextSeq <= Format.seqCeiling, generation <= Format.seqCeiling else { return nil }
+        // (Below it: the next commit's generation must parse too, or every later commit would
+        // be lost to the older slot on reopen.)
+        guard nextSeq <= Format.seqCeiling, generation < Format.seqCeiling else { return nil }
         return OffsetSlot(generation: generation, nextSeq: nextSeq)
     }
 }

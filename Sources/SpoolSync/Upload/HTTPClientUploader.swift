@@ -11,8 +11,8 @@ import NIOHTTP1
 /// keep-alive causes), and cancelling its async API from a cancellation handler can deadlock;
 /// AsyncHTTPClient keeps connections alive (a pool per host) and honours task cancellation.
 ///
-/// Each request carries the worker's headers and its own timeout. Redirects are not followed
-/// (a collector answers, it does not redirect); every answer is returned as it is, for the
+/// Each request carries the worker's headers and its own timeout. The default client follows
+/// no redirect (a collector answers, it does not redirect); every answer is returned as it is, for the
 /// worker to classify, with at most the first 4 KiB of its body. Neither the body nor the
 /// answer is logged.
 ///
@@ -37,9 +37,10 @@ public struct HTTPClientUploader: Uploader {
 
     /// - Parameters:
     ///   - url: the collector's endpoint.
-    ///   - client: the client to use. The default is ``defaultClient``. A client that follows
-    ///     redirects still never has a redirected request taken for an answer: the first
-    ///     answer, the 3xx, is what the worker sees.
+    ///   - client: the client to use. The default is ``defaultClient``, which follows no
+    ///     redirect. A client that follows them never has a GET made from the POST taken for
+    ///     an answer: the worker sees the 3xx. A redirect that re-sends the POST with its body
+    ///     (307, 308) is followed, and the final answer counts.
     public init(url: URL, client: HTTPClient = HTTPClientUploader.defaultClient) {
         self.url = url
         self.client = client
@@ -62,10 +63,11 @@ public struct HTTPClientUploader: Uploader {
         } catch {
             throw SyncError(.network, "the request to \(host) failed", cause: error)
         }
-        if response.history.count > 1, let first = response.history.first {
-            // A client given by the caller followed a redirect: the POST may have been re-sent
-            // as a GET without its body, and that GET's 2xx must not commit the batch. The
-            // first answer (the 3xx) is returned as if it had not been followed.
+        if response.history.count > 1, let first = response.history.first, response.history.last?.request.method != .POST {
+            // A client given by the caller followed a redirect that turned the POST into a GET
+            // without its body (301/302/303): that GET's 2xx must not commit the batch. The
+            // first answer (the 3xx) is returned as if it had not been followed. A redirect
+            // that kept the POST and its body (307/308) delivered the batch: its answer stands.
             return UploadResponse(status: Int(first.responseHead.status.code), headers: Self.headers(first.responseHead.headers), body: [])
         }
         let headers = Self.headers(response.headers)

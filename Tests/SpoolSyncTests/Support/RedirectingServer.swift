@@ -6,7 +6,8 @@ import Darwin
 import Foundation
 import Synchronization
 
-/// A tiny HTTP/1.1 server on 127.0.0.1 that answers every `POST` with a redirect to `/moved`
+/// A tiny HTTP/1.1 server on 127.0.0.1 that answers a `POST` with a redirect to `/moved`
+/// (a `POST` to `/moved` itself, which only a 307 or 308 makes, with `200 {"accepted":1}`)
 /// and every `GET` with `200 {"accepted":1}`: what a misconfigured load balancer in front of
 /// a collector does. One connection at a time, closed after each answer. Counts requests by
 /// method.
@@ -57,7 +58,8 @@ final class RedirectingServer: Sendable {
     private func serve(_ connection: Int32, status: Int) {
         guard let head = readRequest(connection), let method = head.split(separator: " ").first else { return }
         counts.withLock { $0[String(method), default: 0] += 1 }
-        let answer = method == "POST"
+        let path = head.split(separator: " ").dropFirst().first ?? ""
+        let answer = method == "POST" && path != "/moved"
             ? "HTTP/1.1 \(status) Redirect\r\nLocation: /moved\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
             : "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 14\r\nConnection: close\r\n\r\n{\"accepted\":1}"
         let bytes = Array(answer.utf8)
