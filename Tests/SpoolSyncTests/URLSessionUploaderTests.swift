@@ -30,27 +30,29 @@ import Testing
     /// without its body: given such a client, the uploader still reports the 3xx.
     @Test(arguments: [301, 302, 303])
     func aClientThatFollowsRedirectsStillCommitsNothing(status: Int) async throws {
-        let server = try RedirectingServer(status: status)
-        defer { server.stop() }
-        let client = HTTPClient(eventLoopGroupProvider: .singleton)
-        let source = MemorySource(records: 3)
-        let uploader = HTTPClientUploader(url: URL(string: "http://127.0.0.1:\(server.port)/batch")!, client: client)
-        let worker = try SyncWorker(
-            source: source, uploader: uploader, configuration: .manual, deadLetters: nil, clock: ContinuousClock())
-        let report = await worker.flush()
+        let (report, committed, server) = try await flushThroughAFollowingClient(redirect: status)
         #expect(server.count("GET") == 1)  // the client did follow: this is the case at stake
         #expect(report.failure?.code == .unexpectedResponse)
         #expect(report.failure?.status == status)
         #expect(report.records == 0)
-        #expect(source.committedOffset == 0)
-        await worker.stop()
-        try await client.shutdown()
+        #expect(committed == 0)
     }
 
     /// 307 and 308 re-send the POST with its body: the batch arrived, and is committed once,
     /// not reported as a redirect and re-sent for ever.
     @Test(arguments: [307, 308])
     func aRedirectThatKeepsThePostDeliversTheBatch(status: Int) async throws {
+        let (report, committed, server) = try await flushThroughAFollowingClient(redirect: status)
+        #expect(report.failure == nil)
+        #expect(report.records == 3)
+        #expect(committed == 3)
+        #expect(server.count("POST") == 2)  // the first, then the same POST at /moved
+        #expect(server.count("GET") == 0)
+    }
+
+    /// One flush of 3 records through `HTTPClientUploader` with a client that follows
+    /// redirects (AsyncHTTPClient's default), to a server answering POSTs with `redirect`.
+    private func flushThroughAFollowingClient(redirect status: Int) async throws -> (FlushReport, UInt64, RedirectingServer) {
         let server = try RedirectingServer(status: status)
         defer { server.stop() }
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
@@ -59,12 +61,8 @@ import Testing
         let worker = try SyncWorker(
             source: source, uploader: uploader, configuration: .manual, deadLetters: nil, clock: ContinuousClock())
         let report = await worker.flush()
-        #expect(report.failure == nil)
-        #expect(report.records == 3)
-        #expect(source.committedOffset == 3)
-        #expect(server.count("POST") == 2)  // the first, then the same POST at /moved
-        #expect(server.count("GET") == 0)
         await worker.stop()
         try await client.shutdown()
+        return (report, source.committedOffset, server)
     }
 }
