@@ -94,10 +94,9 @@ public final class Collector: Sendable {
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let application = Application(
             responder: CollectorResponder(collector: self),
-            // A connection that sends nothing for `bodyTimeout` plus as long again, at least
-            // 5 s (idle between requests, or still owing a body after its 408), is closed; the
-            // margin lets a stalled body get its 408 (`bodyTimeout` after its handler starts,
-            // which a loaded machine may delay) before its connection is closed under it.
+            // A connection that sends nothing for `connectionIdleTimeout` (idle between
+            // requests, or still owing a body after its 408) is closed; the margin lets a
+            // stalled body get its 408 first (see `connectionIdleTimeout`).
             server: .http1(configuration: .init(idleTimeout: Self.timeAmount(configuration.connectionIdleTimeout))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
             onServerRunning: { channel in

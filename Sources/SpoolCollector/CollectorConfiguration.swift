@@ -33,13 +33,17 @@ public struct CollectorConfiguration: Sendable {
     /// The longest a request's body may take to arrive, counted from when its handler starts
     /// reading it (after any injected latency); a slower one is answered 408, so stalled or slow senders cannot hold the
     /// ``maxConcurrentRequests`` slots and lock everyone else out. A connection that sends
-    /// nothing for twice this long, and at least this plus 5 s (idle between requests, or still
+    /// nothing for twice this long, and at least this plus 60 s (idle between requests, or still
     /// owing a body after its 408), is closed. The default is 30 seconds. Range: above 0, at
     /// most 1 hour.
     public var bodyTimeout: Duration = .seconds(30)
 
     /// How long a connection may send nothing before it is closed: see ``bodyTimeout``.
-    var connectionIdleTimeout: Duration { bodyTimeout + max(bodyTimeout, .seconds(5)) }
+    /// The margin is wide because the 408 is answered from Swift's cooperative pool, which a
+    /// busy process (a test run blocking it) can delay, while the idle timer runs on NIO's
+    /// event loop: the 408 must come first. Idle keep-alive connections still close (nginx's
+    /// default is 75 s).
+    var connectionIdleTimeout: Duration { bodyTimeout + max(bodyTimeout, .seconds(60)) }
     /// Keep every unique record in memory for ``Collector/records()``. The default is `true`;
     /// long benchmarks turn it off to keep memory flat (counts and the output file still work).
     public var retainsRecords: Bool = true
