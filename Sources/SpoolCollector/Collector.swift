@@ -97,7 +97,7 @@ public final class Collector: Sendable {
             // A connection that sends nothing for `connectionIdleTimeout` (idle between
             // requests, or still owing a body after its 408) is closed; the margin lets a
             // stalled body get its 408 first (see `connectionIdleTimeout`).
-            server: .http1(configuration: .init(idleTimeout: Self.timeAmount(configuration.connectionIdleTimeout))),
+            server: .http1(configuration: .init(idleTimeout: TimeAmount.nanoseconds(configuration.connectionIdleTimeout.wholeNanoseconds))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
             onServerRunning: { channel in
                 portContinuation.yield(channel.localAddress?.port ?? 0)
@@ -178,15 +178,5 @@ public final class Collector: Sendable {
                 continuation.resume(with: Result { try self.ledger.withLock { try body(&$0) } })
             }
         }
-    }
-}
-
-extension Collector {
-    /// `duration` as NIO's `TimeAmount` (whole nanoseconds, saturating).
-    static func timeAmount(_ duration: Duration) -> TimeAmount {
-        let (seconds, attoseconds) = duration.components
-        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        let (sum, carry) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
-        return .nanoseconds(overflow || carry ? .max : sum)
     }
 }

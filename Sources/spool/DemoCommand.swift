@@ -201,11 +201,3 @@ final class Progress: @unchecked Sendable {
         if interactive { try? Output.write("\n") }
     }
 }
-
-extension Duration {
-    /// The duration in seconds.
-    var seconds: Double {
-        let (whole, attoseconds) = components
-        return Double(whole) + Double(attoseconds) / 1e18
-    }
-}

@@ -25,14 +25,11 @@ struct VerifyCommand: ParsableCommand {
             throw error
         } catch let error as ValidationError {
             throw error
-        } catch let error as SpoolError where error.code == .corrupt {
-            // Damage that stops even the opening (META and every segment header unreadable):
-            // found corruption, not a failure to check.
-            Output.error("Error: \(error)")
-            throw ExitCode(1)
         } catch {
             Output.error("Error: \(error)")
-            throw ExitCode(2)
+            // Damage that stops even the opening (META and every segment header unreadable) is
+            // corruption found, not a failure to check.
+            throw ExitCode((error as? SpoolError)?.code == .corrupt ? 1 : 2)
         }
     }
 

@@ -174,7 +174,7 @@ import Testing
         await rig.tearDown()
     }
 
-    @Test func theDeadLetterLogHasItsSourcesCapAndDropsTheOldestAtIt() {
+    @Test func theDeadLetterLogTakesItsSourcesCapWithDropOldest() {
         var source = Configuration()
         source.segmentSize = 1 << 20
         source.maxBytes = 8 << 20

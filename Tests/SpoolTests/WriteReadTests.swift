@@ -114,6 +114,25 @@ import Testing
         try log.close()
     }
 
+    /// Durations a configuration accepts convert without trapping: a segment age of
+    /// `.seconds(Int64.max)` (valid: positive) means never, it trapped on the first roll check.
+    @Test func hugeDurationsSaturateInsteadOfTrapping() throws {
+        #expect(Duration.seconds(Int64.max).wholeNanoseconds == .max)
+        #expect(Duration.seconds(Int64.min).wholeNanoseconds == .min)
+        // Whole seconds fit, the fraction carries past Int64.max.
+        #expect(Duration(secondsComponent: 9_223_372_036, attosecondsComponent: 900_000_000_000_000_000).wholeNanoseconds == .max)
+        #expect(Duration.milliseconds(1500).wholeNanoseconds == 1_500_000_000)
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        var configuration = smallConfiguration()
+        configuration.segmentMaxAge = .seconds(Int64.max)
+        let log = try EventLog.open(directory: dir.path, configuration: configuration)
+        for i in 0..<3 { try log.appendBlocking(payload(i), durability: .written) }
+        #expect(dir.segments().count == 1)
+        #expect(records(try log.readAll()).count == 3)
+        try log.close()
+    }
+
     @Test(arguments: ["blockSize", "linger", "compressionLevel", "segmentSize", "maxRecordSize", "maxBytes", "maxPendingBytes",
                       "maxAge", "reportingDeadline.hour", "reportingDeadline.utcOffsetSeconds"])
     func invalidConfigurationNamesTheField(field: String) throws {

@@ -184,9 +184,8 @@ final class SegmentWriter {
         if block.firstSeq != activeEndSeq { return true }
         if activeSize + Int64(out.count) >= Int64(configuration.segmentSize) { return true }
         if let age = configuration.segmentMaxAge {
-            let (seconds, attoseconds) = age.components
-            let nanos = UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
-            if monotonicNanos() - activeOpenedAt >= nanos { return true }
+            // Saturating: an age of `.seconds(Int64.max)` is valid (positive) and means never.
+            if monotonicNanos() - activeOpenedAt >= UInt64(age.wholeNanoseconds) { return true }
         }
         return false
     }

@@ -50,8 +50,7 @@ extension EventLog {
             }
             state.gather = nil
             if !state.current.isEmpty {
-                let lingerNanos = UInt64(configuration.linger.components.seconds) * 1_000_000_000
-                    + UInt64(configuration.linger.components.attoseconds / 1_000_000_000)
+                let lingerNanos = UInt64(configuration.linger.wholeNanoseconds)  // validated 0 ... 60 s
                 if urgent || now >= state.current.openedAt &+ lingerNanos {
                     sealCurrentBlock()
                 } else if state.full.isEmpty {

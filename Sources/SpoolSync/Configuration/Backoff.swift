@@ -63,11 +63,3 @@ private func pow(_ x: Double, _ y: Double) -> Double {
     }
     return result
 }
-
-extension Duration {
-    /// The duration in seconds, as a `Double`.
-    var seconds: Double {
-        let (whole, attoseconds) = components
-        return Double(whole) + Double(attoseconds) / 1e18
-    }
-}

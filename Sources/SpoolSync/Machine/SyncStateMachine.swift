@@ -244,47 +244,34 @@ extension SyncStateMachine {
         return nextStep(now: now)
     }
 
+    /// A flush starts at once, even during a backoff of Spool's own; it joins a drain in
+    /// progress. The server's `Retry-After` binds it, though: it waits for that time (not for
+    /// the rest of a longer, jittered backoff), or ends at once with the server's error when
+    /// its deadline comes first.
     private mutating func flushRequested(_ waiter: Waiter, now: Duration) -> [Action] {
-        if let wait = serverWait, wait.until > now {
-            return flushRequestedDuringServerWait(waiter, until: wait.until, error: wait.error, now: now)
-        }
-        waiters.append(waiter)
-        let wake: [Action] = waiter.deadline.map { [.scheduleDeadline(id: waiter.id, at: $0)] } ?? []
-        switch phase {
-        case .idle:
-            return wake + nextStep(now: now)
-        case .backingOff:
-            // The caller asked now: the flush starts at once, without waiting out the backoff.
-            backoffGeneration += 1
-            phase = .idle
-            return wake + nextStep(now: now)
-        default:
-            return wake  // joins the drain in progress
-        }
-    }
-
-    /// A flush asked for while the server's `Retry-After` runs: it waits for that time (not
-    /// for the rest of a longer, jittered backoff), or ends at once with the server's error
-    /// when its deadline comes first.
-    private mutating func flushRequestedDuringServerWait(_ waiter: Waiter, until: Duration, error: SyncError, now: Duration) -> [Action] {
-        if let deadline = waiter.deadline, until + minimumRequestTime > deadline {
+        let wait = serverWait.flatMap { $0.until > now ? $0 : nil }
+        if let wait, let deadline = waiter.deadline, wait.until + minimumRequestTime > deadline {
             var report = waiter.report
-            report.failure = error
+            report.failure = wait.error
             return [.finishFlush(id: waiter.id, report)]
         }
         waiters.append(waiter)
         let wake: [Action] = waiter.deadline.map { [.scheduleDeadline(id: waiter.id, at: $0)] } ?? []
         switch phase {
-        case .idle:
-            backoffGeneration += 1
-            phase = .backingOff(until: until)
-            return wake + [.backoff(until: until, generation: backoffGeneration)]
-        case .backingOff(let backoff) where backoff > until:
-            backoffGeneration += 1
-            phase = .backingOff(until: until)
-            return wake + [.backoff(until: until, generation: backoffGeneration)]
+        case .idle, .backingOff:
+            if let wait {
+                if case .backingOff(let until) = phase, until <= wait.until { return wake }
+                backoffGeneration += 1
+                phase = .backingOff(until: wait.until)
+                return wake + [.backoff(until: wait.until, generation: backoffGeneration)]
+            }
+            if case .backingOff = phase {
+                backoffGeneration += 1
+                phase = .idle
+            }
+            return wake + nextStep(now: now)
         default:
-            return wake  // waits in the backoff, or joins the drain in progress
+            return wake  // joins the drain in progress
         }
     }
 

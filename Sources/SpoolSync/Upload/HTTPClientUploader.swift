@@ -52,7 +52,7 @@ public struct HTTPClientUploader: Uploader {
         for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
         outgoing.body = .bytes(ByteBuffer(bytes: request.body))
         let host = url.host ?? "the server"
-        let timeout = TimeAmount.nanoseconds(max(1, request.timeout.nanoseconds))
+        let timeout = TimeAmount.nanoseconds(max(1, request.timeout.wholeNanoseconds))
         let response: HTTPClientResponse
         do {
             response = try await client.execute(outgoing, timeout: timeout)
@@ -88,14 +88,5 @@ public struct HTTPClientUploader: Uploader {
         var headers: [String: String] = [:]
         for header in fields { headers[header.name.lowercased()] = header.value }
         return headers
-    }
-}
-
-extension Duration {
-    /// The duration in whole nanoseconds (saturating).
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? .max : whole.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
     }
 }

@@ -20,45 +20,25 @@ enum UploadOutcome: Sendable {
         let status = response.status
         let message = SyncError.serverMessage(response.body)
         let retryAfter = response.headers["retry-after"].flatMap { RetryAfter.parse($0, now: now) }
-        var outcome = classify(status: status, retryAfter: retryAfter, retryableStatuses: retryableStatuses)
-        if !message.isEmpty { outcome.error?.serverMessage = message }
-        return outcome
-    }
-
-    /// The failure an answer's status makes, before the server's message is attached.
-    private static func classify(status: Int, retryAfter: Duration?, retryableStatuses: Set<Int>) -> UploadOutcome {
+        /// The failure, with the server's message kept apart from ours (it may echo a payload).
+        func failure(_ code: SyncError.Code, _ text: String, retryAfter: Duration? = nil) -> SyncError {
+            var error = SyncError(code, text, status: status, retryAfter: retryAfter)
+            if !message.isEmpty { error.serverMessage = message }
+            return error
+        }
         switch status {
         case 200...299:
             return .accepted
         case 413:
-            return .tooLarge(SyncError(.payloadTooLarge, "the server refused the batch as too large", status: status))
+            return .tooLarge(failure(.payloadTooLarge, "the server refused the batch as too large"))
         case 429:
-            return .retry(SyncError(.rateLimited, "the server asked to slow down", status: status, retryAfter: retryAfter))
+            return .retry(failure(.rateLimited, "the server asked to slow down", retryAfter: retryAfter))
         case 400...499 where status == 408 || retryableStatuses.contains(status), 500...599:
-            return .retry(SyncError(.serverError, "the server failed", status: status, retryAfter: retryAfter))
+            return .retry(failure(.serverError, "the server failed", retryAfter: retryAfter))
         case 400...499:
-            return .rejected(SyncError(.rejected, "the server refused the batch", status: status))
+            return .rejected(failure(.rejected, "the server refused the batch"))
         default:
-            return .retry(SyncError(.unexpectedResponse, "the server answered an unexpected status", status: status, retryAfter: retryAfter))
-        }
-    }
-
-    /// The error, for every outcome but ``accepted``.
-    var error: SyncError? {
-        get {
-            switch self {
-            case .accepted: nil
-            case .retry(let error), .tooLarge(let error), .rejected(let error): error
-            }
-        }
-        set {
-            guard let newValue else { return }
-            switch self {
-            case .accepted: break
-            case .retry: self = .retry(newValue)
-            case .tooLarge: self = .tooLarge(newValue)
-            case .rejected: self = .rejected(newValue)
-            }
+            return .retry(failure(.unexpectedResponse, "the server answered an unexpected status", retryAfter: retryAfter))
         }
     }
 
