@@ -83,6 +83,11 @@ struct LogDirectory: ParsableArguments {
                 : "found \(torn.bytes) bytes at offset \(torn.offset) of \(torn.segment) that the next writing open cuts: \(what)")
         }
         for damage in report.corruptions { lines.append("found \(damage)") }
+        for name in report.setAsideSegments {
+            lines.append(report.repaired
+                ? "set aside \(name) as \(name).misfit: it does not fit the log's sequence (it would have reused stored seqs)"
+                : "found \(name), which does not fit the log's sequence: the next writing open sets it aside as \(name).misfit")
+        }
         for name in report.resetConsumers {
             lines.append(report.repaired
                 ? "reset consumer \(name): its offset file was unreadable; it restarts at the oldest stored record"

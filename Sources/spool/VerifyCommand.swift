@@ -49,7 +49,8 @@ struct VerifyCommand: ParsableCommand {
         for file in report.recovery.ignoredFiles { lines.append("ignored    \(terminalSafe(file)) (not a log file)") }
         for notice in report.otherNotices { lines.append("notice     \(notice)") }
         for notice in report.corrupt { lines.append("CORRUPT    \(notice)") }
-        lines.append(report.isClean ? "ok: no corruption" : "FAILED: \(report.corrupt.count) corrupt ranges, \(report.corrupt.reduce(0) { $0 + $1.count }) records lost")
+        lines.append(report.isClean ? "ok: no corruption"
+                     : "FAILED: \(report.corrupt.count) corrupt ranges, \(report.corrupt.reduce(0) { $0 + $1.count }) records lost, \(report.recovery.setAsideSegments.count) misfit segments")
         print(lines.joined(separator: "\n"))
         if !report.isClean { throw ExitCode(1) }
     }

@@ -12,6 +12,8 @@ enum Format {
     static let consumersDirectory = "consumers"
     static let offsetSuffix = ".offset"
     static let temporarySuffix = ".tmp"
+    /// Appended to a segment file that does not fit the log's sequence when it is set aside (§6).
+    static let misfitSuffix = ".misfit"
 
     // MARK: Segment header (64 bytes)
 

@@ -55,8 +55,8 @@ public struct VerifyReport: Sendable, Equatable {
     public var recovery: RecoveryReport
     /// Uncompressed bytes per byte on disk.
     public var compressionRatio: Double { diskBytes == 0 ? 0 : Double(rawBytes) / Double(diskBytes) }
-    /// Whether no stored byte was found damaged.
-    public var isClean: Bool { corrupt.isEmpty }
+    /// Whether no stored byte was found damaged and every segment file fits the log's sequence.
+    public var isClean: Bool { corrupt.isEmpty && recovery.setAsideSegments.isEmpty }
 }
 
 extension EventLog {

@@ -44,6 +44,7 @@ enum Recovery {
             let size = try fileSize(directory + "/" + Format.segmentName(base))
             segments.append(SegmentInfo(baseSeq: base, size: size))
         }
+        segments = try setAsideMisfits(segments, directory: directory, repairing: repairing, report: &report, logger: logger)
 
         var endSeq: UInt64 = 0
         var activeHeader: SegmentHeader?
@@ -62,6 +63,60 @@ enum Recovery {
         }
         return RecoveredLog(meta: meta, segments: segments, endSeq: endSeq, activeHeader: activeHeader,
                             consumerOffsets: consumerOffsets, report: report)
+    }
+
+    /// Takes out of `segments` every file that cannot hold records where its name puts it
+    /// (FORMAT.md §6, "Segments that do not fit"), so that nothing is ever written into it and
+    /// no seq is handed out twice:
+    /// - a segment before the last that is shorter than a segment header holds nothing;
+    /// - the last segment, whose base seq is below the end of the segment before it, overlaps
+    ///   records already stored (an empty file named like a segment, a copied-in segment): the
+    ///   writer would append there and reuse their seqs. Checked again after each one is taken
+    ///   out, against a header-only walk of the segment before it.
+    ///
+    /// With `repairing`, each is renamed to `<name>.misfit` (then an ignored file, kept for
+    /// whoever wants to look at it) and the directory synced; without, it is only left out.
+    private static func setAsideMisfits(_ segments: [SegmentInfo], directory: String, repairing: Bool,
+                                        report: inout RecoveryReport, logger: Logger) throws -> [SegmentInfo] {
+        var kept = [SegmentInfo]()
+        var misfits = [(SegmentInfo, String)]()
+        for (index, segment) in segments.enumerated() {
+            if index < segments.count - 1 && segment.size < Int64(Format.segmentHeaderSize) {
+                misfits.append((segment, "shorter than a segment header, before the last segment"))
+            } else {
+                kept.append(segment)
+            }
+        }
+        while kept.count >= 2, let previousEnd = try endSeq(of: kept[kept.count - 2], directory: directory),
+              kept[kept.count - 1].baseSeq < previousEnd {
+            misfits.append((kept.removeLast(), "its base seq is below \(previousEnd), the end of the segment before it"))
+        }
+        for (segment, why) in misfits {
+            report.setAsideSegments.append(segment.name)
+            logger.warning(repairing ? "set aside a segment that does not fit the log's sequence" : "found a segment that does not fit the log's sequence",
+                           metadata: ["segment": "\(segment.name)", "why": "\(why)"])
+            if repairing {
+                try DirectoryIO.rename(directory + "/" + segment.name, to: directory + "/" + segment.name + Format.misfitSuffix)
+            }
+        }
+        if repairing && !misfits.isEmpty { try DirectoryIO.sync(directory) }
+        return kept
+    }
+
+    /// The seq after the last record of `segment`, from a walk over its block headers (no
+    /// payloads); nil when its header is unreadable. Damage stops the walk, so the result may
+    /// fall short of the segment's real end (never past it): a misfit is then let through,
+    /// never a good segment set aside.
+    private static func endSeq(of segment: SegmentInfo, directory: String) throws -> UInt64? {
+        let reader = try SegmentReader(path: directory + "/" + segment.name, baseSeq: segment.baseSeq, limit: segment.size)
+        guard try reader.checkHeader(logID: nil) == nil else { return nil }
+        var offset = Int64(Format.segmentHeaderSize)
+        var end = segment.baseSeq
+        while let header = try reader.readHeader(at: offset) {
+            end = max(end, header.endSeq)
+            offset += Int64(header.totalSize)
+        }
+        return end
     }
 
     /// A segment's size, learned by opening it: a segment this process cannot read (or that

@@ -27,6 +27,11 @@ public struct RecoveryReport: Sendable, Equatable {
     /// Damaged stretches found inside the active segment (a valid block follows each one);
     /// readers report them with their seq ranges.
     public var corruptions: [String] = []
+    /// Segment files that do not fit the log's sequence (an empty file before the last
+    /// segment, or a last segment starting below the end of the one before it): renamed to
+    /// `<name>.misfit` and never written into, so no seq is handed out twice. Damage: `verify`
+    /// fails while one is found.
+    public var setAsideSegments: [String] = []
     /// Files in the directory that are not part of the log's format (left untouched).
     public var ignoredFiles: [String] = []
     /// Leftover temporary files from an interrupted atomic write (removed).
