@@ -56,4 +56,35 @@ import Glibc
         }
         #expect(try written?.get() == 10)
     }
+
+    /// A symbolic link under a name the log uses is refused, naming it, and the file it points
+    /// to (outside the log) is neither cut nor rewritten nor chmod-ed (issue #21, item 3).
+    @Test(arguments: ["00000000000000000099.seg", "META", "LOCK", "consumers/reader.offset", "consumers"])
+    func aSymbolicLinkUnderALogFilesNameIsRefusedAndItsTargetLeftAlone(name: String) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        try makeLog(dir)
+        let outside = TemporaryDirectory("outside")
+        defer { outside.cleanup() }
+        let victim = outside.file(name == "consumers" ? "victim-dir" : "victim.txt")
+        if name == "consumers" {
+            try FileManager.default.createDirectory(atPath: victim, withIntermediateDirectories: false)
+        } else {
+            try #require(FileManager.default.createFile(atPath: victim, contents: Data("precious\n".utf8), attributes: [.posixPermissions: 0o640]))
+        }
+        try? FileManager.default.removeItem(atPath: dir.file(name))
+        try FileManager.default.createSymbolicLink(atPath: dir.file(name), withDestinationPath: victim)
+
+        #expect { try withEventLog(directory: dir.path) { log in
+            _ = try log.appendBlocking(payload(10), durability: .synced)
+            _ = try log.consumer(named: "other")
+        } } throws: { "\($0)".contains(name) && "\($0)".contains("symbolic link") }
+        if name == "consumers" {
+            #expect(try FileManager.default.contentsOfDirectory(atPath: victim).isEmpty)
+        } else {
+            #expect(FileManager.default.contents(atPath: victim) == Data("precious\n".utf8))
+            let mode = try FileManager.default.attributesOfItem(atPath: victim)[.posixPermissions] as? Int
+            #expect(mode == 0o640)
+        }
+    }
 }

@@ -127,7 +127,7 @@ enum KeyCheck {
                 // A damaged check file proves nothing; it is rewritten below for the current key.
             }
             if id == encryption.current {
-                try DirectoryIO.create(keysDirectory, permissions: configuration.directoryMode)
+                try DirectoryIO.create(keysDirectory, permissions: configuration.directoryMode, insideLog: true)
                 try DirectoryIO.writeAtomically(encoded(keyID: id, code: expected), to: path, directory: keysDirectory, permissions: configuration.fileMode)
             }
         }

@@ -114,7 +114,7 @@ final class DictionaryStore: Sendable {
         do {
             let dictionary = try ZstdDictionary(id: id, bytes: bytes, level: level)
             if !DirectoryIO.exists(path) {
-                try DirectoryIO.create(path, permissions: directoryMode)
+                try DirectoryIO.create(path, permissions: directoryMode, insideLog: true)
                 try DirectoryIO.sync(directory)
             }
             try DirectoryIO.writeAtomically(DictionaryFile.encoded(id: id, bytes: bytes), to: path + "/" + Format.dictionaryName(id),

@@ -94,7 +94,7 @@ public final class Consumer: @unchecked Sendable {
                 return start
             }
             do {
-                try DirectoryIO.create(Consumers.directory(of: log.directory), permissions: log.configuration.directoryMode)
+                try DirectoryIO.create(Consumers.directory(of: log.directory), permissions: log.configuration.directoryMode, insideLog: true)
                 try OffsetFile.create(path, directory: Consumers.directory(of: log.directory), nextSeq: start, permissions: log.configuration.fileMode)
             } catch {
                 log.lock.withLock { _ = log.state.consumerOffsets.removeValue(forKey: name) }

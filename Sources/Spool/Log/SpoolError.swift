@@ -100,4 +100,10 @@ extension SpoolError {
         let code: Code = (errno == .noSpace || errno == .diskQuotaExceeded || errno == .fileTooLarge) ? .diskFull : .io
         return SpoolError(code, "\(operation) failed", path: path, errno: errno)
     }
+
+    /// A symbolic link where the log keeps a file or directory of its own: refused, never
+    /// followed, so nothing outside the log's directory is read, cut or written.
+    static func symbolicLink(_ path: String) -> SpoolError {
+        SpoolError(.io, "is a symbolic link (Spool never follows links inside a log's directory; move it aside)", path: path)
+    }
 }

@@ -22,14 +22,16 @@ struct FileIO {
         do {
             let fd: FileDescriptor
             // Non-blocking: opening a FIFO someone left under a log file's name would otherwise
-            // wait for a writer for ever (it has no effect on a regular file's I/O).
+            // wait for a writer for ever (it has no effect on a regular file's I/O). No link is
+            // followed: a symbolic link planted under a log file's name must not make Spool
+            // read, cut or rewrite a file outside the log directory.
             switch mode {
             case .readOnly:
-                fd = try FileDescriptor.open(FilePath(path), .readOnly, options: [.closeOnExec, .nonBlocking], retryOnInterrupt: true)
+                fd = try FileDescriptor.open(FilePath(path), .readOnly, options: [.closeOnExec, .nonBlocking, .noFollow], retryOnInterrupt: true)
             case .readWrite:
-                fd = try FileDescriptor.open(FilePath(path), .readWrite, options: [.closeOnExec, .nonBlocking], retryOnInterrupt: true)
+                fd = try FileDescriptor.open(FilePath(path), .readWrite, options: [.closeOnExec, .nonBlocking, .noFollow], retryOnInterrupt: true)
             case .createNew(let permissions):
-                fd = try FileDescriptor.open(FilePath(path), .readWrite, options: [.create, .exclusiveCreate, .closeOnExec],
+                fd = try FileDescriptor.open(FilePath(path), .readWrite, options: [.create, .exclusiveCreate, .closeOnExec, .noFollow],
                                              permissions: FilePermissions(rawValue: CModeT(permissions)), retryOnInterrupt: true)
             }
             var info = stat()
@@ -39,7 +41,7 @@ struct FileIO {
             }
             return FileIO(fd: fd, path: path)
         } catch let errno as Errno {
-            throw SpoolError.system("open", path: path, errno)
+            throw errno == .tooManySymbolicLinkLevels ? SpoolError.symbolicLink(path) : SpoolError.system("open", path: path, errno)
         }
     }
 
@@ -158,7 +160,10 @@ enum DirectoryIO {
     /// Creates `path` (and missing parents) with `permissions`; an existing directory is fine.
     /// Every directory it creates is made durable in its parent (`fsync` of the parent), so a
     /// power loss cannot take away a directory whose files were already made durable.
-    static func create(_ path: String, permissions: UInt16) throws {
+    /// - Parameter insideLog: `path` is a directory inside a log (`consumers/`, `keys/`, ...),
+    ///   which must not be a symbolic link: nothing Spool writes may land outside the log's
+    ///   directory. (The log's own directory may be a link: the caller named it.)
+    static func create(_ path: String, permissions: UInt16, insideLog: Bool = false) throws {
         var partial = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
             let parent = partial.isEmpty ? "/" : partial
@@ -171,7 +176,8 @@ enum DirectoryIO {
             try sync(parent)
         }
         var info = stat()
-        guard stat(path, &info) == 0 else { throw SpoolError.system("stat", path: path, Errno(rawValue: errno)) }
+        guard (insideLog ? lstat(path, &info) : stat(path, &info)) == 0 else { throw SpoolError.system("stat", path: path, Errno(rawValue: errno)) }
+        if insideLog && (info.st_mode & S_IFMT) == S_IFLNK { throw SpoolError.symbolicLink(path) }
         guard (info.st_mode & S_IFMT) == S_IFDIR else {
             throw SpoolError(.io, "is not a directory", path: path, errno: .notDirectory)
         }
@@ -266,15 +272,17 @@ final class DirectoryLock: Sendable {
     init(directory: String, permissions: UInt16, shared: Bool = false) throws {
         path = directory + "/" + Format.lockFileName
         // Non-blocking: a FIFO named LOCK must not make opening wait for a writer for ever.
-        var fd = Self.openFile(path, (shared ? O_RDONLY : O_RDWR | O_CREAT) | O_CLOEXEC | O_NONBLOCK, permissions)
+        var fd = Self.openFile(path, (shared ? O_RDONLY : O_RDWR | O_CREAT) | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, permissions)
         if fd < 0 && shared && errno == ENOENT {
-            fd = Self.openFile(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, permissions)
+            fd = Self.openFile(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, permissions)
             if fd < 0 && errno == EROFS {
                 self.fd = Mutex(-1)
                 return
             }
         }
-        guard fd >= 0 else { throw SpoolError.system("open lock file", path: path, Errno(rawValue: errno)) }
+        guard fd >= 0 else {
+            throw errno == ELOOP ? SpoolError.symbolicLink(path) : SpoolError.system("open lock file", path: path, Errno(rawValue: errno))
+        }
         while flock(fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0 {
             let error = Errno(rawValue: errno)
             if error == .interrupted { continue }
