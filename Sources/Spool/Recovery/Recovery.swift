@@ -142,7 +142,10 @@ enum Recovery {
             if let version = MetaRecord.intactVersion(bytes), version > Format.metaVersion {
                 throw SpoolError(.unsupportedVersion, "META format version \(version) is newer than this reader's (\(Format.metaVersion))", path: path)
             }
-            if let meta = MetaRecord.parse(bytes) { return meta }
+            if let meta = MetaRecord.parse(bytes) {
+                try checkSegmentsBelong(to: meta, directory: directory, bases: bases, metaPath: path)
+                return meta
+            }
         }
         // Missing or damaged: the identity is also in every segment header.
         var meta = MetaRecord(logID: .random(), createdMillis: wallClockMillis())
@@ -170,6 +173,23 @@ enum Recovery {
         report.created = bases.isEmpty && !metaExists
         try DirectoryIO.writeAtomically(meta.encoded(), to: path, directory: directory, permissions: configuration.fileMode)
         return meta
+    }
+
+    /// The newest segment whose header is readable must name META's log: a META copied in from
+    /// another log would otherwise have recovery rewrite an empty active segment's header with
+    /// the foreign identity, and every older segment would then read as another log's.
+    /// Nothing is rewritten: the open fails, naming both.
+    private static func checkSegmentsBelong(to meta: MetaRecord, directory: String, bases: [UInt64], metaPath: String) throws {
+        for base in bases.reversed() {
+            let name = Format.segmentName(base)
+            guard let reader = try? SegmentReader(path: directory + "/" + name, baseSeq: base, limit: Int64(Format.segmentHeaderSize)),
+                  (try? reader.checkHeader(logID: nil)) == .some(nil), let header = reader.header else { continue }
+            guard header.logID == meta.logID else {
+                throw SpoolError(.corrupt, "META names log \(meta.logID) but segment \(name) belongs to log \(header.logID); "
+                                    + "put the log's own META back, or remove META to have it rebuilt from the segments", path: metaPath)
+            }
+            return
+        }
     }
 
     /// Scans every block of the active segment, truncates a torn tail, and returns the
