@@ -21,7 +21,7 @@ struct SegmentHeader: Equatable {
         return out
     }
 
-    enum Invalid: Error, Equatable { case short, badMagic, badChecksum, unsupportedVersion(UInt16) }
+    enum Invalid: Error, Equatable { case short, badMagic, badChecksum, unsupportedVersion(UInt16), unsupportedHeaderSize(UInt16) }
 
     static func parse(_ bytes: UnsafeRawBufferPointer) -> Result<SegmentHeader, Invalid> {
         guard bytes.count >= Format.segmentHeaderSize else { return .failure(.short) }
@@ -29,9 +29,9 @@ struct SegmentHeader: Equatable {
         let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<60]))
         guard crc == loadLE(bytes, 60, as: UInt32.self) else { return .failure(.badChecksum) }
         let version = loadLE(bytes, 8, as: UInt16.self)
-        guard (1...Format.segmentVersion).contains(version), loadLE(bytes, 10, as: UInt16.self) == UInt16(Format.segmentHeaderSize) else {
-            return .failure(.unsupportedVersion(version))
-        }
+        guard (1...Format.segmentVersion).contains(version) else { return .failure(.unsupportedVersion(version)) }
+        let headerSize = loadLE(bytes, 10, as: UInt16.self)
+        guard headerSize == UInt16(Format.segmentHeaderSize) else { return .failure(.unsupportedHeaderSize(headerSize)) }
         return .success(SegmentHeader(
             baseSeq: loadLE(bytes, 16, as: UInt64.self),
             createdMillis: loadLE(bytes, 24, as: Int64.self),

@@ -74,6 +74,7 @@ public final class EventLog: @unchecked Sendable {
         var segments = recovered.segments
         let codec = try LogCodec(directory: directory, configuration: configuration, logID: recovered.meta.logID,
                                  inheritedThrough: segments.last?.baseSeq, logger: logger)
+        try Recovery.repairConsumers(recovered, directory: directory, permissions: configuration.fileMode)
         let writer = try SegmentWriter(directory: directory, configuration: configuration, logID: recovered.meta.logID, codec: codec,
                                        active: segments.last, activeHeader: recovered.activeHeader,
                                        activeEndSeq: recovered.endSeq, nextSeq: nextSeq)

@@ -126,9 +126,10 @@ final class LogCursor {
             guard case .valid(let header) = read else {
                 let reason: String
                 if case .corrupt(let why) = read { reason = why } else { reason = "the block at offset \(offset) is cut short" }
-                // The next valid block may end before `position` (a reader that started
-                // inside the segment walks its blocks from the first): the skip is then empty,
-                // and the seek below passes over the block unread.
+                // The next valid block holding a record from `position` on: one that ends at or
+                // before it (a stale copy of an earlier block after the damage, or a block a
+                // reader that started inside the segment has not reached) is passed over, so
+                // the records the damaged bytes held read as corrupt, never as missing.
                 if let next = try resync(reader, after: offset) {
                     let notice = skip(to: min(next.header.firstSeq, segmentEnd), kind: .corrupt, detail: "\(info.name): \(reason); resumed at offset \(next.offset)")
                     offset = next.offset
@@ -171,7 +172,7 @@ final class LogCursor {
     /// finding no valid block: the rest of the segment is reported, and reading goes on.
     private func resync(_ reader: SegmentReader, after offset: Int64) throws -> (offset: Int64, header: BlockHeader)? {
         do {
-            return try reader.resync(after: offset)
+            return try reader.resync(after: offset, wanted: { [position] in $0.endSeq > position })
         } catch let error as SpoolError where error.code == .corrupt {
             return nil
         }

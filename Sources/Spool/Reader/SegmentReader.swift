@@ -54,8 +54,12 @@ final class SegmentReader {
         let bytes = try file.read(count: Format.segmentHeaderSize, at: 0)
         let parsed = bytes.withUnsafeBytes { SegmentHeader.parse($0) }
         switch parsed {
-        case .failure(.unsupportedVersion(let version)):
+        case .failure(.unsupportedVersion(let version)) where version > Format.segmentVersion:
             throw SpoolError(.unsupportedVersion, "segment format version \(version) is newer than this reader's (\(Format.segmentVersion))", path: file.path)
+        case .failure(.unsupportedVersion(let version)):
+            throw SpoolError(.unsupportedVersion, "segment format version \(version) is not a version any writer makes (they are 1 to \(Format.segmentVersion))", path: file.path)
+        case .failure(.unsupportedHeaderSize(let size)):
+            throw SpoolError(.unsupportedVersion, "segment header size \(size) is not \(Format.segmentHeaderSize), the only size of versions 1 to \(Format.segmentVersion)", path: file.path)
         case .failure(let invalid):
             return "invalid segment header (\(invalid))"
         case .success(let header):
@@ -163,10 +167,11 @@ final class SegmentReader {
     /// only forged headers (each claiming the rest of the file) could need more, and would make
     /// the scan quadratic: past the budget it throws `corrupt` instead of going on.
     ///
-    /// With `firstSeq`, a valid block whose first seq is below it (a stale copy of an earlier
-    /// block) is passed over like damage, within the same budget: recovery needs the next
-    /// block that continues the seqs, not the first valid one (FORMAT.md §6, step 4).
-    func resync(after offset: Int64, firstSeq: UInt64 = 0) throws -> (offset: Int64, header: BlockHeader)? {
+    /// A valid block that `wanted` refuses (a stale copy of an earlier block) is passed over
+    /// like damage, within the same budget: recovery needs the next block that continues the
+    /// seqs, and a reader the next one holding a record it has not returned, not the first
+    /// valid one (FORMAT.md §6).
+    func resync(after offset: Int64, wanted: (BlockHeader) -> Bool = { _ in true }) throws -> (offset: Int64, header: BlockHeader)? {
         let chunkSize = 1 << 20
         var budget = Int64(Format.maxStoredLength) + 2 * max(0, limit - offset)
         var start = offset + 1
@@ -199,7 +204,7 @@ final class SegmentReader {
                         if budget < 0 {
                             throw SpoolError(.corrupt, "gave up searching for a valid block after offset \(offset): too many forged block headers", path: path)
                         }
-                        if case .valid(let header) = try readBlock(at: candidate), header.firstSeq >= firstSeq {
+                        if case .valid(let header) = try readBlock(at: candidate), wanted(header) {
                             return (candidate, header)
                         }
                     }

@@ -56,8 +56,10 @@ enum Recovery {
             activeHeader = header
         }
 
+        // Read only: a writing open repairs them (``repairConsumers(_:directory:permissions:)``)
+        // once nothing else can make it fail, so an open that fails leaves them as they were.
         let consumerOffsets = try Consumers.loadOffsets(directory: directory, firstSeq: segments.first?.baseSeq ?? endSeq,
-                                                          permissions: configuration.fileMode, repairing: repairing, report: &report, logger: logger)
+                                                          permissions: configuration.fileMode, repairing: false, report: &report, logger: logger)
         if !report.ignoredFiles.isEmpty {
             logger.debug("ignoring files that are not part of the log", metadata: ["files": "\(report.ignoredFiles)"])
         }
@@ -117,6 +119,27 @@ enum Recovery {
             offset += Int64(header.totalSize)
         }
         return end
+    }
+
+    /// What a writing open does to the consumers' files, last, when nothing else can make it
+    /// fail: removes their temporary files, rewrites an unreadable offset file with the oldest
+    /// stored record, and makes every other one durable (its last commit may have been `.fast`,
+    /// and retention trusts the offset read at open to delete segments).
+    static func repairConsumers(_ recovered: RecoveredLog, directory: String, permissions: UInt16) throws {
+        let consumersDirectory = Consumers.directory(of: directory)
+        for name in recovered.report.removedTemporaryFiles where name.hasPrefix(Format.consumersDirectory + "/") {
+            try DirectoryIO.remove(directory + "/" + name)
+        }
+        for (name, nextSeq) in recovered.consumerOffsets.sorted(by: { $0.key < $1.key }) {
+            let path = Consumers.path(of: name, logDirectory: directory)
+            if recovered.report.resetConsumers.contains(name) {
+                try OffsetFile.create(path, directory: consumersDirectory, nextSeq: nextSeq, permissions: permissions)
+            } else {
+                let file = try FileIO.open(path, .readWrite)
+                defer { file.close() }
+                try file.syncData()
+            }
+        }
     }
 
     /// A segment's size, learned by opening it: a segment this process cannot read (or that
@@ -241,7 +264,7 @@ enum Recovery {
             // stale copy of an earlier block, which readers skip), the damage is in the middle:
             // keep everything and let readers report the range. Otherwise it is a torn tail:
             // cutting a later block that continues the seqs would lose it and reuse its seqs.
-            if let next = try reader.resync(after: offset, firstSeq: endSeq) {
+            if let next = try reader.resync(after: offset, wanted: { [endSeq] in $0.firstSeq >= endSeq }) {
                 report.corruptions.append("\(segment.name): damaged bytes \(offset)..<\(next.offset) (records \(endSeq)..<\(next.header.firstSeq))")
                 logger.warning("damaged bytes inside the active segment; readers report the records lost", metadata: [
                     "segment": "\(segment.name)", "offset": "\(offset)..<\(next.offset)", "records": "\(endSeq)..<\(next.header.firstSeq)",
