@@ -8,10 +8,13 @@ struct AppendCommand: ParsableCommand {
         commandName: "append",
         abstract: "Append one record per line of standard input.",
         discussion: """
-            With --ack, prints each record's seq on its own line once it is durable at the chosen \
-            level (written: survives kill -9; synced: survives power loss). Input is read in chunks \
-            and a chunk's records share one write (and one fdatasync at synced). Exits 0 at the end \
-            of input after a final sync.
+            Input is read in chunks; a chunk's records share one write (and one fdatasync at \
+            synced), and the next chunk is read once they are durable at --durability (written: \
+            survives kill -9; synced: survives power loss; buffered: no wait). With --ack, prints \
+            each record's seq on its own line once it is. Exits 0 at the end of input after a \
+            final sync. With --dictionary, new blocks are compressed with that zstd dictionary \
+            (stored in the log's dictionaries/ directory, unencrypted); with --key-file, they are \
+            encrypted with the key --key-id names (or the file's only key).
             """)
 
     @OptionGroup var log: LogDirectory
@@ -22,6 +25,12 @@ struct AppendCommand: ParsableCommand {
     @Flag(help: "Print each record's seq once it is durable at --durability.")
     var ack = false
 
+    @Option(help: ArgumentHelp("Compress new blocks with this zstd dictionary (from `zstd --train`, or raw content; 8 bytes to 1 MiB).", valueName: "path"))
+    var dictionary: String?
+
+    @Option(help: ArgumentHelp("Encrypt new blocks with this key of --key-file (default: the file's only key).", valueName: "id"))
+    var keyID: UInt32?
+
     /// Small segments for `spool crash-test --corrupt`, so damage can hit sealed segments.
     @Option(help: .hidden)
     var segmentSize: Int?
@@ -29,6 +38,7 @@ struct AppendCommand: ParsableCommand {
     func run() throws {
         var configuration = Configuration()
         if let segmentSize { configuration.segmentSize = segmentSize }
+        try configureCodec(&configuration)
         let eventLog = try log.open(configuration, creating: true)
         defer { try? eventLog.close() }
         var buffer = [UInt8](repeating: 0, count: 256 * 1024)
@@ -63,8 +73,10 @@ struct AppendCommand: ParsableCommand {
                 throw SpoolError(.recordTooLarge, "a line of input is longer than Configuration.maxRecordSize (\(configuration.maxRecordSize) bytes)")
             }
             partial.append(contentsOf: buffer[start..<n])
-            if ack, let first, let last {
+            if let last, ack || durability != .buffered {
                 try eventLog.waitUntilBlocking(last, is: durability)
+            }
+            if ack, let first, let last {
                 acks.removeAll(keepingCapacity: true)
                 for seq in first...last { acks += "\(seq)\n" }
                 try Output.write(acks)
@@ -79,5 +91,30 @@ struct AppendCommand: ParsableCommand {
         }
         try eventLog.syncBlocking()
         try eventLog.close()
+    }
+
+    /// `--dictionary` and the key `--key-id` names (or the only one) of `--key-file` as the
+    /// codec of new blocks.
+    private func configureCodec(_ configuration: inout Configuration) throws {
+        if let dictionary {
+            guard let bytes = FileManager.default.contents(atPath: dictionary) else {
+                throw ValidationError("cannot read the dictionary \(dictionary)")
+            }
+            configuration.dictionary = .provided(Array(bytes))
+        }
+        guard let keys = try log.keys() else {
+            if keyID != nil { throw ValidationError("--key-id needs --key-file") }
+            return
+        }
+        let current: UInt32
+        if let keyID {
+            guard keys[keyID] != nil else { throw ValidationError("--key-id \(keyID) is not a key of the key file") }
+            current = keyID
+        } else if keys.count == 1, let only = keys.keys.first {
+            current = only
+        } else {
+            throw ValidationError("the key file holds \(keys.count) keys: give --key-id to choose the one new blocks are encrypted with")
+        }
+        configuration.encryption = .init(keys: keys, current: current)
     }
 }

@@ -58,7 +58,16 @@ struct DumpCommand: ParsableCommand {
         let reader = snapshot.reader(from: start)
         var printed = 0
         var out = ""
-        while printed < (limit ?? Int.max), let item = try reader.next() {
+        // A read that fails (a later segment of a newer version, a missing key) must not take
+        // the records already read with it: they are printed before the error.
+        func next() throws -> ReadItem? {
+            do { return try reader.next() } catch {
+                try Output.write(out)
+                out.removeAll()
+                throw error
+            }
+        }
+        while printed < (limit ?? Int.max), let item = try next() {
             switch item {
             case .record(let record):
                 out += "\(record.seq)\t\(printable(record.payload))\n"

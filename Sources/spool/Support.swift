@@ -11,7 +11,7 @@ struct LogDirectory: ParsableArguments {
     var directory: String
 
     @Option(help: ArgumentHelp("Read encrypted blocks with the keys in this file.",
-                               discussion: "One key per line: '<key id> <64 hex digits>'; '#' starts a comment. New blocks are not encrypted."))
+                               discussion: "One key per line: '<key id> <64 hex digits>'; '#' starts a comment, at the start of a line or after a key. Only `spool append` encrypts new blocks (with --key-id); other commands only read."))
     var keyFile: String?
 
     /// Opens the log, applying the library's recovery rules (a torn tail is cut and reported),
@@ -42,13 +42,19 @@ struct LogDirectory: ParsableArguments {
         }
     }
 
-    /// `configuration` with the keys of `--key-file` added (for reading; new blocks stay plain).
-    private func withKeys(_ configuration: Configuration) throws -> Configuration {
-        guard let keyFile else { return configuration }
+    /// The keys of `--key-file`, or nil without one.
+    func keys() throws -> [UInt32: [UInt8]]? {
+        guard let keyFile else { return nil }
         guard let text = try? String(contentsOfFile: keyFile, encoding: .utf8) else {
             throw ValidationError("cannot read the key file \(keyFile)")
         }
-        let keys = try Configuration.Encryption.parseKeyFile(text)
+        return try Configuration.Encryption.parseKeyFile(text)
+    }
+
+    /// `configuration` with the keys of `--key-file` added (for reading; which key new blocks
+    /// use, if any, is `configuration`'s).
+    private func withKeys(_ configuration: Configuration) throws -> Configuration {
+        guard let keys = try keys() else { return configuration }
         var configuration = configuration
         configuration.encryption = .init(keys: keys.merging(configuration.encryption?.keys ?? [:]) { $1 },
                                          current: configuration.encryption?.current)

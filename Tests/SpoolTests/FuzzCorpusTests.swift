@@ -30,5 +30,13 @@ import Testing
         // Compact blocks, whole and with checksums fixed up, read in full.
         #expect(outcomes["fuzz-m0-compact-active"] == .read(records: 6, notices: 0))
         #expect(outcomes["fuzz-m2-compact-blocks"] == .read(records: 6, notices: 0))
+        // A damaged block then a valid stale copy of the block before it: in a sealed segment
+        // the lost record is one corrupt range to the next segment (the search passes over the
+        // copy); in the active one the copy continues nothing, and the tail is cut.
+        #expect(outcomes["fuzz-m1-stale-copy-after-damage"] == .read(records: 3, notices: 1))
+        #expect(outcomes["fuzz-m0-stale-copy-after-damage"] == .read(records: 3, notices: 0))
+        // Segment header values no writer makes, with a valid CRC: refused, never guessed at.
+        #expect(outcomes["fuzz-m0-segment-version-0"] == .refused(.unsupportedVersion))
+        #expect(outcomes["fuzz-m0-segment-header-size-65"] == .refused(.unsupportedVersion))
     }
 }

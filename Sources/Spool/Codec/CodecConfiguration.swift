@@ -57,8 +57,10 @@ extension Configuration {
         public static func parseKeyFile(_ text: String) throws -> [UInt32: [UInt8]] {
             var keys = [UInt32: [UInt8]]()
             for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-                let trimmed = line.trimmingCharacters(in: .whitespaces)
-                if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
+                // `#` starts a comment to the end of the line (neither field can hold one).
+                let content = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+                let trimmed = content.trimmingCharacters(in: .whitespaces)
+                if trimmed.isEmpty { continue }
                 let fields = trimmed.split(whereSeparator: { $0 == " " || $0 == "\t" })
                 guard fields.count == 2, let id = UInt32(fields[0]), let key = hexBytes(fields[1]), key.count == 32 else {
                     throw SpoolError(.invalidArgument, "key file line \(index + 1) is not '<key id> <64 hex digits>'")
