@@ -49,8 +49,9 @@ import Testing
 
     // MARK: Item 12: an open that fails changes nothing
 
-    /// A garbage `*.offset` dropped in `consumers/`, then an open that fails (a wrong key):
-    /// the file is left as it was. Before the fix the open reset it to a valid offset file first.
+    /// A garbage `*.offset` dropped in `consumers/`, temporary leftovers and a torn tail, then an
+    /// open that fails (a wrong key): every file is left as it was. Before the fix the open
+    /// reset the offset file, removed the leftovers and cut the tail first.
     @Test func anOpenThatFailsLeavesADroppedOffsetFileAsItWas() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
@@ -64,17 +65,27 @@ import Testing
         writeFile(dropped, Array("garbage".utf8))
         let torn = dir.file("consumers/reader.offset.tmp")
         writeFile(torn, [1, 2, 3])
+        let leftover = dir.file(Format.metaFileName + Format.temporarySuffix)
+        writeFile(leftover, [4])
+        let segment = dir.file(Format.segmentName(0))
+        let tornSegment = readFile(segment) + Array("SPB".utf8)  // a torn last block
+        writeFile(segment, tornSegment)
         var wrong = configuration
         wrong.encryption = .init(keys: [7: [UInt8](repeating: 2, count: 32)], current: 7)
         #expect { try EventLog.open(directory: dir.path, configuration: wrong) } throws: { ($0 as? SpoolError)?.code == .authenticationFailed }
         #expect(readFile(dropped) == Array("garbage".utf8))
         #expect(readFile(torn) == [1, 2, 3])
-        // The right key: the open repairs both.
+        #expect(readFile(leftover) == [4])
+        #expect(readFile(segment) == tornSegment, "the torn tail is not cut by an open that fails")
+        // The right key: the open repairs them all.
         let log = try EventLog.open(directory: dir.path, configuration: configuration)
         #expect(log.recoveryReport.resetConsumers == ["intruder"])
+        #expect(log.recoveryReport.tornTail?.bytes == 3)
         try log.close()
         #expect(readFile(dropped).count == Format.offsetFileSize)
         #expect(!FileManager.default.fileExists(atPath: torn))
+        #expect(!FileManager.default.fileExists(atPath: leftover))
+        #expect(readFile(segment).count == tornSegment.count - 3)
     }
 
     // MARK: Item 6: versions no writer makes

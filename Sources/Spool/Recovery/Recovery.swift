@@ -27,8 +27,7 @@ enum Recovery {
             if let base = Format.baseSeq(ofSegmentNamed: name) {
                 bases.append(base)
             } else if name.hasSuffix(Format.temporarySuffix) {
-                if repairing { try DirectoryIO.remove(directory + "/" + name) }
-                report.removedTemporaryFiles.append(name)
+                report.removedTemporaryFiles.append(name)  // removed below, once the keys checked
             } else if name != Format.metaFileName && name != Format.lockFileName && name != Format.consumersDirectory
                         && name != "deadletter" && name != Format.dictionariesDirectory && name != Format.keysDirectory {
                 report.ignoredFiles.append(name)
@@ -38,6 +37,16 @@ enum Recovery {
 
         let meta = try loadOrCreateMeta(directory: directory, bases: bases, configuration: configuration, repairing: repairing,
                                         report: &report, logger: logger)
+        // A wrong key fails the open before anything is repaired (an intact META was only read):
+        // an open that fails leaves the files as they were. Read only: the codec writes a new
+        // key's check file later.
+        if repairing, var encryption = configuration.encryption {
+            encryption.current = nil
+            try KeyCheck.verify(encryption, logID: meta.logID, directory: directory, configuration: configuration)
+        }
+        if repairing {
+            for name in report.removedTemporaryFiles { try DirectoryIO.remove(directory + "/" + name) }
+        }
 
         var segments = [SegmentInfo]()
         for base in bases {
