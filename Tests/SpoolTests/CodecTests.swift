@@ -260,6 +260,8 @@ import Testing
         let hex = codecTestKey(3).map { String(format: "%02x", $0) }.joined()
         let keys = try Configuration.Encryption.parseKeyFile("# keys\n\n7 \(hex)\n  8\t\(hex.uppercased())  \n")
         #expect(keys == [7: codecTestKey(3), 8: codecTestKey(3)])
+        // A comment after a key, with or without space before it.
+        #expect(try Configuration.Encryption.parseKeyFile("7 \(hex) # laptop\n8 \(hex)#spare\n") == [7: codecTestKey(3), 8: codecTestKey(3)])
         for bad in ["7 abc", "x \(hex)", "7 \(hex) extra", "7 \(hex)\n7 \(hex)", "7 \(hex.dropLast())g"] {
             #expect { try Configuration.Encryption.parseKeyFile(bad) } throws: { ($0 as! SpoolError).code == .invalidArgument }
         }

@@ -52,7 +52,7 @@ extension Configuration {
         }
 
         /// Parses a key file: one key per line, `<key id> <64 hexadecimal digits>` (the id in
-        /// decimal); blank lines and lines starting with `#` are ignored.
+        /// decimal); `#` starts a comment to the end of the line; blank lines are ignored.
         /// - Throws: `.invalidArgument` naming the line that is not of that form, or a repeated id.
         public static func parseKeyFile(_ text: String) throws -> [UInt32: [UInt8]] {
             var keys = [UInt32: [UInt8]]()
