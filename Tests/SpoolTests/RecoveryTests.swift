@@ -321,11 +321,11 @@ import Testing
         #expect(lost.allSatisfy { $0.kind == .corrupt })
         let base1 = Format.baseSeq(ofSegmentNamed: segments[1])!
         let base2 = Format.baseSeq(ofSegmentNamed: segments[2])!
-        // The emptied middle segment is set aside (it holds nothing): its records are lost
-        // with the garbage before it, in one corrupt range.
+        // The emptied middle segment is a real one cut by damage (its name does not overlap
+        // the segment before it): kept, and its records read as corrupt, not set aside.
         #expect(base1 < base2)
-        #expect(reopened.recoveryReport.setAsideSegments == [segments[1]])
-        #expect(lost.map(\.range) == [0..<base2])
+        #expect(reopened.recoveryReport.setAsideSegments.isEmpty)
+        #expect(lost.map(\.range) == [0..<base1, base1..<base2])
         #expect(records(items).first?.seq == base2)
         #expect(records(items).last?.seq == 299)
         try reopened.close()

@@ -79,7 +79,8 @@ enum Recovery {
     /// Takes out of `segments` every file that cannot hold records where its name puts it
     /// (FORMAT.md §6, "Segments that do not fit"), so that nothing is ever written into it and
     /// no seq is handed out twice:
-    /// - a segment before the last that is shorter than a segment header holds nothing;
+    /// - a segment before the last that is shorter than a segment header holds nothing, and
+    ///   when its base seq is below the end of the segment before it, it overlaps that one;
     /// - the last segment, whose base seq is below the end of the segment before it, overlaps
     ///   records already stored (an empty file named like a segment, a copied-in segment): the
     ///   writer would append there and reuse their seqs. Checked again after each one is taken
@@ -92,8 +93,11 @@ enum Recovery {
         var kept = [SegmentInfo]()
         var misfits = [(SegmentInfo, String)]()
         for (index, segment) in segments.enumerated() {
-            if index < segments.count - 1 && segment.size < Int64(Format.segmentHeaderSize) {
-                misfits.append((segment, "shorter than a segment header, before the last segment"))
+            // Only when its name is inside the records before it: a real segment cut short by
+            // damage is kept, and its records read as corrupt (FORMAT.md §6), not as missing.
+            if index < segments.count - 1 && segment.size < Int64(Format.segmentHeaderSize),
+               let previous = kept.last, let previousEnd = try endSeq(of: previous, directory: directory), segment.baseSeq < previousEnd {
+                misfits.append((segment, "shorter than a segment header, before the last segment, and its base seq is below \(previousEnd), the end of the segment before it"))
             } else {
                 kept.append(segment)
             }
