@@ -20,20 +20,17 @@ enum Consumers {
         directory(of: logDirectory) + "/" + name + Format.offsetSuffix
     }
 
-    /// Reads every consumer's offset. An offset file with no valid slot (zero-length, torn,
-    /// garbage) is reset to `firstSeq`, the oldest stored record: re-delivery, never a jump forward.
-    /// Each file is made durable first: its last commit may have been `.fast` (in the page cache
-    /// only), and retention will trust the offset read here to delete segments.
-    /// Without `repairing` (a snapshot), temporary files stay, offsets are not synced, and an
-    /// unreadable offset file is reported and read as the oldest stored record, not rewritten.
-    static func loadOffsets(directory: String, firstSeq: UInt64, permissions: UInt16, repairing: Bool = true,
-                            report: inout RecoveryReport, logger: Logger) throws -> [String: UInt64] {
+    /// Reads every consumer's offset, changing no file. An offset file with no valid slot
+    /// (zero-length, torn, garbage) reads as `firstSeq`, the oldest stored record (re-delivery,
+    /// never a jump forward), and is listed in `report.resetConsumers`; temporary files are
+    /// listed in `report.removedTemporaryFiles`. A writing open repairs both afterwards
+    /// (`Recovery.repairConsumers`), once nothing else can make it fail.
+    static func loadOffsets(directory: String, firstSeq: UInt64, report: inout RecoveryReport, logger: Logger) throws -> [String: UInt64] {
         let consumersDirectory = self.directory(of: directory)
         guard DirectoryIO.exists(consumersDirectory) else { return [:] }
         var offsets = [String: UInt64]()
         for file in try DirectoryIO.list(consumersDirectory) {
             if file.hasSuffix(Format.temporarySuffix) {
-                if repairing { try DirectoryIO.remove(consumersDirectory + "/" + file) }
                 report.removedTemporaryFiles.append(Format.consumersDirectory + "/" + file)
                 continue
             }
@@ -41,14 +38,13 @@ enum Consumers {
             let name = String(file.dropLast(Format.offsetSuffix.count))
             guard (try? validate(name)) != nil else { continue }
             let path = consumersDirectory + "/" + file
-            if let slot = try OffsetFile.read(path, syncing: repairing) {
+            if let slot = try OffsetFile.read(path) {
                 offsets[name] = slot.nextSeq
             } else {
                 logger.warning("a consumer's offset file is unreadable; it restarts at the oldest stored record", metadata: [
                     "consumer": "\(name)", "path": "\(path)", "restartSeq": "\(firstSeq)",
                 ])
                 report.resetConsumers.append(name)
-                if repairing { try OffsetFile.create(path, directory: consumersDirectory, nextSeq: firstSeq, permissions: permissions) }
                 offsets[name] = firstSeq
             }
         }

@@ -12,12 +12,10 @@ final class OffsetFile {
     private(set) var generation: UInt64
     private(set) var nextSeq: UInt64
 
-    /// Reads the offset file at `path`, `fdatasync`ing it first when `syncing` (its last commit
-    /// may have been `.fast`). Returns nil when neither slot is valid.
-    static func read(_ path: String, syncing: Bool = false) throws -> OffsetSlot? {
-        let file = try FileIO.open(path, syncing ? .readWrite : .readOnly)
+    /// Reads the offset file at `path`. Returns nil when neither slot is valid.
+    static func read(_ path: String) throws -> OffsetSlot? {
+        let file = try FileIO.open(path, .readOnly)
         defer { file.close() }
-        if syncing { try file.syncData() }
         let bytes = try file.read(count: Format.offsetFileSize, at: 0)
         return bytes.withUnsafeBytes { raw -> OffsetSlot? in
             var best: OffsetSlot?

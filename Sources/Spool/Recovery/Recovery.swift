@@ -68,7 +68,7 @@ enum Recovery {
         // Read only: a writing open repairs them (``repairConsumers(_:directory:permissions:)``)
         // once nothing else can make it fail, so an open that fails leaves them as they were.
         let consumerOffsets = try Consumers.loadOffsets(directory: directory, firstSeq: segments.first?.baseSeq ?? endSeq,
-                                                          permissions: configuration.fileMode, repairing: false, report: &report, logger: logger)
+                                                          report: &report, logger: logger)
         if !report.ignoredFiles.isEmpty {
             logger.debug("ignoring files that are not part of the log", metadata: ["files": "\(report.ignoredFiles)"])
         }
