@@ -42,7 +42,7 @@ struct DemoCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let root = dir ?? (NSTemporaryDirectory() + "spool-demo-\(getpid())")
+        let root = try await offPool { try dir ?? makePrivateDirectory(prefix: "spool-demo") }
         let logDirectory = root + "/log"
         let collectorOutput = root + "/collector.ndjson"
         try await offPool {

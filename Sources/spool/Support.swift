@@ -157,6 +157,20 @@ extension SpoolError {
 func claimScratchDirectory(_ root: String, for command: String) throws {
     let marker = root + "/.spool-" + command
     let fileManager = FileManager.default
+    // A directory someone else made (another local user who guessed the name, with a marker
+    // and a planted link inside) is refused: its entries are about to be deleted and written.
+    var info = stat()
+    if lstat(root, &info) == 0 {
+        if (info.st_mode & S_IFMT) == S_IFLNK {
+            throw ValidationError("--dir \(root) is a symbolic link; give the directory itself")
+        }
+        if info.st_uid != geteuid() {
+            throw ValidationError("--dir \(root) belongs to another user (uid \(info.st_uid)); give a directory of your own")
+        }
+        if info.st_mode & 0o022 != 0 {
+            throw ValidationError("--dir \(root) is writable by other users; give a private directory (chmod 700)")
+        }
+    }
     var isDirectory: ObjCBool = false
     if fileManager.fileExists(atPath: root, isDirectory: &isDirectory), !isDirectory.boolValue {
         throw ValidationError("--dir \(root) is not a directory; give a new or empty directory")
@@ -172,6 +186,16 @@ func claimScratchDirectory(_ root: String, for command: String) throws {
             throw SpoolError(.io, "cannot create \(marker)", path: marker)
         }
     }
+}
+
+/// A new directory `<tmp>/<prefix>-XXXXXX` made by `mkdtemp(3)`: a name no one can guess or
+/// create first, mode 0700, owned by this user.
+func makePrivateDirectory(prefix: String) throws -> String {
+    var template = Array((NSTemporaryDirectory() + prefix + "-XXXXXX").utf8CString)
+    guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+        throw SpoolError(.io, "cannot create a private temporary directory (mkdtemp: errno \(errno))", path: NSTemporaryDirectory())
+    }
+    return String(cString: made)
 }
 
 /// `text` as it is if it holds no control character (a tab aside), else quoted with its
