@@ -59,8 +59,11 @@ struct SyncCommand: AsyncParsableCommand {
     var retries = 5
 
     func validate() throws {
-        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), ["http", "https"].contains(scheme), parsed.host != nil else {
-            throw ValidationError("--url must be an http or https URL, not '\(url)'")
+        guard let parsed = endpoint?.url, let scheme = parsed.scheme?.lowercased(), ["http", "https"].contains(scheme), parsed.host != nil else {
+            throw ValidationError("--url must be an http or https URL, not '\(Self.redacted(url))'")
+        }
+        if endpoint?.authorization != nil && headers.contains(where: { $0.lowercased().hasPrefix("authorization:") }) {
+            throw ValidationError("--url carries credentials and --header gives an Authorization header too; give one of them")
         }
         guard retries >= 0 else { throw ValidationError("--retries must not be negative") }
         // Checked before they become durations: converting inf, nan or a huge value traps.
@@ -84,7 +87,7 @@ struct SyncCommand: AsyncParsableCommand {
             let consumerName = consumer
             if !create { try LogDirectory.requireConsumer(consumerName, in: eventLog.consumerNames) }
             worker = try SyncWorker(
-                consumer: try await offPool { try eventLog.consumer(named: consumerName) }, url: URL(string: url)!,
+                consumer: try await offPool { try eventLog.consumer(named: consumerName) }, url: endpoint!.url,
                 configuration: try makeConfiguration(), logger: logger)
         } catch {
             try? await offPool { try eventLog.close() }
@@ -97,7 +100,7 @@ struct SyncCommand: AsyncParsableCommand {
             failure = report.failure
         } else {
             await worker.start()
-            Output.error("spool sync: uploading \(consumer) of \(directory) to \(url); interrupt to stop")
+            Output.error("spool sync: uploading \(consumer) of \(directory) to \(endpoint!.url); interrupt to stop")
             await Self.waitForInterrupt()
             let stats = await worker.stats
             try Output.write(summary(stats.records, stats.batches, stats.bytes, stats.deadLettered))
@@ -142,6 +145,7 @@ struct SyncCommand: AsyncParsableCommand {
         if let compression { configuration.compression = compression }
         if let timeout { configuration.requestTimeout = .seconds(timeout) }
         if once { configuration.flushInterval = .zero }
+        if let authorization = endpoint?.authorization { configuration.headers["Authorization"] = authorization }
         for header in headers {
             guard let colon = header.firstIndex(of: ":") else {
                 throw SyncError(.invalidConfiguration, "--header '\(header)' is not 'Name: value'")
@@ -150,6 +154,27 @@ struct SyncCommand: AsyncParsableCommand {
             configuration.headers[name] = header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
         return configuration
+    }
+
+    /// `--url` without its `user:password@` part, and those credentials as a Basic
+    /// `Authorization` header (RFC 7617): a URL's credentials are sent, and the URL that is
+    /// printed or logged never holds the password. Nil when `--url` does not parse.
+    var endpoint: (url: URL, authorization: String?)? {
+        guard var components = URLComponents(string: url) else { return nil }
+        var authorization: String?
+        if components.user != nil || components.password != nil {
+            let credentials = (components.user ?? "") + ":" + (components.password ?? "")
+            authorization = "Basic " + Data(credentials.utf8).base64EncodedString()
+            components.user = nil
+            components.password = nil
+        }
+        return components.url.map { ($0, authorization) }
+    }
+
+    /// `text` with anything between `//` and an `@` (credentials) replaced by `***`, for messages.
+    static func redacted(_ text: String) -> String {
+        guard let start = text.range(of: "//"), let at = text[start.upperBound...].firstIndex(of: "@") else { return text }
+        return text[..<start.upperBound] + "***" + text[at...]
     }
 
     /// Returns on the first SIGINT or SIGTERM.

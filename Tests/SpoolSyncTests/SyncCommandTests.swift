@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Spool
 
 /// `spool sync`'s option checks, run as the real binary built beside the tests.
 @Suite struct SyncCommandTests {
@@ -13,10 +14,11 @@ import Testing
     }
 
     /// Runs `spool sync` with `arguments`; returns its exit status (or signal) and standard error.
-    func sync(_ arguments: [String]) throws -> (reason: Process.TerminationReason, status: Int32, stderr: String) {
+    func sync(_ arguments: [String], directory: String = NSTemporaryDirectory() + "spool-sync-never-opened",
+              url: String = "http://127.0.0.1:9/batch") throws -> (reason: Process.TerminationReason, status: Int32, stderr: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = ["sync", NSTemporaryDirectory() + "spool-sync-never-opened", "--url", "http://127.0.0.1:9/batch"] + arguments
+        process.arguments = ["sync", directory, "--url", url] + arguments
         let errors = Pipe()
         process.standardOutput = FileHandle.nullDevice
         process.standardError = errors
@@ -35,5 +37,26 @@ import Testing
         #expect(result.status == 64)  // EX_USAGE: ArgumentParser's ValidationError
         let option = arguments[0].split(separator: "=")[0]
         #expect(result.stderr.contains("\(option) must be a number of seconds between"))
+    }
+
+    /// Credentials in `--url` are sent as Basic auth (decoded, RFC 7617), and the password is
+    /// printed nowhere (issue #21, item 11).
+    @Test func credentialsInTheURLAreSentAsBasicAuthAndNeverPrinted() throws {
+        let directory = NSTemporaryDirectory() + "spool-sync-credentials-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try withEventLog(directory: directory) { log in _ = try log.appendBlocking(Array("{}".utf8), durability: .synced) }
+        let server = try RedirectingServer(status: 307)
+        defer { server.stop() }
+        let result = try sync(["--once", "--create", "--consumer", "up"], directory: directory,
+                              url: "http://alice:s3cr%40t@127.0.0.1:\(server.port)/moved")
+        #expect(result.status == 0, "\(result.stderr)")
+        let heads = server.requestHeads
+        #expect(heads.count == 1)
+        let expected = "Basic " + Data("alice:s3cr@t".utf8).base64EncodedString()
+        #expect(heads.allSatisfy { $0.lowercased().contains("authorization: \(expected.lowercased())") }, "\(heads)")
+        #expect(!result.stderr.contains("s3cr"))
+
+        let refused = try sync(["--once"], url: "ftp://alice:s3cr%40t@127.0.0.1/")
+        #expect(refused.status == 64 && !refused.stderr.contains("s3cr"), "\(refused.stderr)")
     }
 }

@@ -15,6 +15,7 @@ final class RedirectingServer: Sendable {
     let port: Int
     private let listener: Int32
     private let counts = Mutex<[String: Int]>([:])
+    private let heads = Mutex<[String]>([])
 
     /// Starts listening on an ephemeral port and serving on a thread of its own.
     init(status: Int) throws {
@@ -47,6 +48,9 @@ final class RedirectingServer: Sendable {
         }
     }
 
+    /// Every request's head (request line and headers), in the order they arrived.
+    var requestHeads: [String] { heads.withLock { $0 } }
+
     /// How many requests of `method` arrived.
     func count(_ method: String) -> Int { counts.withLock { $0[method, default: 0] } }
 
@@ -58,6 +62,7 @@ final class RedirectingServer: Sendable {
     private func serve(_ connection: Int32, status: Int) {
         guard let head = readRequest(connection), let method = head.split(separator: " ").first else { return }
         counts.withLock { $0[String(method), default: 0] += 1 }
+        heads.withLock { $0.append(head) }
         let path = head.split(separator: " ").dropFirst().first ?? ""
         let answer = method == "POST" && path != "/moved"
             ? "HTTP/1.1 \(status) Redirect\r\nLocation: /moved\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
