@@ -31,10 +31,10 @@ struct BenchCommand: AsyncParsableCommand {
         options.directory = dir
         if let events { options.events = events }
         let report = try await BenchRunner(options: options).run()
-        print(report.table())
+        try Output.write(report.table() + "\n")
         if let json {
             try report.writeJSON(to: json)
-            print("wrote \(json)")
+            try Output.write("wrote \(json)\n")
         }
     }
 }

@@ -36,7 +36,7 @@ struct CommitCommand: ParsableCommand {
         }
         let named = try eventLog.consumer(named: consumer)
         try named.commit(through: through)
-        print("\(consumer): committed through \(through); next seq \(named.committed)")
+        try Output.write("\(consumer): committed through \(through); next seq \(named.committed)\n")
         try eventLog.close()
     }
 }

@@ -57,13 +57,14 @@ struct CrashTestCommand: ParsableCommand {
         var passed = 0
         var failed = 0
         let modes = (withSync ? ", with sync" : "") + (corrupt ? ", with corruption" : "")
-        print("crash-test: seed \(seed), \(rounds) rounds per level, levels \(levels.map(\.rawValue).joined(separator: ", "))\(modes)")
+        try Output.write("crash-test: seed \(seed), \(rounds) rounds per level, levels \(levels.map(\.rawValue).joined(separator: ", "))\(modes)\n")
         if let dir { try claimScratchDirectory(dir, for: "crash-test") }
         for level in levels {
-            let root = dir ?? (NSTemporaryDirectory() + "spool-crash-\(getpid())-\(level.rawValue)")
-            let directory = dir.map { "\($0)/\(level.rawValue)" } ?? root
+            // Without --dir, a fresh private directory (mkdtemp), not a name another user could make first.
+            let root = try dir ?? makePrivateDirectory(prefix: "spool-crash-\(level.rawValue)")
+            let directory = "\(root)/\(level.rawValue)"
             try? FileManager.default.removeItem(atPath: directory)
-            defer { if dir == nil { try? FileManager.default.removeItem(atPath: directory) } }
+            defer { if dir == nil { try? FileManager.default.removeItem(atPath: root) } }
             let tester = CrashTester(executable: executable, directory: directory, seed: seed, rounds: rounds,
                                      durability: level, maxRunMillis: maxRunMs, withSync: withSync, corrupt: corrupt)
             var reported = 0
@@ -77,12 +78,12 @@ struct CrashTestCommand: ParsableCommand {
             failed += Set(failures.map(\.round)).count
             let (stored, report) = try withTesterLog(directory) { ($0.nextSeq, try $0.verify()) }
             if !report.isClean {
-                print("FAIL seed=\(seed) final verify: \(report.corrupt)")
+                try Output.write("FAIL seed=\(seed) final verify: \(report.corrupt)\n")
                 failed += 1
             }
-            print("\(level.rawValue): \(rounds - failedRounds) rounds passed, \(failedRounds) failed; \(stored) records in the log")
+            try Output.write("\(level.rawValue): \(rounds - failedRounds) rounds passed, \(failedRounds) failed; \(stored) records in the log\n")
         }
-        print("\(passed) passed, \(failed) failed")
+        try Output.write("\(passed) passed, \(failed) failed\n")
         if failed > 0 { throw ExitCode(1) }
     }
 }

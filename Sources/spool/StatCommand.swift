@@ -32,6 +32,6 @@ struct StatCommand: ParsableCommand {
             if behind > 0 { line += "  dropped \(behind) (deleted by the cap before it read them)" }
             lines.append(line)
         }
-        print(lines.joined(separator: "\n"))
+        try Output.write(lines.joined(separator: "\n") + "\n")
     }
 }

@@ -24,7 +24,9 @@ struct VerifyCommand: ParsableCommand {
         } catch let error as ExitCode {
             throw error
         } catch let error as ValidationError {
-            throw error
+            // Raised while opening (not a log, --dir naming a file): the log could not be checked.
+            Output.error("Error: \(error.message)")
+            throw ExitCode(2)
         } catch {
             Output.error("Error: \(error)")
             // Damage that stops even the opening (META and every segment header unreadable) is
@@ -51,7 +53,7 @@ struct VerifyCommand: ParsableCommand {
         for notice in report.corrupt { lines.append("CORRUPT    \(notice)") }
         lines.append(report.isClean ? "ok: no corruption"
                      : "FAILED: \(report.corrupt.count) corrupt ranges, \(report.corrupt.reduce(0) { $0 + $1.count }) records lost, \(report.recovery.setAsideSegments.count) misfit segments")
-        print(lines.joined(separator: "\n"))
+        try Output.write(lines.joined(separator: "\n") + "\n")
         if !report.isClean { throw ExitCode(1) }
     }
 }

@@ -42,6 +42,20 @@ import Testing
     /// directory is not made into a log, a mistyped consumer is not created, a full standard
     /// output does not commit what it never printed, a demo does not delete files it did not
     /// make, and an endless line is refused before it takes memory without bound.
+    /// `verify` exits 2 ("could not check") for a directory that holds no log or an unreadable
+    /// key file, and no command exits 0 when standard output refused what it printed (issue #21, item 10).
+    @Test func exitCodesSayWhetherTheCheckRanAndWhetherItsOutputGotOut() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        #expect(try SpoolBinary.run(["append", dir], input: Data("a\nb\n".utf8)).status == 0)
+        #expect(try SpoolBinary.run(["verify", dir + "-nonexistent"]).status == 2)
+        #expect(try SpoolBinary.run(["verify", dir, "--key-file", dir + "-no-such-key-file"]).status == 2)
+        for command in [["verify", dir], ["stat", dir], ["dump", dir]] {
+            let result = try SpoolBinary.run(command, standardOutput: "/dev/full")
+            #expect(result.status != 0 && result.stderr.contains("standard output"), "\(command): \(result.status) \(result.stderr)")
+        }
+    }
+
     @Test func mistakesAreRefusedAndChangeNothing() throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
