@@ -28,16 +28,26 @@ final class OutputFile {
         if descriptor >= 0 { closeDescriptor(descriptor) }
     }
 
-    /// Appends `bytes` (retrying short writes), so a batch lands in one piece.
+    /// Appends `bytes` (retrying short writes), so a batch lands in one piece: if any part
+    /// cannot be written (a full disk), the file is cut back to its size before the call, so
+    /// it only ever holds whole lines, each once (a retry of the batch writes them again).
     func append(_ bytes: [UInt8]) throws {
         precondition(descriptor >= 0, "OutputFile used after close")
-        try bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = retryingOnInterrupt { write(descriptor, buffer.baseAddress! + offset, buffer.count - offset) }
-                guard written > 0 else { throw Self.failure("write", path: path) }
-                offset += written
+        let before = lseek(descriptor, 0, SEEK_END)
+        guard before >= 0 else { throw Self.failure("lseek", path: path) }
+        do {
+            try bytes.withUnsafeBytes { buffer in
+                var offset = 0
+                while offset < buffer.count {
+                    let written = retryingOnInterrupt { write(descriptor, buffer.baseAddress! + offset, buffer.count - offset) }
+                    guard written > 0 else { throw Self.failure("write", path: path) }
+                    offset += written
+                }
             }
+        } catch {
+            // Shrinking needs no space; the write's error is the one reported either way.
+            _ = retryingOnInterrupt { ftruncate(descriptor, before) }
+            throw error
         }
     }
 

@@ -74,4 +74,68 @@ import Testing
         let stat = try SpoolBinary.run(["stat", log])
         #expect(stat.stdout.contains("sync  offset \(count)  lag 0 records"), "\(stat.stdout)")
     }
+
+    /// Starts `spool collector --out out` through /bin/sh, under `ulimit -f blocks` (SIGXFSZ
+    /// ignored, so writes past it fail with EFBIG as on a full disk) when `blocks` is given;
+    /// returns the process and its port.
+    func startCollector(out: String, fileSizeBlocks blocks: Int?) throws -> (Process, Int, Pipe) {
+        let collector = Process()
+        collector.executableURL = URL(fileURLWithPath: "/bin/sh")
+        let limit = blocks.map { "ulimit -f \($0); trap '' XFSZ; " } ?? ""
+        collector.arguments = ["-c", limit + "exec \"$0\" collector --port 0 --out \"$1\"", SpoolBinary.path, out]
+        let output = Pipe()
+        collector.standardOutput = output
+        collector.standardError = FileHandle.nullDevice
+        try collector.run()
+        var printed = Data()
+        while !printed.contains(0x0A) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            printed.append(chunk)
+        }
+        let listening = String(decoding: printed, as: UTF8.self)
+        let port = try #require(listening.split(separator: ":").last.flatMap { Int($0.prefix { $0.isNumber }) }, "\(listening)")
+        return (collector, port, output)
+    }
+
+    /// A write of the collector's `--out` file that fails (the file-size limit, as a full disk)
+    /// leaves the file as it was before the request: whole lines only, each record once, and
+    /// a retry after space is back completes it (issue #21, item 9).
+    @Test func aFailedOutputWriteLeavesOnlyWholeLinesAndARetryCompletesTheFile() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let log = dir + "/log", out = dir + "/out.ndjson"
+        let count = 3000
+        // ~230 bytes a line that compress poorly: the 32 KiB limit is reached after ~140 records.
+        let lines = (0..<count).map { i -> String in
+            var state = UInt64(i) &* 0x9E37_79B9_7F4A_7C15 &+ 1
+            let digits = (0..<200).map { _ -> Character in
+                state = state &* 6364136223846793005 &+ 1442695040888963407
+                return Array("0123456789abcdef")[Int(state >> 60)]
+            }
+            return "{\"n\":\(i),\"p\":\"\(String(digits))\"}"
+        }
+        #expect(try SpoolBinary.run(["append", log, "--durability", "synced"], input: Data((lines.joined(separator: "\n") + "\n").utf8)).status == 0)
+        let sync = ["sync", log, "--once", "--retries", "0", "--batch-count", "50", "--encoding", "ndjson"]
+
+        let (limited, port, _) = try startCollector(out: out, fileSizeBlocks: 64)
+        let failed = try SpoolBinary.run(sync + ["--url", "http://127.0.0.1:\(port)/batch", "--create"])
+        limited.terminate()
+        limited.waitUntilExit()
+        #expect(failed.status != 0, "the limit must stop the sync: \(failed.stdout)")
+        let partial = try #require(FileManager.default.contents(atPath: out))
+        #expect(partial.last == 0x0A, "the file ends with a whole line")
+        let partialSeqs = seqs(String(decoding: partial, as: UTF8.self))
+        #expect(partialSeqs == (0..<UInt64(partialSeqs.count)).map { $0 } && partialSeqs.count < count)
+        #expect(String(decoding: partial, as: UTF8.self).split(separator: "\n").allSatisfy { $0.hasPrefix("{") && $0.hasSuffix("}") })
+
+        let (unlimited, port2, _) = try startCollector(out: out, fileSizeBlocks: nil)
+        let completed = try SpoolBinary.run(sync + ["--url", "http://127.0.0.1:\(port2)/batch"])
+        unlimited.terminate()
+        unlimited.waitUntilExit()
+        #expect(completed.status == 0, "\(completed.stderr)")
+        let whole = try String(contentsOfFile: out, encoding: .utf8)
+        #expect(seqs(whole) == (0..<UInt64(count)).map { $0 })
+        #expect(whole.split(separator: "\n").count == count)
+    }
 }
