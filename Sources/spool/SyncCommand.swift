@@ -55,6 +55,10 @@ struct SyncCommand: AsyncParsableCommand {
     @Flag(help: "Drain once and exit instead of running until interrupted.")
     var once = false
 
+    @Option(name: .customLong("max-retry-after"),
+            help: "The longest wait, in seconds, a server's Retry-After can impose before a retry (default 3600, or 60 with --once).")
+    var maxRetryAfter: Double?
+
     @Option(help: "With --once: retries of a failing upload, with backoff, before giving up.")
     var retries = 5
 
@@ -70,6 +74,7 @@ struct SyncCommand: AsyncParsableCommand {
         // Any value ≤ 0 disables the periodic flush, as in every anchor SDK.
         try Self.checkSeconds(interval, option: "--interval", range: -Self.maxIntervalSeconds...Self.maxIntervalSeconds)
         try Self.checkSeconds(timeout, option: "--timeout", range: 0.001...600)
+        try Self.checkSeconds(maxRetryAfter, option: "--max-retry-after", range: 0...86_400)
         do {
             try makeConfiguration().validate()
         } catch {
@@ -145,6 +150,9 @@ struct SyncCommand: AsyncParsableCommand {
         if let compression { configuration.compression = compression }
         if let timeout { configuration.requestTimeout = .seconds(timeout) }
         if once { configuration.flushInterval = .zero }
+        // A one-shot run is someone waiting (a script, a cron job): a server's Retry-After may
+        // hold it a minute per retry, not the service's hour, unless they say otherwise.
+        if let seconds = maxRetryAfter ?? (once ? 60 : nil) { configuration.backoff.maxRetryAfter = .seconds(seconds) }
         if let authorization = endpoint?.authorization { configuration.headers["Authorization"] = authorization }
         for header in headers {
             guard let colon = header.firstIndex(of: ":") else {

@@ -78,11 +78,11 @@ import Testing
     /// Starts `spool collector --out out` through /bin/sh, under `ulimit -f blocks` (SIGXFSZ
     /// ignored, so writes past it fail with EFBIG as on a full disk) when `blocks` is given;
     /// returns the process and its port.
-    func startCollector(out: String, fileSizeBlocks blocks: Int?) throws -> (Process, Int, Pipe) {
+    func startCollector(out: String, fileSizeBlocks blocks: Int?, arguments: [String] = []) throws -> (Process, Int, Pipe) {
         let collector = Process()
         collector.executableURL = URL(fileURLWithPath: "/bin/sh")
         let limit = blocks.map { "ulimit -f \($0); trap '' XFSZ; " } ?? ""
-        collector.arguments = ["-c", limit + "exec \"$0\" collector --port 0 --out \"$1\"", SpoolBinary.path, out]
+        collector.arguments = ["-c", limit + "exec \"$0\" collector --port 0 --out \"$@\"", SpoolBinary.path, out] + arguments
         let output = Pipe()
         collector.standardOutput = output
         collector.standardError = FileHandle.nullDevice
@@ -137,5 +137,35 @@ import Testing
         let whole = try String(contentsOfFile: out, encoding: .utf8)
         #expect(seqs(whole) == (0..<UInt64(count)).map { $0 })
         #expect(whole.split(separator: "\n").count == count)
+    }
+
+    /// A server whose `Retry-After` asks for more than a day cannot hold `sync --once` longer
+    /// than `--max-retry-after` per retry (issue #21, item 12). The run is killed after 120 s,
+    /// so a missing bound fails the test instead of hanging it for the hour the old cap allowed.
+    @Test func aHugeRetryAfterIsBoundedByMaxRetryAfterInAOneShotSync() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let log = dir + "/log"
+        #expect(try SpoolBinary.run(["append", log], input: Data("{}\n".utf8)).status == 0)
+        let (collector, port, _) = try startCollector(out: dir + "/out.ndjson", fileSizeBlocks: nil, arguments: [
+            "--failure-rate", "1", "--failure-status", "429", "--retry-after", "100000",
+        ])
+        defer { collector.terminate(); collector.waitUntilExit() }
+
+        let sync = Process()
+        sync.executableURL = URL(fileURLWithPath: SpoolBinary.path)
+        sync.arguments = ["sync", log, "--url", "http://127.0.0.1:\(port)/batch", "--once", "--create", "--retries", "2",
+                          "--max-retry-after", "0.1"]
+        let errors = Pipe()
+        sync.standardOutput = FileHandle.nullDevice
+        sync.standardError = errors
+        try sync.run()
+        let watchdog = DispatchWorkItem { if sync.isRunning { kill(sync.processIdentifier, SIGKILL) } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 120, execute: watchdog)
+        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        sync.waitUntilExit()
+        watchdog.cancel()
+        #expect(sync.terminationReason == .exit, "killed by the watchdog: the Retry-After was not bounded")
+        #expect(sync.terminationStatus == 1 && text.contains("429"), "\(text)")
     }
 }
