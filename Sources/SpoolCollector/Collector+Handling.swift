@@ -92,12 +92,17 @@ extension Collector {
         let outcome: Result<(accepted: Int, duplicates: Int), any Error>
         do {
             outcome = .success(try await onLedgerQueue { ledger in
-                let (fresh, duplicates) = try ledger.record(records)
+                let (fresh, duplicates, forgotten) = try ledger.record(records)
+                if forgotten > 0 {
+                    self.logger.warning("forgot the received seqs of the least recently seen logs: a batch they re-send is recorded again",
+                                        metadata: ["forgotten": "\(forgotten)", "maxTrackedLogs": "\(self.configuration.maxTrackedLogs)"])
+                }
                 // Still on the ledger queue: records() keeps the output file's order.
                 self.tallies.withLock { tallies in
                     tallies.stats.acceptedBatches += 1
                     tallies.stats.received += fresh.count
                     tallies.stats.duplicates += duplicates
+                    tallies.stats.forgottenLogs += forgotten
                     if retains { tallies.records += fresh }
                 }
                 return (fresh.count, duplicates)

@@ -41,7 +41,7 @@ public final class Collector: Sendable {
     public let configuration: CollectorConfiguration
     let logger: Logger
     let tallies: Mutex<Tallies>
-    let ledger = Mutex(Ledger())
+    let ledger: Mutex<Ledger>
     let queue = DispatchQueue(label: "spool.collector.ledger")
     /// Requests being handled, at most ``CollectorConfiguration/maxConcurrentRequests``.
     let inFlight = Mutex(0)
@@ -71,6 +71,7 @@ public final class Collector: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.tallies = Mutex(Tallies(faults: FaultInjector(faults: configuration.faults, seed: configuration.seed)))
+        self.ledger = Mutex(Ledger(maxLogs: configuration.maxTrackedLogs))
     }
 
     /// Validates the configuration, opens the output file, and starts serving in a

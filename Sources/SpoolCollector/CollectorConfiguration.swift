@@ -44,6 +44,11 @@ public struct CollectorConfiguration: Sendable {
     /// event loop: the 408 must come first. Idle keep-alive connections still close (nginx's
     /// default is 75 s).
     var connectionIdleTimeout: Duration { bodyTimeout + max(bodyTimeout, .seconds(60)) }
+    /// How many logs (by log id) the duplicate tracking remembers. Past it, the least recently
+    /// seen tenth is forgotten (counted in ``CollectorStats/forgottenLogs`` and logged at
+    /// warning), so memory stays bounded whatever number of log ids clients send; a batch a
+    /// forgotten log re-sends is recorded again. The default is 10,000 (a few MB).
+    public var maxTrackedLogs: Int = 10_000
     /// Keep every unique record in memory for ``Collector/records()``. The default is `true`;
     /// long benchmarks turn it off to keep memory flat (counts and the output file still work).
     public var retainsRecords: Bool = true
@@ -68,6 +73,7 @@ public struct CollectorConfiguration: Sendable {
         if let outputPath, outputPath.isEmpty { throw fail("outputPath", "is empty; use nil for no file") }
         guard maxBodyBytes > 0 else { throw fail("maxBodyBytes", "is \(maxBodyBytes); it must be positive") }
         guard maxDecodedBytes > 0 else { throw fail("maxDecodedBytes", "is \(maxDecodedBytes); it must be positive") }
+        guard maxTrackedLogs > 0 else { throw fail("maxTrackedLogs", "is \(maxTrackedLogs); it must be positive") }
         guard maxConcurrentRequests > 0 else {
             throw fail("maxConcurrentRequests", "is \(maxConcurrentRequests); it must be positive")
         }

@@ -11,6 +11,10 @@ public struct CollectorStats: Sendable, Hashable {
     public var received: Int = 0
     /// Records that were received again (by id) and not recorded twice.
     public var duplicates: Int = 0
+    /// Logs whose received seqs were forgotten because more than
+    /// ``CollectorConfiguration/maxTrackedLogs`` log ids were seen (a batch they re-send is
+    /// recorded again, not counted as a duplicate).
+    public var forgottenLogs: Int = 0
     /// Batches refused with 4xx because of their headers or body: malformed, too large,
     /// unsupported, or caught by a fault rule (``FaultConfiguration/payloadTooLargeAbove``,
     /// ``FaultConfiguration/poisonMarker``). Injected failures, 429s and resets are not counted here.

@@ -4,9 +4,20 @@
 /// which also fixes the order of the output. Not thread-safe.
 struct Ledger {
     private var logs: [String: ReceivedSeqs] = [:]
+    /// When each log was last seen, as a count of batches: the least recently seen are
+    /// forgotten first.
+    private var lastSeen: [String: UInt64] = [:]
+    private var batches: UInt64 = 0
+    private let maxLogs: Int
     private var output: OutputFile?
 
-    init() {}
+    /// - Parameter maxLogs: how many logs' received seqs are kept (``CollectorConfiguration/maxTrackedLogs``).
+    init(maxLogs: Int) {
+        self.maxLogs = maxLogs
+    }
+
+    /// How many logs' received seqs are kept now (at most `maxLogs`).
+    var trackedLogs: Int { logs.count }
 
     /// Opens the output file (see ``OutputFile/init(path:)``).
     mutating func open(path: String) throws {
@@ -17,9 +28,14 @@ struct Ledger {
     /// one write of the output file. If the write fails, nothing is marked received, so a
     /// retry records them.
     ///
-    /// - Returns: the new records, in batch order, and how many were duplicates.
-    mutating func record(_ records: [ReceivedRecord]) throws -> (fresh: [ReceivedRecord], duplicates: Int) {
-        guard let logID = records.first?.logID else { return ([], 0) }
+    /// Past `maxLogs` logs, the least recently seen tenth (at least one) is forgotten, so memory
+    /// stays bounded whatever number of log ids clients send: a batch re-sent later from a
+    /// forgotten log is recorded again.
+    ///
+    /// - Returns: the new records, in batch order, how many were duplicates, and how many logs
+    ///   were forgotten to make room.
+    mutating func record(_ records: [ReceivedRecord]) throws -> (fresh: [ReceivedRecord], duplicates: Int, forgotten: Int) {
+        guard let logID = records.first?.logID else { return ([], 0, 0) }
         var seqs = logs[logID] ?? ReceivedSeqs()
         let fresh = records.filter { seqs.insert($0.seq) }
         if let output, !fresh.isEmpty {
@@ -27,8 +43,19 @@ struct Ledger {
             for record in fresh { lines += record.ndjsonLine }
             try output.append(Array(lines.utf8))
         }
+        var forgotten = 0
+        if logs[logID] == nil && logs.count >= maxLogs {
+            let oldest = lastSeen.sorted { $0.value < $1.value }.prefix(max(1, maxLogs / 10))
+            for (id, _) in oldest {
+                logs[id] = nil
+                lastSeen[id] = nil
+            }
+            forgotten = oldest.count
+        }
+        batches += 1
         logs[logID] = seqs
-        return (fresh, records.count - fresh.count)
+        lastSeen[logID] = batches
+        return (fresh, records.count - fresh.count, forgotten)
     }
 
     /// Syncs and closes the output file, if any. Later calls do nothing.

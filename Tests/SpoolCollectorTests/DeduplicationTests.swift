@@ -88,4 +88,25 @@ import Testing
         let inserted4 = seqs.insert(4)
         #expect(inserted4)
     }
+
+    /// Duplicate tracking is bounded by ``CollectorConfiguration/maxTrackedLogs``: one-record
+    /// batches from 300 new log ids keep at most 20 logs' seqs, the forgetting is counted, the
+    /// most recent log is still deduplicated and a forgotten one is recorded again (issue #21, item 8).
+    @Test func duplicateTrackingForgetsTheLeastRecentlySeenLogsPastItsBound() async throws {
+        let server = try await TestServer.start { $0.maxTrackedLogs = 20 }
+        let logs = (0..<300).map { String(format: "%032x", $0 + 1) }
+        for log in logs {
+            let answer = try await server.post(batch: body(.json, log: log, seqs: 0...0), log: log, seqs: 0...0, format: .json)
+            #expect(answer.status == 200)
+        }
+        let tracked = server.collector.ledger.withLock { $0.trackedLogs }
+        let recent = try await server.post(batch: body(.json, log: logs[299], seqs: 0...0), log: logs[299], seqs: 0...0, format: .json)
+        let forgotten = try await server.post(batch: body(.json, log: logs[0], seqs: 0...0), log: logs[0], seqs: 0...0, format: .json)
+        await server.collector.stop()
+
+        #expect(tracked <= 20)
+        #expect(server.collector.stats.forgottenLogs >= 280)
+        #expect(recent.body == #"{"accepted":0,"duplicates":1}"#)
+        #expect(forgotten.body == #"{"accepted":1,"duplicates":0}"#)
+    }
 }
