@@ -22,23 +22,10 @@ import Testing
         let count = 300
         let poison = 150
 
-        let collector = Process()
-        collector.executableURL = URL(fileURLWithPath: SpoolBinary.path)
-        collector.arguments = ["collector", "--port", "0", "--out", out, "--failure-rate", "0.2", "--seed", "7",
-                               "--retry-after", "0", "--poison-marker", "POISON"]
-        let collectorOutput = Pipe()
-        collector.standardOutput = collectorOutput
-        collector.standardError = FileHandle.nullDevice
-        try collector.run()
+        let (collector, port, collectorOutput) = try startCollector(out: out, fileSizeBlocks: nil, arguments: [
+            "--failure-rate", "0.2", "--seed", "7", "--retry-after", "0", "--poison-marker", "POISON",
+        ])
         defer { if collector.isRunning { collector.terminate() } }
-        var printed = Data()
-        while !printed.contains(0x0A) {
-            let chunk = collectorOutput.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            printed.append(chunk)
-        }
-        let listening = String(decoding: printed, as: UTF8.self)
-        let port = try #require(listening.split(separator: ":").last.flatMap { Int($0.prefix { $0.isNumber }) }, "\(listening)")
 
         let lines = (0..<count).map { $0 == poison ? #"{"n":\#($0),"tag":"POISON"}"# : #"{"n":\#($0)}"# }
         let append = try SpoolBinary.run(["append", log, "--durability", "synced"], input: Data((lines.joined(separator: "\n") + "\n").utf8))
@@ -75,9 +62,10 @@ import Testing
         #expect(stat.stdout.contains("sync  offset \(count)  lag 0 records"), "\(stat.stdout)")
     }
 
-    /// Starts `spool collector --out out` through /bin/sh, under `ulimit -f blocks` (SIGXFSZ
+    /// Starts `spool collector --port 0 --out out arguments…` through /bin/sh (`exec`, so
+    /// terminating the process signals the collector itself), under `ulimit -f blocks` (SIGXFSZ
     /// ignored, so writes past it fail with EFBIG as on a full disk) when `blocks` is given;
-    /// returns the process and its port.
+    /// returns the process, its port and its standard output (the listening line read).
     func startCollector(out: String, fileSizeBlocks blocks: Int?, arguments: [String] = []) throws -> (Process, Int, Pipe) {
         let collector = Process()
         collector.executableURL = URL(fileURLWithPath: "/bin/sh")
