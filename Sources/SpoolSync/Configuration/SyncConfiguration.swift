@@ -55,6 +55,38 @@ public struct SyncConfiguration: Sendable {
 
     // MARK: Requests
 
+    /// How many requests may be in flight at once for one consumer.
+    public enum Concurrency: Sendable, Equatable {
+        /// Exactly this many (at most: fewer when fewer batches are pending). `fixed(1)` is
+        /// strict order: the server sees batches one after the other, in seq order.
+        case fixed(Int)
+        /// Starts at 1 and adapts to the server, up to `max`: one more after each round of
+        /// requests the server answered without a sign of strain, half as many after a 429, a
+        /// 503 or a timeout, a tenth fewer when the round trip grows to twice its recent floor
+        /// (AIMD, as Vector's adaptive request concurrency). See ``ConcurrencyController``.
+        case adaptive(max: Int)
+
+        /// The most requests in flight this setting ever allows.
+        public var maximum: Int {
+            switch self {
+            case .fixed(let count): count
+            case .adaptive(let max): max
+            }
+        }
+    }
+
+    /// Requests in flight at once. The batches of a round go out together and may be answered
+    /// in any order; the offset moves only through the longest prefix the server accepted, so
+    /// nothing past an unanswered or failed batch is ever committed. With more than one, a
+    /// server may see a consumer's batches out of order (never a gap in what is committed):
+    /// the `Spool-Batch` header (`<log id>:<first seq>-<last seq>`) orders them.
+    /// The default is `.fixed(1)`, the order a mobile app's server expects; `spool sync`
+    /// defaults to `.adaptive(max: 16)`. Range: 1 ... 64.
+    public var concurrency: Concurrency = .fixed(1)
+    /// The most bytes of records one round of concurrent requests reads at once; the round
+    /// holds fewer batches when `maxBatchBytes` times the concurrency is larger. 64 MiB.
+    public static let maximumRoundBytes = 64 * 1024 * 1024
+
     /// How long one request may take before it counts as a timeout and is retried.
     /// The default is 30 s. Range: 1 ms ... 10 min.
     public var requestTimeout: Duration = .seconds(30)
@@ -114,6 +146,9 @@ public struct SyncConfiguration: Sendable {
         }
         guard requestTimeout >= .milliseconds(1), requestTimeout <= .seconds(600) else {
             throw fail("requestTimeout", "is \(requestTimeout); it must be between 1 ms and 10 minutes")
+        }
+        guard (1...64).contains(concurrency.maximum) else {
+            throw fail("concurrency", "allows \(concurrency.maximum) requests in flight; it must be between 1 and 64")
         }
         for name in headers.keys where !isToken(name) {
             throw fail("headers", "has the invalid header name \"\(name)\"")

@@ -9,6 +9,21 @@ struct SyncBatch: Sendable {
     var end: UInt64
     /// The request, once built (a half made by a split has none until it is sent).
     var request: UploadRequest?
+    /// How the server answered, for a batch answered in a round and waiting in the queue for
+    /// the batches before it; `nil` while it is still to be sent.
+    var answer: Answer?
+
+    enum Answer: Sendable {
+        /// 2xx, with the body size: commit it once everything before it is committed.
+        case accepted(bytes: Int)
+        /// A lone record the server refuses: dead-letter it.
+        case refused(SyncError)
+        /// A failure worth retrying: back off until `until`, then read again from the offset.
+        case failed(SyncError, until: Duration)
+    }
+
+    /// The payload bytes of the records.
+    var payloadBytes: Int { records.reduce(0) { $0 + $1.payload.count } }
 
     init(records: [Record], end: UInt64, request: UploadRequest? = nil) {
         self.records = records

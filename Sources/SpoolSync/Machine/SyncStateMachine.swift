@@ -4,11 +4,14 @@ import Spool
 ///
 /// No I/O, no clock, no randomness: time arrives with each event as a `Duration` since the
 /// driver started, and so does a random draw for the backoff's jitter. ``SyncWorker`` carries
-/// the actions out and feeds their results back as events. One operation is in flight at a
-/// time (a read, an upload, a dead-letter write or a commit), so there is one request in
-/// flight per consumer and the offset only moves forward, one batch after the other.
+/// the actions out and feeds their results back as events. One step is in flight at a time:
+/// a read, a *round* of uploads, a dead-letter write or a commit. A round holds up to the
+/// ``ConcurrencyController``'s limit of batches, cut in seq order and sent together; they may
+/// be answered in any order, and the round ends when all are answered. The offset then moves
+/// through the longest prefix of batches the server accepted, never past one that failed,
+/// so it only moves forward and never over a record the server has not acknowledged.
 ///
-/// A *drain* reads a batch, uploads it, commits it, and goes on while someone wants it to:
+/// A *drain* reads batches, uploads them, commits them, and goes on while someone wants it to:
 /// a ``SyncWorker/flush(deadline:retries:)`` caller waiting for it, or the worker running
 /// (started and not paused). It ends when a read finds nothing, at a failure, or when
 /// nobody wants more.
@@ -27,12 +30,13 @@ struct SyncStateMachine: Sendable {
         case flushRequested(id: Int, deadline: Duration?, retries: Int)
         /// The deadline of flush `id` (see ``Action/scheduleDeadline(id:at:)``) has come.
         case flushDeadlinePassed(id: Int)
-        /// A read finished; a batch with no records whose `end` is not past the committed
-        /// offset means nothing is pending.
-        case readCompleted(SyncBatch)
+        /// A read finished, cut into batches in seq order (at most the `batches` asked for); a
+        /// single batch with no records whose `end` is not past the committed offset means
+        /// nothing is pending.
+        case readCompleted([SyncBatch])
         case readFailed(SyncError)
-        /// A request finished; `bytes` is the size of the body sent.
-        case uploadCompleted(UploadOutcome, bytes: Int)
+        /// The request in `slot` finished; `bytes` is the size of the body sent.
+        case uploadCompleted(slot: Int, UploadOutcome, bytes: Int)
         case deadLetterCompleted
         case deadLetterFailed(SyncError)
         case commitCompleted
@@ -40,9 +44,12 @@ struct SyncStateMachine: Sendable {
     }
 
     enum Action: Sendable {
-        case read(maxCount: Int, maxBytes: Int)
-        /// Send the batch; the request may take `timeout` (see ``requestTimeout(now:)``).
-        case upload(SyncBatch, timeout: Duration)
+        /// Read from the committed offset and cut what is read into at most `batches` batches of
+        /// at most `maxCount` records and `maxBytes` bytes each.
+        case read(maxCount: Int, maxBytes: Int, batches: Int)
+        /// Send the batch as the request in `slot` (answered with that slot); it may take
+        /// `timeout` (see ``requestTimeout(now:)``). Several may be in flight.
+        case upload(SyncBatch, slot: Int, timeout: Duration)
         /// Write refused records to the dead-letter log (durably), with the refusal.
         case deadLetter([Record], SyncError)
         /// Commit the consumer so that `end` is the next record it delivers.
@@ -67,22 +74,35 @@ struct SyncStateMachine: Sendable {
     enum Phase: Sendable {
         case idle
         case reading
-        case uploading(SyncBatch)
+        case uploading(Round)
         case deadLettering(SyncBatch)
-        case committing(SyncBatch, CommitKind)
+        case committing(end: UInt64, CommitKind)
         case backingOff(until: Duration)
         case stopped
     }
 
+    /// Requests sent together, answered in any order.
+    struct Round: Sendable {
+        var batches: [SyncBatch]
+        /// The answers so far, by position in `batches`, with the size of the body sent.
+        var answers: [(outcome: UploadOutcome, bytes: Int)?]
+        /// The slot of `batches[0]`; the others follow.
+        var firstSlot: Int
+        var started: Duration
+    }
+
     enum CommitKind: Sendable {
-        case delivered(bytes: Int)
-        case deadLettered
+        /// Batches the server accepted: how many, their records and body bytes.
+        case delivered(batches: Int, records: Int, bytes: Int)
+        case deadLettered(records: Int)
         case skipped
     }
 
     struct Waiter: Sendable {
         var id: Int
         var deadline: Duration?
+        /// Retries granted to each upload; `retriesLeft` goes back to it when a batch is delivered.
+        var retries: Int
         var retriesLeft: Int
         var report = FlushReport()
     }
@@ -90,8 +110,18 @@ struct SyncStateMachine: Sendable {
     var configuration: SyncConfiguration
     var phase: Phase = .idle
     var stats = SyncStats()
-    /// Halves of split batches waiting to be sent (a retry reads again instead).
+    /// Batches read and not committed, in seq order, behind the step in flight: waiting to be
+    /// sent (halves of a split, batches a round had no room for), or already answered
+    /// (accepted, refused, failed) and waiting for those before them. A retry reads again.
     var queue: [SyncBatch] = []
+    /// How many requests the next round may hold.
+    var concurrency: ConcurrencyController
+    /// The next upload slot.
+    var nextSlot = 0
+    /// After a 413: the largest batch (records, payload bytes) this worker sends, until it grows back.
+    var ceiling: (count: Int, bytes: Int)?
+    /// Batches accepted since the ceiling last changed.
+    var acceptedUnderCeiling = 0
     var waiters: [Waiter] = []
     var started = false
     var paused = false
@@ -115,6 +145,9 @@ struct SyncStateMachine: Sendable {
     ///   - pending: records written and not yet committed.
     init(configuration: SyncConfiguration, committed: UInt64, pending: UInt64) {
         self.configuration = configuration
+        concurrency = ConcurrencyController(configuration.concurrency)
+        stats.concurrency = concurrency.limit
+        stats.peakConcurrency = concurrency.peak
         stats.committed = committed
         stats.pending = pending
         writtenEnd = committed + pending
@@ -162,10 +195,11 @@ struct SyncStateMachine: Sendable {
         case .timerFired(let generation): return timerFired(generation: generation, now: now)
         case .backoffExpired(let generation): return backoffExpired(generation: generation, now: now)
         case .flushRequested(let id, let deadline, let retries):
-            return flushRequested(Waiter(id: id, deadline: deadline, retriesLeft: max(retries, 0)), now: now)
+            return flushRequested(Waiter(id: id, deadline: deadline, retries: max(retries, 0), retriesLeft: max(retries, 0)), now: now)
         case .flushDeadlinePassed(let id): return flushDeadlinePassed(id: id)
         case .readCompleted(let batch): return readCompleted(batch, now: now)
-        case .uploadCompleted(let outcome, let bytes): return uploadCompleted(outcome, bytes: bytes, now: now, jitter: jitter)
+        case .uploadCompleted(let slot, let outcome, let bytes):
+            return uploadCompleted(slot: slot, outcome, bytes: bytes, now: now, jitter: jitter)
         case .deadLetterCompleted: return deadLetterCompleted()
         case .commitCompleted: return commitCompleted(now: now)
         case .readFailed(let error), .deadLetterFailed(let error), .commitFailed(let error):

@@ -1,11 +1,19 @@
 /// A snapshot of a worker's counters since it was made.
 public struct SyncStats: Sendable {
-    /// Requests the server accepted.
+    /// Requests the server accepted and the worker committed.
     public var batches = 0
     /// Records in those requests.
     public var records = 0
     /// Bytes of request body in those requests (after compression).
     public var bytes = 0
+    /// Requests sent, whatever their answer. More than `batches` when requests failed, were
+    /// split, or were sent again (a batch the server accepted after one that failed is sent
+    /// again with the retry: the offset never passes the failed one).
+    public var requests = 0
+    /// How many requests the next round may hold (see ``SyncConfiguration/concurrency``).
+    public var concurrency = 1
+    /// The most requests one round has been allowed.
+    public var peakConcurrency = 1
     /// Requests that failed and were (or will be) retried after a backoff.
     public var retries = 0
     /// Batches split in two after a 413 or a refusal.

@@ -26,12 +26,15 @@ public struct HTTPClientUploader: Uploader {
     /// AsyncHTTPClient's own `shared`), on NIO's singleton event loop group. It does not follow
     /// redirects, and a connection that cannot be made fails the request at once (the worker's
     /// own retries and backoff take it from there) instead of being retried until the request's
-    /// deadline: a server that is down is reported as such, not as a timeout.
+    /// deadline: a server that is down is reported as such, not as a timeout. It keeps up to
+    /// 64 connections to a host, the most requests ``SyncConfiguration/concurrency`` allows.
     public static let defaultClient: HTTPClient = {
         var configuration = HTTPClient.Configuration()
         configuration.redirectConfiguration = .disallow
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.timeout.connect = .seconds(10)
+        // Room for a worker's most concurrent requests (64) without queueing inside the client.
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 64
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }()
 

@@ -69,8 +69,10 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
     private var backoff: Task<Void, Never>?
     /// The wake-ups of flushes with a deadline, by flush id; cancelled when a flush is answered.
     private var deadlines: [Int: Task<Void, Never>] = [:]
+    /// The read, commit or dead-letter write in flight, if any.
     private var operation: Task<Void, Never>?
-    private var operationIsUpload = false
+    /// The requests in flight, by slot.
+    private var uploads: [Int: Task<Void, Never>] = [:]
 
     /// Makes a worker; it does nothing until ``start()`` or a flush.
     ///
@@ -130,7 +132,7 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
         send(.start)
     }
 
-    /// Stops for good: timers are cancelled, a request in flight is abandoned (not committed),
+    /// Stops for good: timers are cancelled, the requests in flight are abandoned (not committed),
     /// a commit or dead-letter write in flight is waited for, waiting flushes end with
     /// ``SyncError/Code/stopped``, and the dead-letter sink is shut down.
     public func stop() async {
@@ -139,7 +141,8 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
         observation = nil
         timer?.cancel()
         backoff?.cancel()
-        if operationIsUpload { operation?.cancel() }
+        for upload in uploads.values { upload.cancel() }
+        for upload in uploads.values { await upload.value }
         await operation?.value
         await deadLetters?.shutdown()
     }
@@ -248,18 +251,18 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
 
     private func perform(_ action: SyncStateMachine.Action) {
         switch action {
-        case .read(let maxCount, let maxBytes):
-            run(upload: false) { [source, builder] in
-                let event: SyncStateMachine.Event
+        case .read(let maxCount, let maxBytes, let batches):
+            run { [source, builder] in
                 do {
-                    event = .readCompleted(builder.prepare(try await source.nextBatch(maxCount: maxCount, maxBytes: maxBytes)))
+                    // One read for the round: `batches` times the limits, cut into batches.
+                    let read = try await source.nextBatch(maxCount: maxCount * batches, maxBytes: maxBytes * batches)
+                    return .readCompleted(builder.prepare(read, maxCount: maxCount, maxBytes: maxBytes, batches: batches))
                 } catch {
-                    event = .readFailed(SyncError(.readFailed, "reading the consumer failed", cause: error))
+                    return .readFailed(SyncError(.readFailed, "reading the consumer failed", cause: error))
                 }
-                return event
             }
-        case .upload(let batch, let timeout):
-            run(upload: true) { [uploader, builder, clock, wallClock, logger, retryable = machine.configuration.retryableStatuses] in
+        case .upload(let batch, let slot, let timeout):
+            uploads[slot] = Task { [uploader, builder, clock, wallClock, logger, retryable = machine.configuration.retryableStatuses] in
                 var request = batch.request ?? builder.request(for: batch.records)
                 request.timeout = timeout
                 let outcome: UploadOutcome
@@ -271,10 +274,10 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
                     outcome = UploadOutcome.failed(error)
                     logger.debug("upload failed", metadata: ["spool.batch": "\(request.batch)", "spool.error": "\(error)"])
                 }
-                return .uploadCompleted(outcome, bytes: request.body.count)
+                self.uploadFinished(slot: slot, outcome, bytes: request.body.count)
             }
         case .deadLetter(let records, let error):
-            run(upload: false) { [deadLetters] in
+            run { [deadLetters] in
                 do {
                     try await deadLetters?.store(records, refusedWith: error)
                     return .deadLetterCompleted
@@ -283,7 +286,7 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
                 }
             }
         case .commit(let end):
-            run(upload: false) { [source] in
+            run { [source] in
                 do {
                     try await source.commit(upTo: end)
                     return .commitCompleted
@@ -316,10 +319,14 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
         }
     }
 
-    /// Runs the one operation in flight; `body` runs off the actor and returns the event
-    /// its result makes.
-    private func run(upload: Bool, _ body: @escaping @Sendable () async -> SyncStateMachine.Event) {
-        operationIsUpload = upload
+    private func uploadFinished(slot: Int, _ outcome: UploadOutcome, bytes: Int) {
+        uploads[slot] = nil
+        send(.uploadCompleted(slot: slot, outcome, bytes: bytes))
+    }
+
+    /// Runs the read, commit or dead-letter write in flight; `body` runs off the actor and
+    /// returns the event its result makes.
+    private func run(_ body: @escaping @Sendable () async -> SyncStateMachine.Event) {
         operation = Task {
             let event = await body()
             self.send(event)

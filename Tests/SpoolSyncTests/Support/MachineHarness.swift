@@ -3,7 +3,8 @@ import Spool
 
 /// Drives a `SyncStateMachine` the way the worker does, synchronously: reads, commits and
 /// dead-letter writes happen at once against an in-memory list; uploads are answered by
-/// `respond` (or held in flight when `holdUploads` is set); timers fire on `advance`.
+/// `respond` (or held in flight when `holdUploads` is set, and answered in any order by
+/// `complete`); timers fire on `advance`.
 struct MachineHarness {
     var machine: SyncStateMachine
     var records: [Record] = []
@@ -24,7 +25,10 @@ struct MachineHarness {
     var results: [Int: [BatchResult]] = [:]
     var respond: (SyncBatch) -> UploadOutcome = { _ in .accepted }
     var holdUploads = false
-    var inFlight: SyncBatch?
+    /// Uploads held in flight, in the order they were sent.
+    var inFlight: [(slot: Int, batch: SyncBatch)] = []
+    /// The most uploads held in flight at once.
+    var peakInFlight = 0
     /// Seqs the reads skip, as a consumer skips expired or dropped records.
     var skipped: Set<UInt64> = []
     var failCommits = 0
@@ -80,12 +84,16 @@ struct MachineHarness {
         }
     }
 
-    /// Answers the upload held in flight.
-    mutating func complete(_ outcome: UploadOutcome = .accepted) {
-        guard let batch = inFlight else { preconditionFailure("no upload in flight") }
-        inFlight = nil
-        send(.uploadCompleted(outcome, bytes: batch.records.count * 10))
+    /// Answers the upload held in flight whose first seq is `first` (the oldest when nil).
+    mutating func complete(_ outcome: UploadOutcome = .accepted, first: UInt64? = nil) {
+        let index = first.map { first in inFlight.firstIndex { $0.batch.records.first?.seq == first } } ?? inFlight.indices.first
+        guard let index else { preconditionFailure("no upload in flight starting at \(first.map(String.init) ?? "any seq")") }
+        let (slot, batch) = inFlight.remove(at: index)
+        send(.uploadCompleted(slot: slot, outcome, bytes: batch.records.count * 10))
     }
+
+    /// The first seqs of the uploads held in flight, in the order they were sent.
+    var inFlightFirsts: [UInt64] { inFlight.compactMap { $0.batch.records.first?.seq } }
 
     /// Moves time to `target`, firing due timers, backoffs and flush deadlines in order.
     mutating func advance(to target: Duration) {
@@ -114,29 +122,39 @@ struct MachineHarness {
 
     private mutating func perform(_ action: SyncStateMachine.Action) -> SyncStateMachine.Event? {
         switch action {
-        case .read(let maxCount, let maxBytes):
+        case .read(let maxCount, let maxBytes, let count):
             if failReads > 0 {
                 failReads -= 1
                 return .readFailed(SyncError(.readFailed, "injected"))
             }
+            var batches: [SyncBatch] = []
             var batch: [Record] = []
             var bytes = 0
             for record in records[Int(committed)...] where !skipped.contains(record.seq) {
-                if batch.count == maxCount || (!batch.isEmpty && bytes + record.payload.count > maxBytes) { break }
+                if batch.count == maxCount || (!batch.isEmpty && bytes + record.payload.count > maxBytes) {
+                    batches.append(SyncBatch(records: batch, end: batch[batch.count - 1].seq + 1))
+                    batch = []
+                    bytes = 0
+                    if batches.count == count { break }
+                }
                 batch.append(record)
                 bytes += record.payload.count
             }
-            let end = batch.last.map { $0.seq + 1 } ?? (records.isEmpty ? committed : max(committed, UInt64(records.count)))
-            return .readCompleted(SyncBatch(records: batch, end: end))
-        case .upload(let batch, let timeout):
-            precondition(inFlight == nil, "two uploads in flight")
+            if batches.count < count {
+                // The last batch also skips whatever the read skipped after it.
+                let end = batch.last.map { $0.seq + 1 } ?? (records.isEmpty ? committed : max(committed, UInt64(records.count)))
+                if !batch.isEmpty || batches.isEmpty { batches.append(SyncBatch(records: batch, end: end)) }
+            }
+            return .readCompleted(batches)
+        case .upload(let batch, let slot, let timeout):
             uploads.append(batch.records.map(\.seq))
             timeouts.append(timeout)
             if holdUploads {
-                inFlight = batch
+                inFlight.append((slot, batch))
+                peakInFlight = max(peakInFlight, inFlight.count)
                 return nil
             }
-            return .uploadCompleted(respond(batch), bytes: batch.records.count * 10)
+            return .uploadCompleted(slot: slot, respond(batch), bytes: batch.records.count * 10)
         case .deadLetter(let refused, _):
             deadLettered += refused.map(\.seq)
             return .deadLetterCompleted

@@ -1,0 +1,94 @@
+/// How many requests the sync worker keeps in flight: fixed, or adapted to the server's
+/// answers (additive increase, multiplicative decrease, as TCP and Vector's adaptive request
+/// concurrency do).
+///
+/// The worker sends in *rounds*: up to ``limit`` batches go out together, and the next round
+/// starts when all are answered. After each round the controller is told how it went:
+///
+/// - **Overload** (a 429, a 503 or a timeout in the round): the limit halves (at least 1), and
+///   the level where it happened becomes a *ceiling*: the limit climbs back to just below it
+///   one step per healthy round, and probes past it only once every ``probeInterval`` healthy
+///   rounds. A server that sheds load at 8 in flight thus settles the worker at 7, with a
+///   probe now and then, instead of a sawtooth of 503s.
+/// - **Rising latency** (the round took more than twice the fastest recent round, plus
+///   ``latencySlack``): the limit drops by a tenth. A server that queues requests instead of
+///   refusing them is not pushed further.
+/// - **Healthy and full** (every slot was used): the limit grows by one.
+///
+/// A round that did not fill the limit (fewer batches pending) changes nothing: it says
+/// nothing about the server's capacity.
+///
+/// Pure: no clock of its own; the round trip arrives with each report.
+struct ConcurrencyController: Sendable {
+    /// Healthy rounds between two probes past the ceiling.
+    static let probeInterval = 20
+    /// Round trips within twice the floor plus this are not "rising".
+    static let latencySlack: Duration = .milliseconds(5)
+    /// How fast the remembered floor forgets a fast round (per round, as a fraction): so a
+    /// path that became slower for good is accepted after a while.
+    static let floorDrift = 0.02
+
+    let maximum: Int
+    let adaptive: Bool
+    /// The number of requests the next round may hold.
+    private(set) var limit: Int
+    /// The highest limit used so far.
+    private(set) var peak: Int
+    /// Just below the level where the server last said it was overloaded.
+    private(set) var ceiling: Int?
+    /// The fastest recent round trip, drifting up slowly.
+    private(set) var floor: Duration?
+    private var healthyRoundsAtCeiling = 0
+
+    init(_ concurrency: SyncConfiguration.Concurrency) {
+        switch concurrency {
+        case .fixed(let count):
+            maximum = max(1, count)
+            adaptive = false
+            limit = maximum
+        case .adaptive(let max):
+            maximum = Swift.max(1, max)
+            adaptive = true
+            limit = 1
+        }
+        peak = limit
+    }
+
+    /// Reports a finished round.
+    ///
+    /// - Parameters:
+    ///   - used: how many requests the round held.
+    ///   - roundTrip: from the round's start to its last answer.
+    ///   - overloaded: whether any answer said the server is overloaded (429, 503, a timeout).
+    mutating func roundFinished(used: Int, roundTrip: Duration, overloaded: Bool) {
+        guard adaptive else { return }
+        if overloaded {
+            ceiling = max(1, limit - 1)
+            limit = max(1, limit / 2)
+            healthyRoundsAtCeiling = 0
+            return
+        }
+        let rising = floor.map { roundTrip > $0 * 2 + Self.latencySlack } ?? false
+        floor = floor.map { min(roundTrip, $0 + $0 * Self.floorDrift) } ?? roundTrip
+        if rising {
+            limit = max(1, limit - max(1, limit / 10))
+            return
+        }
+        guard used >= limit, limit < maximum else { return }
+        if let ceiling, limit >= ceiling {
+            healthyRoundsAtCeiling += 1
+            guard healthyRoundsAtCeiling >= Self.probeInterval else { return }
+            healthyRoundsAtCeiling = 0
+        }
+        limit += 1
+        peak = max(peak, limit)
+    }
+}
+
+extension SyncError {
+    /// Whether the failure says the server is overloaded: a 429, a 408 or a 503, or no answer
+    /// within the request timeout. The adaptive concurrency halves on these.
+    var meansOverload: Bool {
+        code == .rateLimited || code == .timeout || status == 503 || status == 408
+    }
+}
