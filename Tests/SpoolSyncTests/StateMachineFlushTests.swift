@@ -375,7 +375,7 @@ import Testing
         var configuration = SyncConfiguration()
         configuration.flushCount = 1
         var harness = MachineHarness(configuration)
-        harness.holdUploads = true  // the harness traps on a second upload in flight
+        harness.holdUploads = true
         harness.send(.start)
         harness.append(1)
         harness.append(1)
@@ -384,5 +384,6 @@ import Testing
         #expect(harness.uploads.count == 1)
         harness.complete()
         #expect(harness.uploads.count == 2)
+        #expect(harness.peakInFlight == 1)  // the default, `.fixed(1)`: strict order
     }
 }

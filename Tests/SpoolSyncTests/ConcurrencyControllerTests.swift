@@ -1,0 +1,87 @@
+import Testing
+@testable import SpoolSync
+
+/// The adaptive concurrency on its own: additive increase, multiplicative decrease, a
+/// remembered ceiling, and no change from rounds that say nothing about the server.
+@Suite struct ConcurrencyControllerTests {
+    static let rtt: Duration = .milliseconds(50)
+
+    @Test func fixedNeverMoves() {
+        var controller = ConcurrencyController(.fixed(6))
+        #expect(controller.limit == 6)
+        controller.roundFinished(used: 6, roundTrip: Self.rtt, overloaded: true)
+        controller.roundFinished(used: 6, roundTrip: .seconds(10), overloaded: false)
+        #expect(controller.limit == 6)
+    }
+
+    @Test func adaptiveStartsAtOneAndGrowsByOnePerFullHealthyRoundUpToTheMaximum() {
+        var controller = ConcurrencyController(.adaptive(max: 5))
+        var limits: [Int] = []
+        for _ in 0..<8 {
+            limits.append(controller.limit)
+            controller.roundFinished(used: controller.limit, roundTrip: Self.rtt, overloaded: false)
+        }
+        #expect(limits == [1, 2, 3, 4, 5, 5, 5, 5])
+        #expect(controller.peak == 5)
+    }
+
+    @Test func aRoundThatDidNotFillTheLimitChangesNothing() {
+        var controller = ConcurrencyController(.adaptive(max: 16))
+        for _ in 0..<3 { controller.roundFinished(used: controller.limit, roundTrip: Self.rtt, overloaded: false) }
+        #expect(controller.limit == 4)
+        controller.roundFinished(used: 1, roundTrip: Self.rtt, overloaded: false)
+        #expect(controller.limit == 4)
+    }
+
+    @Test func overloadHalvesAndTheLimitSettlesBelowWhereItHappened() {
+        var controller = ConcurrencyController(.adaptive(max: 32))
+        // A server that sheds load from 9 requests in flight on (the collector's --max-concurrent 8).
+        var overloads = 0
+        var limits: [Int] = []
+        for _ in 0..<400 {
+            let overloaded = controller.limit > 8
+            if overloaded { overloads += 1 }
+            controller.roundFinished(used: controller.limit, roundTrip: Self.rtt, overloaded: overloaded)
+            limits.append(controller.limit)
+        }
+        #expect(controller.ceiling == 8)
+        // It halved on the first overload, and then probed past 8 rarely: not a sawtooth.
+        #expect(overloads <= 400 / ConcurrencyController.probeInterval + 1)
+        let settled = limits.suffix(100)
+        #expect(Double(settled.reduce(0, +)) / Double(settled.count) >= 7)
+        #expect(settled.allSatisfy { $0 <= 9 })
+    }
+
+    @Test func risingRoundTripsShrinkTheLimitByATenth() {
+        var controller = ConcurrencyController(.adaptive(max: 64))
+        for _ in 0..<19 { controller.roundFinished(used: controller.limit, roundTrip: Self.rtt, overloaded: false) }
+        #expect(controller.limit == 20)
+        controller.roundFinished(used: 20, roundTrip: Self.rtt * 3, overloaded: false)
+        #expect(controller.limit == 18)
+        // Twice the floor plus the slack is still healthy.
+        controller.roundFinished(used: 18, roundTrip: Self.rtt * 2, overloaded: false)
+        #expect(controller.limit == 19)
+    }
+
+    @Test func aSlowerPathIsAcceptedAfterAWhile() {
+        var controller = ConcurrencyController(.adaptive(max: 64))
+        controller.roundFinished(used: 1, roundTrip: .milliseconds(10), overloaded: false)
+        // The path became 5x slower for good: the floor drifts up and growth resumes.
+        var grew = false
+        for _ in 0..<200 {
+            let before = controller.limit
+            controller.roundFinished(used: controller.limit, roundTrip: .milliseconds(50), overloaded: false)
+            if controller.limit > before { grew = true }
+        }
+        #expect(grew)
+        #expect(controller.limit > 2)
+    }
+
+    @Test func theLimitNeverGoesBelowOne() {
+        var controller = ConcurrencyController(.adaptive(max: 4))
+        for _ in 0..<10 { controller.roundFinished(used: 1, roundTrip: Self.rtt, overloaded: true) }
+        #expect(controller.limit == 1)
+        controller.roundFinished(used: 1, roundTrip: .seconds(30), overloaded: false)
+        #expect(controller.limit == 1)
+    }
+}
