@@ -62,6 +62,15 @@ struct SyncCommand: AsyncParsableCommand {
     @Option(help: "With --once: retries of a failing upload, with backoff, before giving up.")
     var retries = 5
 
+    @Option(help: """
+        Requests in flight at once: 'adaptive' (the default: from 1 up to --max-concurrency, \
+        halving on 429, 503 and timeouts) or a fixed number (1 keeps strict order).
+        """)
+    var concurrency: ConcurrencySetting = .adaptive
+
+    @Option(name: .customLong("max-concurrency"), help: "The most requests in flight with --concurrency adaptive (default 16, at most 64).")
+    var maxConcurrency: Int?
+
     func validate() throws {
         guard let parsed = endpoint?.url, let scheme = parsed.scheme?.lowercased(), ["http", "https"].contains(scheme), parsed.host != nil else {
             throw ValidationError("--url must be an http or https URL, not '\(Self.redacted(url))'")
@@ -70,6 +79,9 @@ struct SyncCommand: AsyncParsableCommand {
             throw ValidationError("--url carries credentials and --header gives an Authorization header too; give one of them")
         }
         guard retries >= 0 else { throw ValidationError("--retries must not be negative") }
+        if maxConcurrency != nil, case .fixed = concurrency {
+            throw ValidationError("--max-concurrency goes with --concurrency adaptive; a fixed --concurrency is its own maximum")
+        }
         // Checked before they become durations: converting inf, nan or a huge value traps.
         // Any value ≤ 0 disables the periodic flush, as in every anchor SDK.
         try Self.checkSeconds(interval, option: "--interval", range: -Self.maxIntervalSeconds...Self.maxIntervalSeconds)
@@ -101,14 +113,14 @@ struct SyncCommand: AsyncParsableCommand {
         let failure: SyncError?
         if once {
             let report = await worker.flush(retries: retries)
-            try Output.write(summary(report.records, report.batches, report.bytes, report.deadLettered))
+            try Output.write(summary(report.records, report.batches, report.bytes, report.deadLettered, await worker.stats))
             failure = report.failure
         } else {
             await worker.start()
             Output.error("spool sync: uploading \(consumer) of \(directory) to \(endpoint!.url); interrupt to stop")
             await Self.waitForInterrupt()
             let stats = await worker.stats
-            try Output.write(summary(stats.records, stats.batches, stats.bytes, stats.deadLettered))
+            try Output.write(summary(stats.records, stats.batches, stats.bytes, stats.deadLettered, stats))
             failure = nil
         }
         await worker.stop()
@@ -132,9 +144,12 @@ struct SyncCommand: AsyncParsableCommand {
         }
     }
 
-    private func summary(_ records: Int, _ batches: Int, _ bytes: Int, _ deadLettered: Int) -> String {
+    /// One line: what was delivered, then how: requests sent (accepted or not), retries, and
+    /// the concurrency reached.
+    private func summary(_ records: Int, _ batches: Int, _ bytes: Int, _ deadLettered: Int, _ stats: SyncStats) -> String {
         var text = "sent \(records) records in \(batches) requests (\(formatBytes(Int64(bytes))))"
         if deadLettered > 0 { text += "; \(deadLettered) refused records moved to the dead-letter log" }
+        text += "; \(stats.requests) requests made, \(stats.retries) retried, up to \(stats.peakConcurrency) in flight"
         return text + "\n"
     }
 
@@ -150,6 +165,10 @@ struct SyncCommand: AsyncParsableCommand {
         if let compression { configuration.compression = compression }
         if let timeout { configuration.requestTimeout = .seconds(timeout) }
         if once { configuration.flushInterval = .zero }
+        switch concurrency {
+        case .fixed(let count): configuration.concurrency = .fixed(count)
+        case .adaptive: configuration.concurrency = .adaptive(max: maxConcurrency ?? 16)
+        }
         // A one-shot run is someone waiting (a script, a cron job): a server's Retry-After may
         // hold it a minute per retry, not the service's hour, unless they say otherwise.
         if let seconds = maxRetryAfter ?? (once ? 60 : nil) { configuration.backoff.maxRetryAfter = .seconds(seconds) }
@@ -198,6 +217,29 @@ struct SyncCommand: AsyncParsableCommand {
         }
         for await _ in signals { break }
         for source in sources { source.cancel() }
+    }
+}
+
+/// `--concurrency`: a number, or `adaptive`.
+enum ConcurrencySetting: ExpressibleByArgument, Equatable {
+    case fixed(Int)
+    case adaptive
+
+    init?(argument: String) {
+        if argument == "adaptive" {
+            self = .adaptive
+        } else if let count = Int(argument) {
+            self = .fixed(count)
+        } else {
+            return nil
+        }
+    }
+
+    var defaultValueDescription: String {
+        switch self {
+        case .fixed(let count): "\(count)"
+        case .adaptive: "adaptive"
+        }
     }
 }
 

@@ -19,10 +19,14 @@ import Testing
         let collector: Collector
         let url: URL
 
-        static func make(log logConfiguration: Configuration = .init(), _ configure: (inout FaultConfiguration) -> Void = { _ in }) async throws -> Rig {
+        static func make(
+            log logConfiguration: Configuration = .init(), maxConcurrentRequests: Int? = nil,
+            _ configure: (inout FaultConfiguration) -> Void = { _ in }
+        ) async throws -> Rig {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spool-sync-\(UUID().uuidString)").path
             let log = try EventLog.open(directory: directory, configuration: logConfiguration)
             var configuration = CollectorConfiguration()
+            if let maxConcurrentRequests { configuration.maxConcurrentRequests = maxConcurrentRequests }
             configure(&configuration.faults)
             configuration.seed = 42
             let collector = Collector(configuration: configuration)
@@ -99,6 +103,60 @@ import Testing
         #expect(stats.deadLettered == 0)
         await worker.stop()
         #expect(try rig.log.consumer(named: "uploader").committed == 800)
+        await rig.tearDown()
+    }
+
+    /// Several requests in flight through latency, 503s, 429s with `Retry-After` and
+    /// connection resets: every record arrives (once, after de-duplication by id), and the
+    /// offset ends at the end.
+    @Test(arguments: [SyncConfiguration.Concurrency.fixed(8), .adaptive(max: 8)])
+    func concurrentRequestsThroughFaultsLoseNothing(concurrency: SyncConfiguration.Concurrency) async throws {
+        let rig = try await Rig.make { faults in
+            faults.failureRate = 0.15
+            faults.rateLimitRate = 0.03  // answered with Retry-After: 1
+            faults.resetRate = 0.05
+            faults.latency = .milliseconds(5)
+            faults.latencyJitter = .milliseconds(20)  // answers come back out of order
+        }
+        try await rig.append(1_000)
+        let worker = try rig.worker {
+            $0.maxBatchCount = 20
+            $0.concurrency = concurrency
+        }
+        let report = await worker.flush(retries: 10_000)
+        #expect(report.failure == nil)
+        #expect(report.records == 1_000)
+        #expect(rig.receivedSeqs.sorted() == Array(0..<1_000))
+        #expect(Set(rig.receivedSeqs).count == rig.receivedSeqs.count)
+        let stats = await worker.stats
+        #expect(stats.peakConcurrency > 1)
+        #expect(stats.requests > stats.batches)  // faults were met, and retried
+        #expect(try rig.log.consumer(named: "uploader").committed == 1_000)
+        await worker.stop()
+        await rig.tearDown()
+    }
+
+    /// Against a collector that handles 3 requests at once and answers 503 past that, the
+    /// adaptive concurrency backs off to what the server takes, and nothing is lost.
+    @Test func adaptiveConcurrencySettlesWithinWhatTheCollectorTakes() async throws {
+        let rig = try await Rig.make(maxConcurrentRequests: 3) { faults in
+            faults.latency = .milliseconds(20)
+        }
+        try await rig.append(2_000)
+        let worker = try rig.worker {
+            $0.maxBatchCount = 10
+            $0.concurrency = .adaptive(max: 16)
+        }
+        let report = await worker.flush(retries: 10_000)
+        #expect(report.failure == nil)
+        #expect(rig.receivedSeqs.sorted() == Array(0..<2_000))
+        let stats = await worker.stats
+        #expect(rig.collector.stats.overloaded > 0)  // it did probe past 3
+        // At most one past the limit: the rare probe past the remembered ceiling.
+        #expect(stats.concurrency <= 4)
+        #expect(stats.peakConcurrency > 3)
+        #expect(rig.collector.stats.overloaded < stats.requests / 5)  // no sawtooth of 503s
+        await worker.stop()
         await rig.tearDown()
     }
 
