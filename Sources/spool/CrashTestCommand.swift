@@ -17,8 +17,9 @@ struct CrashTestCommand: ParsableCommand {
             --with-sync also runs a reference collector in this process and, after each append \
             round, a `spool sync` child (consumer `up`) killed mid-upload; it checks that the \
             committed offset never passes what the collector acknowledged, and that the collector \
-            holds, de-duplicated and in order, exactly the stored records byte for byte; a last, \
-            unkilled sync must deliver everything. --corrupt damages a copy of the log after each \
+            holds, de-duplicated, exactly the stored records byte for byte (in order when \
+            --sync-concurrency is 1); a last, unkilled sync must deliver everything. Each sync child \
+            gets --concurrency 1, 4 or adaptive at random unless --sync-concurrency says which. --corrupt damages a copy of the log after each \
             round (bit flips, zeroed ranges, cut headers, garbage, empty and foreign files) and \
             checks that `spool dump` and `spool verify` never crash or hang, report exactly the \
             damaged seq range, and still read everything else.
@@ -42,12 +43,18 @@ struct CrashTestCommand: ParsableCommand {
     @Flag(help: "Also kill `spool sync` children uploading to a reference collector, and check the collector.")
     var withSync = false
 
+    @Option(name: .customLong("sync-concurrency"), help: "With --with-sync: every sync child's --concurrency (default: 1, 4 or adaptive at random per child).")
+    var syncConcurrency: String?
+
     @Flag(help: "Also damage a copy of the log after each round and check how it reads.")
     var corrupt = false
 
     func validate() throws {
         guard rounds >= 1 else { throw ValidationError("--rounds must be at least 1") }
         guard ["written", "synced", "all"].contains(durability) else { throw ValidationError("--durability is written, synced or all") }
+        if let syncConcurrency, ConcurrencySetting(argument: syncConcurrency) == nil {
+            throw ValidationError("--sync-concurrency is a number or 'adaptive', not '\(syncConcurrency)'")
+        }
         guard maxRunMs >= 1 else { throw ValidationError("--max-run-ms must be at least 1") }
     }
 
@@ -66,7 +73,7 @@ struct CrashTestCommand: ParsableCommand {
             try? FileManager.default.removeItem(atPath: directory)
             defer { if dir == nil { try? FileManager.default.removeItem(atPath: root) } }
             let tester = CrashTester(executable: executable, directory: directory, seed: seed, rounds: rounds,
-                                     durability: level, maxRunMillis: maxRunMs, withSync: withSync, corrupt: corrupt)
+                                     durability: level, maxRunMillis: maxRunMs, withSync: withSync, syncConcurrency: syncConcurrency, corrupt: corrupt)
             var reported = 0
             let failures = try tester.run { round, failures in
                 for failure in failures[reported...] { print(failure) }

@@ -21,6 +21,8 @@ struct CrashTester {
     var maxRunMillis: Int = 150
     /// Also kill `spool sync` children uploading to a reference collector.
     var withSync = false
+    /// Their `--concurrency`, or nil for a random pick per child (see ``SyncRound``).
+    var syncConcurrency: String?
     /// Also damage a copy of the log after each round and read it back.
     var corrupt = false
 
@@ -49,7 +51,7 @@ struct CrashTester {
         /// Per round: the seq of its first line and the lines sent.
         var rounds = [(base: UInt64, lines: [[UInt8]])]()
         var acknowledged = Set<UInt64>()
-        let sync = withSync ? try SyncRound.start() : nil
+        let sync = withSync ? try SyncRound.start(concurrency: syncConcurrency) : nil
         defer { sync?.stop() }
         var committed: UInt64 = 0
         var syncKills = 0

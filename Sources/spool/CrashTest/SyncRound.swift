@@ -7,13 +7,20 @@ import SpoolCollector
 struct SyncRound {
     let collector: Collector
     let url: String
+    /// `spool sync --concurrency` for every child, or nil for a random pick per child among 1,
+    /// 4 and adaptive.
+    let concurrency: String?
 
     /// Starts the collector on a free port of 127.0.0.1.
-    static func start() throws -> SyncRound {
+    static func start(concurrency: String?) throws -> SyncRound {
         let collector = Collector(configuration: CollectorConfiguration())
         let port = try runBlocking { try await collector.start() }
-        return SyncRound(collector: collector, url: "http://127.0.0.1:\(port)/batch")
+        return SyncRound(collector: collector, url: "http://127.0.0.1:\(port)/batch", concurrency: concurrency)
     }
+
+    /// Whether every child keeps strict order (one request in flight), so the collector must
+    /// receive seqs in order; with more, batches arrive in any order.
+    var ordered: Bool { concurrency == "1" }
 
     func stop() {
         _ = try? runBlocking { [collector] in await collector.stop() }
@@ -23,7 +30,8 @@ struct SyncRound {
     /// uploading (or lets it finish, when `kill` is false). Returns a problem, if any.
     /// - Returns: the problems, and whether the child was still running when it was killed.
     func run(executable: String, directory: String, generator: inout SplitMix64, maxRunMillis: Int, kill: Bool) throws -> (problems: [String], killed: Bool) {
-        var arguments = ["sync", directory, "--url", url, "--consumer", "up", "--create", "--batch-count", "\(1 + generator.next() % 120)"]
+        var arguments = ["sync", directory, "--url", url, "--consumer", "up", "--create", "--batch-count", "\(1 + generator.next() % 120)",
+                         "--concurrency", concurrency ?? ["1", "4", "adaptive"][Int(generator.next() % 3)]]
         // Half the rounds drain and exit (--once); the others run as a daemon that sends at
         // launch what the previous run left, then idles.
         if !kill {
@@ -59,8 +67,8 @@ struct SyncRound {
             + "and holds \(stats.received) records (\(stats.duplicates) duplicates dropped)"
     }
 
-    /// Checks the collector against the log: what it holds was appended (byte for byte, in seq
-    /// order of first arrival), and the committed offset of `up` never passes a record the
+    /// Checks the collector against the log: what it holds was appended (byte for byte, and in
+    /// seq order of first arrival when ``ordered``), and the committed offset of `up` never passes a record the
     /// collector has not acknowledged. With `drained`, the collector holds every stored record.
     /// `appended` gives the line sent for a seq; `stored` what the log holds now (retention
     /// deletes segments once `up` has passed them, so the collector may hold more).
@@ -75,7 +83,7 @@ struct SyncRound {
         var receivedSeqs = Set<UInt64>()
         var last: UInt64?
         for record in received {
-            if let last, record.seq <= last { problems.append("the collector received seq \(record.seq) after \(last): out of order") }
+            if ordered, let last, record.seq <= last { problems.append("the collector received seq \(record.seq) after \(last): out of order") }
             last = record.seq
             if !receivedSeqs.insert(record.seq).inserted { problems.append("the collector holds seq \(record.seq) twice") }
             guard let payload = appended(record.seq) else {
