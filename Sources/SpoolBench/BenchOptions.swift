@@ -33,7 +33,8 @@ public struct BenchOptions: Sendable {
     public var trickleTrainAfter = 4_000
 
     /// Scenario groups to run (`append`, `seal`, `drain`, `sync`, `open`, `memory`, `trickle`, or
-    /// `synced`: only the synced appends of `append`); nil runs them all. For profiling one group. The default is nil.
+    /// `synced`: only the synced appends of `append`; `sync-latency`: only the drains through a
+    /// collector 0, 10 and 50 ms away, which `sync` includes); nil runs them all. For profiling one group. The default is nil.
     public var groups: Set<String>? = nil
 
     public init() {}

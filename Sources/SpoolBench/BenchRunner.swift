@@ -46,6 +46,7 @@ public struct BenchRunner: Sendable {
         let drains = options.runs("drain") ? try await context.drainRows() : []
         rows += drains
         if options.runs("sync") { rows += try await context.syncRows(drainRows: drains) }
+        if options.runs("sync") || options.runs("sync-latency") { rows += try await context.syncLatencyRows() }
         if options.runs("open") { rows += try await context.openRows() }
         if options.runs("memory") { rows += try await context.memoryRows() }
         if options.runs("trickle") { rows += try await context.trickleRows() }

@@ -19,6 +19,9 @@ struct BenchCommand: AsyncParsableCommand {
     var events: Int?
     @Option(help: "Also write the figures as JSON to this file.")
     var json: String?
+    @Option(name: .customLong("only"), help: "Run only these scenario groups (append, seal, drain, sync, open, memory, trickle; synced = only the synced appends; sync-latency = only the drains through a collector 0, 10 and 50 ms away); repeatable.")
+    var groups: [String] = []
+
     @Flag(help: "A run of seconds that touches every scenario.")
     var quick = false
 
@@ -30,6 +33,7 @@ struct BenchCommand: AsyncParsableCommand {
         var options = quick ? BenchOptions.quick : BenchOptions()
         options.directory = dir
         if let events { options.events = events }
+        if !groups.isEmpty { options.groups = Set(groups) }
         let report = try await BenchRunner(options: options).run()
         try Output.write(report.table() + "\n")
         if let json {
