@@ -14,20 +14,29 @@ import Testing
         #expect(controller.limit == 6)
     }
 
-    @Test func adaptiveStartsAtOneAndGrowsByOnePerFullHealthyRoundUpToTheMaximum() {
-        var controller = ConcurrencyController(.adaptive(max: 5))
+    @Test func adaptiveStartsAtOneAndDoublesUntilTheFirstSignOfStrainThenGrowsByOne() {
+        var controller = ConcurrencyController(.adaptive(max: 40))
         var limits: [Int] = []
-        for _ in 0..<8 {
+        for round in 0..<9 {
             limits.append(controller.limit)
-            controller.roundFinished(used: controller.limit, roundTrip: Self.rtt, overloaded: false)
+            controller.roundFinished(used: controller.limit, roundTrip: Self.rtt, overloaded: round == 5)
         }
-        #expect(limits == [1, 2, 3, 4, 5, 5, 5, 5])
+        // 1, 2, 4, 8, 16, 32 (overloaded: halved, slow start over), then one more per round.
+        #expect(limits == [1, 2, 4, 8, 16, 32, 16, 17, 18])
+        #expect(controller.peak == 32)
+        #expect(!controller.slowStart)
+    }
+
+    @Test func theLimitNeverPassesTheMaximum() {
+        var controller = ConcurrencyController(.adaptive(max: 5))
+        for _ in 0..<10 { controller.roundFinished(used: controller.limit, roundTrip: Self.rtt, overloaded: false) }
+        #expect(controller.limit == 5)
         #expect(controller.peak == 5)
     }
 
     @Test func aRoundThatDidNotFillTheLimitChangesNothing() {
         var controller = ConcurrencyController(.adaptive(max: 16))
-        for _ in 0..<3 { controller.roundFinished(used: controller.limit, roundTrip: Self.rtt, overloaded: false) }
+        for _ in 0..<2 { controller.roundFinished(used: controller.limit, roundTrip: Self.rtt, overloaded: false) }
         #expect(controller.limit == 4)
         controller.roundFinished(used: 1, roundTrip: Self.rtt, overloaded: false)
         #expect(controller.limit == 4)
@@ -54,13 +63,14 @@ import Testing
 
     @Test func risingRoundTripsShrinkTheLimitByATenth() {
         var controller = ConcurrencyController(.adaptive(max: 64))
-        for _ in 0..<19 { controller.roundFinished(used: controller.limit, roundTrip: Self.rtt, overloaded: false) }
-        #expect(controller.limit == 20)
-        controller.roundFinished(used: 20, roundTrip: Self.rtt * 3, overloaded: false)
-        #expect(controller.limit == 18)
+        for _ in 0..<5 { controller.roundFinished(used: controller.limit, roundTrip: Self.rtt, overloaded: false) }
+        #expect(controller.limit == 32)
+        controller.roundFinished(used: 32, roundTrip: Self.rtt * 3, overloaded: false)
+        #expect(controller.limit == 29)
+        #expect(!controller.slowStart)
         // Twice the floor plus the slack is still healthy.
-        controller.roundFinished(used: 18, roundTrip: Self.rtt * 2, overloaded: false)
-        #expect(controller.limit == 19)
+        controller.roundFinished(used: 29, roundTrip: Self.rtt * 2, overloaded: false)
+        #expect(controller.limit == 30)
     }
 
     @Test func aSlowerPathIsAcceptedAfterAWhile() {

@@ -176,7 +176,7 @@ import Testing
         var overloaded = false
         harness.respond = { _ in overloaded ? .retry(Self.unavailable) : .accepted }
         harness.flush()
-        #expect(harness.machine.concurrency.limit == 8)  // 1, 2, ... 8 on healthy rounds
+        #expect(harness.machine.concurrency.limit == 8)  // 1, 2, 4, 8 on healthy rounds
         #expect(harness.machine.stats.peakConcurrency == 8)
         overloaded = true
         harness.append(100)

@@ -60,10 +60,11 @@ public struct SyncConfiguration: Sendable {
         /// Exactly this many (at most: fewer when fewer batches are pending). `fixed(1)` is
         /// strict order: the server sees batches one after the other, in seq order.
         case fixed(Int)
-        /// Starts at 1 and adapts to the server, up to `max`: one more after each round of
-        /// requests the server answered without a sign of strain, half as many after a 429, a
-        /// 503 or a timeout, a tenth fewer when the round trip grows to twice its recent floor
-        /// (AIMD, as Vector's adaptive request concurrency). See ``ConcurrencyController``.
+        /// Starts at 1 and adapts to the server, up to `max`: twice as many after each full
+        /// round the server answered without a sign of strain until the first one, then one
+        /// more; half as many after a 429, a 503 or a timeout, a tenth fewer when the round
+        /// trip grows past twice its recent floor (AIMD, as Vector's adaptive request
+        /// concurrency), and past the level of the last overload only now and then.
         case adaptive(max: Int)
 
         /// The most requests in flight this setting ever allows.

@@ -13,7 +13,9 @@
 /// - **Rising latency** (the round took more than twice the fastest recent round, plus
 ///   ``latencySlack``): the limit drops by a tenth. A server that queues requests instead of
 ///   refusing them is not pushed further.
-/// - **Healthy and full** (every slot was used): the limit grows by one.
+/// - **Healthy and full** (every slot was used): the limit grows by one; until the first
+///   sign of strain it doubles instead (a slow start, as TCP's), so a short drain over a long
+///   path does not spend most of its rounds at 1, 2, 3 requests.
 ///
 /// A round that did not fill the limit (fewer batches pending) changes nothing: it says
 /// nothing about the server's capacity.
@@ -39,6 +41,8 @@ struct ConcurrencyController: Sendable {
     /// The fastest recent round trip, drifting up slowly.
     private(set) var floor: Duration?
     private var healthyRoundsAtCeiling = 0
+    /// Doubling until the first overload or rising round trip.
+    private(set) var slowStart = true
 
     init(_ concurrency: SyncConfiguration.Concurrency) {
         switch concurrency {
@@ -63,6 +67,7 @@ struct ConcurrencyController: Sendable {
     mutating func roundFinished(used: Int, roundTrip: Duration, overloaded: Bool) {
         guard adaptive else { return }
         if overloaded {
+            slowStart = false
             ceiling = max(1, limit - 1)
             limit = max(1, limit / 2)
             healthyRoundsAtCeiling = 0
@@ -71,6 +76,7 @@ struct ConcurrencyController: Sendable {
         let rising = floor.map { roundTrip > $0 * 2 + Self.latencySlack } ?? false
         floor = floor.map { min(roundTrip, $0 + $0 * Self.floorDrift) } ?? roundTrip
         if rising {
+            slowStart = false
             limit = max(1, limit - max(1, limit / 10))
             return
         }
@@ -80,7 +86,7 @@ struct ConcurrencyController: Sendable {
             guard healthyRoundsAtCeiling >= Self.probeInterval else { return }
             healthyRoundsAtCeiling = 0
         }
-        limit += 1
+        limit = slowStart ? min(maximum, limit * 2) : limit + 1
         peak = max(peak, limit)
     }
 }
