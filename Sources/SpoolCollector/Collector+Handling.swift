@@ -83,7 +83,7 @@ extension Collector {
         } catch {
             return reject(error, header: header)
         }
-        if let marker = configuration.faults.poisonMarker, records.contains(where: { $0.data.contains(marker) }) {
+        if let marker = configuration.faults.poisonMarker, records.contains(where: { $0.contains(marker) }) {
             tallies.withLock { $0.stats.faults.poisoned += 1 }
             return reject(.badRequest("the batch holds a poisoned record"), header: header)
         }

@@ -9,7 +9,8 @@ import Synchronization
 ///
 /// Each refused record becomes one record holding
 /// `{"id":"<log id>-<seq>","seq":<seq>,"time":<ms>,"status":<HTTP status>,"data":<the record>}`
-/// (the record embedded as in the JSON encoding, so nothing of it is lost but invalid UTF-8),
+/// (the record embedded as in the JSON encoding: `"data_base64":"<base64>"` in place of `data`
+/// when it is not valid UTF-8, so every byte of it is kept),
 /// appended at `synced` durability before the worker commits past it. The log is opened on
 /// first use (so a consumer that never meets a poison record gets no directory) off the
 /// cooperative pool, and closed by ``close()``.
@@ -75,12 +76,7 @@ public final class DeadLetterLog: DeadLetterSink {
         let encoder = BatchEncoder(logID: sourceLog, encoding: .json)
         for record in records {
             var envelope: [UInt8] = []
-            encoder.append(record, to: &envelope)
-            // Insert the status before "data": `…,"time":<ms>,"status":<n>,"data":…}`.
-            let status = Array(",\"status\":\(error.status ?? 0)".utf8)
-            if let at = firstIndex(of: Array(",\"data\":".utf8), in: envelope) {
-                envelope.insert(contentsOf: status, at: at)
-            }
+            encoder.appendEnvelope(record, to: &envelope, oneLine: false, status: error.status ?? 0)
             try await log.append(envelope, durability: .synced)
         }
     }
@@ -116,12 +112,4 @@ private func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) as
     try await withCheckedThrowingContinuation { continuation in
         DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
     }
-}
-
-private func firstIndex(of needle: [UInt8], in haystack: [UInt8]) -> Int? {
-    guard haystack.count >= needle.count else { return nil }
-    for start in 0...(haystack.count - needle.count) where haystack[start..<start + needle.count].elementsEqual(needle) {
-        return start
-    }
-    return nil
 }
