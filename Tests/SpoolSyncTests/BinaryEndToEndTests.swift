@@ -61,4 +61,28 @@ import Testing
         try deadLetters.close()
         await rig.tearDown()
     }
+
+    /// `deadletter/` and `deadletter/<consumer>` are the log's own: a symbolic link at either
+    /// is refused, and nothing is written where it points.
+    @Test(arguments: ["deadletter", "deadletter/uploader"])
+    func aDeadLetterDirectoryThatIsASymbolicLinkIsRefused(link: String) async throws {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("spool-dl-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let logDirectory = base + "/log", elsewhere = base + "/elsewhere"
+        try FileManager.default.createDirectory(atPath: logDirectory + "/deadletter", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+        if link == "deadletter" { try FileManager.default.removeItem(atPath: logDirectory + "/deadletter") }
+        try FileManager.default.createSymbolicLink(atPath: logDirectory + "/" + link, withDestinationPath: elsewhere)
+
+        let sink = DeadLetterLog(logDirectory: logDirectory, consumer: "uploader", logID: BinaryPayloadTests.log, configuration: Configuration())
+        let record = Record(seq: 0, timestamp: 0, payload: Array("x".utf8))
+        await #expect {
+            try await sink.store([record], refusedWith: SyncError(.rejected, "refused", status: 400))
+        } throws: { error in
+            let error = error as? SpoolError
+            return error?.code == .io && error?.path == logDirectory + "/" + link && error?.message.contains("symbolic link") == true
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere).isEmpty)
+        await sink.shutdown()
+    }
 }

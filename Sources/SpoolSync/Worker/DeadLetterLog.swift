@@ -13,12 +13,15 @@ import Synchronization
 /// when it is not valid UTF-8, so every byte of it is kept),
 /// appended at `synced` durability before the worker commits past it. The log is opened on
 /// first use (so a consumer that never meets a poison record gets no directory) off the
-/// cooperative pool, and closed by ``close()``.
+/// cooperative pool, and closed by ``close()``. A `deadletter/` or `deadletter/<consumer>` that
+/// is a symbolic link is refused (`SpoolError` `.io`), never followed.
 ///
 /// Thread safety: `Sendable`; stores are serialised by the worker.
 public final class DeadLetterLog: DeadLetterSink {
     /// The dead-letter log's directory.
     public let directory: String
+    private let logDirectory: String
+    private let consumer: String
     private let sourceLog: LogID
     private let configuration: Configuration
     private let logger: Logger
@@ -35,6 +38,8 @@ public final class DeadLetterLog: DeadLetterSink {
     public init(logDirectory: String, consumer: String, logID: LogID, configuration: Configuration,
                 logger: Logger = Logger(label: "spool.sync")) {
         self.directory = Self.directory(logDirectory: logDirectory, consumer: consumer)
+        self.logDirectory = logDirectory
+        self.consumer = consumer
         self.sourceLog = logID
         self.configuration = configuration
         self.logger = logger
@@ -98,10 +103,12 @@ public final class DeadLetterLog: DeadLetterSink {
 
     private func open() async throws -> EventLog {
         if let log = opened.withLock({ $0 }) { return log }
-        let directory = directory
-        let configuration = configuration
-        let logger = logger
-        let log = try await offPool { try EventLog.open(directory: directory, configuration: configuration, logger: logger) }
+        let (logDirectory, consumer, configuration, logger) = (logDirectory, consumer, configuration, logger)
+        let log = try await offPool {
+            // Neither `deadletter/` nor `deadletter/<consumer>` may be a link (SpoolError .io).
+            let directory = try EventLog.createDirectories(["deadletter", consumer], inside: logDirectory, permissions: configuration.directoryMode)
+            return try EventLog.open(directory: directory, configuration: configuration, logger: logger)
+        }
         opened.withLock { $0 = log }
         return log
     }
