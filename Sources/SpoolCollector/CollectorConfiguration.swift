@@ -37,6 +37,12 @@ public struct CollectorConfiguration: Sendable {
     /// owing a body after its 408), is closed. The default is 30 seconds. Range: above 0, at
     /// most 1 hour.
     public var bodyTimeout: Duration = .seconds(30)
+    /// The longest a request's body may go without a byte arriving (counted from when its
+    /// handler starts reading it, then from each piece): a body that stalls is answered 408
+    /// this soon, so a few stalled senders free their ``maxConcurrentRequests`` slots in
+    /// seconds instead of holding them for all of ``bodyTimeout``, which still bounds a body
+    /// that keeps trickling. The default is 5 seconds. Range: above 0, at most 1 hour.
+    public var bodyReadTimeout: Duration = .seconds(5)
 
     /// How long a connection may send nothing before it is closed: see ``bodyTimeout``.
     /// The margin is wide because the 408 is answered from Swift's cooperative pool, which a
@@ -79,6 +85,9 @@ public struct CollectorConfiguration: Sendable {
         }
         guard bodyTimeout > .zero, bodyTimeout <= .seconds(3600) else {
             throw fail("bodyTimeout", "is \(bodyTimeout); it must be positive and at most 1 hour")
+        }
+        guard bodyReadTimeout > .zero, bodyReadTimeout <= .seconds(3600) else {
+            throw fail("bodyReadTimeout", "is \(bodyReadTimeout); it must be positive and at most 1 hour")
         }
         guard shutdownGracePeriod >= .zero else {
             throw fail("shutdownGracePeriod", "is \(shutdownGracePeriod); it must not be negative")
