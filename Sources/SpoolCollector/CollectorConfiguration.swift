@@ -15,7 +15,8 @@ public struct CollectorConfiguration: Sendable {
     /// The TCP port to listen on. The default is 0: the system picks a free port, which
     /// ``Collector/start()`` returns.
     public var port: Int = 0
-    /// A file that receives every unique record as one NDJSON line (`id`, `seq`, `time`, `data`),
+    /// A file that receives every unique record as one NDJSON line (`id`, `seq`, `time`, `data`,
+    /// or `data_base64` for a record sent that way: its exact bytes in standard base64),
     /// created with mode 0600 if missing and appended to otherwise. The default is `nil` (no file).
     public var outputPath: String? = nil
     /// The largest request body accepted, as sent (before decompression); larger bodies are
