@@ -163,7 +163,7 @@ public struct BatchEncoder: Sendable {
     ///   `data_base64` or a `\u` escape (the only ways to spell that key).
     static func readsAsBase64Element(_ payload: [UInt8]) -> Bool {
         guard payload.first(where: { !isJSONWhitespace($0) }) == UInt8(ascii: "{") else { return false }
-        guard contains(Array(base64Member.utf8), in: payload) || contains(Array(#"\u"#.utf8), in: payload) else { return false }
+        guard contains(base64Key, in: payload) || contains(unicodeEscape, in: payload) else { return false }
         guard payload.withUnsafeBufferPointer(JSONValidator.isValid) else { return false }  // sent as a string
         guard let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any] else {
             return true  // valid to us, refused by Foundation: base64 is the safe side
@@ -171,6 +171,9 @@ public struct BatchEncoder: Sendable {
         return object.keys.contains { $0.utf8.elementsEqual(base64Member.utf8) }
     }
 }
+
+private let base64Key = Array(BatchEncoder.base64Member.utf8)
+private let unicodeEscape = Array(#"\u"#.utf8)
 
 @inline(__always)
 private func isJSONWhitespace(_ byte: UInt8) -> Bool {
