@@ -2,12 +2,14 @@ import Foundation
 
 /// How a batch's records are laid out in its (decompressed) body.
 enum BatchFormat: Sendable, Equatable {
-    /// `application/json`: a JSON array of envelopes `{"id","seq","time","data"}`.
+    /// `application/json`: a JSON array of envelopes `{"id","seq","time","data"}` (or
+    /// `"data_base64"` in place of `data`: the record's bytes in standard base64).
     case json
     /// `application/x-ndjson`: the same envelopes, one per line.
     case ndjson
     /// `application/json` with `Spool-Encoding: raw`: a JSON array of the records themselves;
-    /// element `i` has sequence number `first + i` from the `Spool-Batch` header.
+    /// element `i` has sequence number `first + i` from the `Spool-Batch` header. An element
+    /// `{"data_base64":"<base64>"}` (that member only) stands for the bytes it decodes to.
     case raw
 
     /// The format named by the request's `Content-Type` (parameters ignored) and
@@ -39,7 +41,7 @@ struct BatchRejection: Error, Sendable, Equatable {
 /// Turns a decompressed body into records, checking it against its `Spool-Batch` header.
 ///
 /// Envelopes must carry `id` (`"<log id>-<seq>"`, the header's log), `seq`, `time` (integers)
-/// and `data`; their seqs must rise strictly, start at the header's first seq and end at its
+/// and either `data` or `data_base64` (a string of standard, padded base64); their seqs must rise strictly, start at the header's first seq and end at its
 /// last (a batch may skip seqs its log expired, so it may hold fewer records than the range,
 /// never more). A raw batch must hold exactly one record per seq of the range. Stateless.
 enum BatchDecoder {
@@ -52,8 +54,12 @@ enum BatchDecoder {
                 guard UInt64(elements.count) == header.count else {
                     throw BatchRejection.badRequest("the body holds \(elements.count) records; Spool-Batch names \(header.count)")
                 }
-                return elements.enumerated().map { offset, range in
-                    ReceivedRecord(logID: header.logID, seq: header.seqs.lowerBound + UInt64(offset), time: nil, data: text(body, range))
+                return try elements.enumerated().map { offset, range in
+                    let seq = header.seqs.lowerBound + UInt64(offset)
+                    if let binary = try base64Element(body, range, index: offset) {
+                        return ReceivedRecord(logID: header.logID, seq: seq, time: nil, binary: binary)
+                    }
+                    return ReceivedRecord(logID: header.logID, seq: seq, time: nil, data: text(body, range))
                 }
             case .json:
                 let elements = try JSONScanner.arrayElements(of: body, in: body.indices)
@@ -124,7 +130,41 @@ enum BatchDecoder {
         guard body[id].elementsEqual(expectedID.utf8) else {
             throw BatchRejection.badRequest("record \(index): id is not \(expectedID)")
         }
-        return ReceivedRecord(logID: header.logID, seq: seq, time: time, data: text(body, try member("data")))
+        let data = members.first { body[$0.key].elementsEqual("data".utf8) }
+        let base64 = members.first { body[$0.key].elementsEqual(base64Member.utf8) }
+        switch (data, base64) {
+        case (let data?, nil):
+            return ReceivedRecord(logID: header.logID, seq: seq, time: time, data: text(body, data.value))
+        case (nil, let base64?):
+            return ReceivedRecord(logID: header.logID, seq: seq, time: time, binary: try decodeBase64(body, base64.value, index: index))
+        case (nil, nil):
+            throw BatchRejection.badRequest("record \(index) has no \"data\" (nor \"\(base64Member)\")")
+        case (_?, _?):
+            throw BatchRejection.badRequest("record \(index) has both \"data\" and \"\(base64Member)\"")
+        }
+    }
+
+    /// The member that carries a record's bytes, base64-encoded, when they are not valid UTF-8.
+    static let base64Member = "data_base64"
+
+    /// The bytes of a raw element `{"data_base64":"…"}`; `nil` for any other element.
+    private static func base64Element(_ body: [UInt8], _ range: Range<Int>, index: Int) throws -> [UInt8]? {
+        guard body[range.lowerBound] == UInt8(ascii: "{") else { return nil }
+        let members = try JSONScanner.objectMembers(of: body, in: range)
+        guard let base64 = members.first(where: { body[$0.key].elementsEqual(base64Member.utf8) }) else { return nil }
+        guard members.count == 1 else {
+            throw BatchRejection.badRequest("record \(index): an element with \"\(base64Member)\" must have no other member")
+        }
+        return try decodeBase64(body, base64.value, index: index)
+    }
+
+    /// The bytes a `data_base64` value holds: a JSON string of standard, padded base64.
+    private static func decodeBase64(_ body: [UInt8], _ range: Range<Int>, index: Int) throws -> [UInt8] {
+        guard range.count >= 2, body[range.lowerBound] == UInt8(ascii: "\""),
+              let bytes = Data(base64Encoded: Data(body[range.lowerBound + 1 ..< range.upperBound - 1])) else {
+            throw BatchRejection.badRequest("record \(index): \(base64Member) is not a string of standard base64")
+        }
+        return Array(bytes)
     }
 
     private static func signedInteger(_ digits: ArraySlice<UInt8>) -> Int64? {

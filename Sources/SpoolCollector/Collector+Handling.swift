@@ -1,5 +1,6 @@
 import Hummingbird
 import Logging
+import Synchronization
 
 extension Collector {
     /// Answers one request, or 503 when ``CollectorConfiguration/maxConcurrentRequests`` are
@@ -83,7 +84,7 @@ extension Collector {
         } catch {
             return reject(error, header: header)
         }
-        if let marker = configuration.faults.poisonMarker, records.contains(where: { $0.data.contains(marker) }) {
+        if let marker = configuration.faults.poisonMarker, records.contains(where: { $0.contains(marker) }) {
             tallies.withLock { $0.stats.faults.poisoned += 1 }
             return reject(.badRequest("the batch holds a poisoned record"), header: header)
         }
@@ -121,23 +122,38 @@ extension Collector {
     }
 
     /// The body, at most ``CollectorConfiguration/maxBodyBytes`` long, arrived within
-    /// ``CollectorConfiguration/bodyTimeout`` (else 408).
+    /// ``CollectorConfiguration/bodyTimeout``, with no gap longer than
+    /// ``CollectorConfiguration/bodyReadTimeout`` (else 408, which frees the request's slot).
     private func readBody(_ request: Request) async -> Result<[UInt8], BatchRejection> {
-        let timeout = configuration.bodyTimeout
+        let (total, gap) = (configuration.bodyTimeout, configuration.bodyReadTimeout)
+        let clock = ContinuousClock()
+        let start = clock.now
+        let progress = BodyProgress(start)
         return await withTaskGroup(of: Result<[UInt8], BatchRejection>?.self) { group in
-            group.addTask { await self.readWholeBody(request) }
+            group.addTask { await self.readWholeBody(request) { progress.arrived(at: clock.now) } }
             group.addTask {
-                // nil: the time is up (or the read finished first and this was cancelled).
-                try? await Task.sleep(for: timeout)
-                return nil
+                // Wakes at the nearer deadline until one has passed; nil when cancelled (the
+                // read finished first).
+                while true {
+                    let stalled = progress.last + gap
+                    let now = clock.now
+                    if now >= start + total {
+                        return .failure(BatchRejection(status: 408, message: "the body did not arrive within \(total)"))
+                    }
+                    if now >= stalled {
+                        return .failure(BatchRejection(status: 408, message: "no byte of the body arrived for \(gap)"))
+                    }
+                    do { try await clock.sleep(until: min(start + total, stalled)) } catch { return nil }
+                }
             }
             let first = await group.next() ?? nil
             group.cancelAll()
-            return first ?? .failure(BatchRejection(status: 408, message: "the body did not arrive within \(timeout)"))
+            return first ?? .failure(BatchRejection(status: 408, message: "the body did not arrive within \(total)"))
         }
     }
 
-    private func readWholeBody(_ request: Request) async -> Result<[UInt8], BatchRejection> {
+    /// Reads the body, calling `arrived` after each piece.
+    private func readWholeBody(_ request: Request, arrived: @Sendable () -> Void) async -> Result<[UInt8], BatchRejection> {
         let limit = configuration.maxBodyBytes
         let tooLarge = BatchRejection(status: 413, message: "the body is larger than \(limit) bytes")
         if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {
@@ -146,6 +162,7 @@ extension Collector {
         var body: [UInt8] = []
         do {
             for try await buffer in request.body {
+                arrived()
                 guard body.count + buffer.readableBytes <= limit else { return .failure(tooLarge) }
                 body += buffer.readableBytesView
             }
@@ -223,4 +240,15 @@ extension Collector {
         }
         return out
     }
+}
+
+/// When the last piece of a body arrived, shared by its reader and its deadline.
+private final class BodyProgress: Sendable {
+    private let instant: Mutex<ContinuousClock.Instant>
+
+    init(_ start: ContinuousClock.Instant) { instant = Mutex(start) }
+
+    var last: ContinuousClock.Instant { instant.withLock { $0 } }
+
+    func arrived(at now: ContinuousClock.Instant) { instant.withLock { $0 = now } }
 }

@@ -15,7 +15,8 @@ public struct CollectorConfiguration: Sendable {
     /// The TCP port to listen on. The default is 0: the system picks a free port, which
     /// ``Collector/start()`` returns.
     public var port: Int = 0
-    /// A file that receives every unique record as one NDJSON line (`id`, `seq`, `time`, `data`),
+    /// A file that receives every unique record as one NDJSON line (`id`, `seq`, `time`, `data`,
+    /// or `data_base64` for a record sent that way: its exact bytes in standard base64),
     /// created with mode 0600 if missing and appended to otherwise. The default is `nil` (no file).
     public var outputPath: String? = nil
     /// The largest request body accepted, as sent (before decompression); larger bodies are
@@ -37,6 +38,12 @@ public struct CollectorConfiguration: Sendable {
     /// owing a body after its 408), is closed. The default is 30 seconds. Range: above 0, at
     /// most 1 hour.
     public var bodyTimeout: Duration = .seconds(30)
+    /// The longest a request's body may go without a byte arriving (counted from when its
+    /// handler starts reading it, then from each piece): a body that stalls is answered 408
+    /// this soon, so a few stalled senders free their ``maxConcurrentRequests`` slots in
+    /// seconds instead of holding them for all of ``bodyTimeout``, which still bounds a body
+    /// that keeps trickling. The default is 5 seconds. Range: above 0, at most 1 hour.
+    public var bodyReadTimeout: Duration = .seconds(5)
 
     /// How long a connection may send nothing before it is closed: see ``bodyTimeout``.
     /// The margin is wide because the 408 is answered from Swift's cooperative pool, which a
@@ -79,6 +86,9 @@ public struct CollectorConfiguration: Sendable {
         }
         guard bodyTimeout > .zero, bodyTimeout <= .seconds(3600) else {
             throw fail("bodyTimeout", "is \(bodyTimeout); it must be positive and at most 1 hour")
+        }
+        guard bodyReadTimeout > .zero, bodyReadTimeout <= .seconds(3600) else {
+            throw fail("bodyReadTimeout", "is \(bodyReadTimeout); it must be positive and at most 1 hour")
         }
         guard shutdownGracePeriod >= .zero else {
             throw fail("shutdownGracePeriod", "is \(shutdownGracePeriod); it must not be negative")

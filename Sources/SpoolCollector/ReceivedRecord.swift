@@ -1,3 +1,5 @@
+import Foundation
+
 /// One record as the collector received it.
 public struct ReceivedRecord: Sendable, Hashable {
     /// The sending log's id: 32 lowercase hexadecimal digits.
@@ -7,9 +9,13 @@ public struct ReceivedRecord: Sendable, Hashable {
     /// The record's timestamp (ms since the Unix epoch) from its envelope; `nil` for the raw
     /// encoding, which carries no envelope.
     public var time: Int64?
-    /// The record's JSON text as sent, with the whitespace between tokens removed.
-    public var data: String
+    /// The record's JSON text as sent, with the whitespace between tokens removed; `nil` for a
+    /// record sent as `data_base64` (bytes that are not valid UTF-8), held in ``binary``.
+    public var data: String?
+    /// The exact bytes of a record sent as `data_base64`; `nil` for one sent as `data`.
+    public var binary: [UInt8]?
 
+    /// A record sent as JSON (`data`).
     public init(logID: String, seq: UInt64, time: Int64?, data: String) {
         self.logID = logID
         self.seq = seq
@@ -17,15 +23,36 @@ public struct ReceivedRecord: Sendable, Hashable {
         self.data = data
     }
 
+    /// A record sent as bytes (`data_base64`).
+    public init(logID: String, seq: UInt64, time: Int64?, binary: [UInt8]) {
+        self.logID = logID
+        self.seq = seq
+        self.time = time
+        self.binary = binary
+    }
+
     /// The record's globally unique id: `"<log id>-<seq>"`.
     public var id: String { "\(logID)-\(seq)" }
 
+    /// Whether the record holds `marker`: in its JSON text, or in its bytes.
+    func contains(_ marker: String) -> Bool {
+        if let data { return data.contains(marker) }
+        let needle = Array(marker.utf8)
+        guard let binary, binary.count >= needle.count else { return needle.isEmpty }
+        return (0...(binary.count - needle.count)).contains { binary[$0..<$0 + needle.count].elementsEqual(needle) }
+    }
+
     /// The record as one NDJSON line: `{"id":…,"seq":…,"time":…,"data":…}` and a newline
-    /// (`time` is left out when `nil`).
+    /// (`time` is left out when `nil`; `"data_base64":"<standard base64>"` in place of `data`
+    /// for a record sent that way, so the file keeps its exact bytes).
     var ndjsonLine: String {
         var line = #"{"id":""# + id + #"","seq":"# + String(seq)
         if let time { line += #","time":"# + String(time) }
-        line += #","data":"# + data + "}\n"
+        if let binary {
+            line += #","data_base64":""# + Data(binary).base64EncodedString() + "\"}\n"
+        } else {
+            line += #","data":"# + (data ?? "null") + "}\n"
+        }
         return line
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Spool
 import Testing
 
 /// `spool sync` against `spool collector`, both real processes on 127.0.0.1: the collector
@@ -60,6 +61,45 @@ import Testing
         #expect(received == received.sorted())
         let stat = try SpoolBinary.run(["stat", log])
         #expect(stat.stdout.contains("sync  offset \(count)  lag 0 records"), "\(stat.stdout)")
+    }
+
+    /// Records that are not UTF-8 (issue #21, item 1: `printf 'caf\\xe9\\n\\xff\\xfe\\x00bin\\n'`,
+    /// then random bytes) reach the collector's `--out` file byte for byte in every encoding:
+    /// `data_base64` for them, a JSON string for the text ones.
+    @Test(arguments: ["json", "ndjson", "raw"])
+    func binaryRecordsReachTheOutputFileByteForByte(encoding: String) throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let log = dir + "/log", out = dir + "/out.ndjson"
+        var random = SplitMix64(seed: 21)
+        var records: [[UInt8]] = [Array("caf".utf8) + [0xE9], [0xFF, 0xFE, 0x00] + Array("bin".utf8), Array(0...255).filter { $0 != 0x0A }]
+        while records.count < 200 {
+            let record = (0..<Int(random.next() % 200)).map { _ in UInt8(truncatingIfNeeded: random.next()) }.filter { $0 != 0x0A }
+            // JSON texts travel as JSON values (whitespace aside), not as bytes: tested elsewhere.
+            if (try? JSONSerialization.jsonObject(with: Data(record), options: .fragmentsAllowed)) == nil { records.append(record) }
+        }
+        let input = records.reduce(into: Data()) { $0.append(contentsOf: $1 + [0x0A]) }
+        #expect(try SpoolBinary.run(["append", log, "--durability", "synced"], input: input).status == 0)
+
+        let (collector, port, _) = try startCollector(out: out, fileSizeBlocks: nil)
+        let sync = try SpoolBinary.run(["sync", log, "--url", "http://127.0.0.1:\(port)/batch", "--once", "--create",
+                                        "--encoding", encoding, "--batch-count", "37", "--retries", "20"])
+        collector.terminate()
+        collector.waitUntilExit()
+        #expect(sync.status == 0, "\(sync.stderr)")
+
+        let lines = try #require(FileManager.default.contents(atPath: out)).split(separator: 0x0A)
+        #expect(lines.count == records.count)
+        for (index, line) in lines.enumerated() {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any])
+            #expect(object["seq"] as? Int == index)
+            let bytes: [UInt8]? = if let base64 = object["data_base64"] as? String {
+                Data(base64Encoded: base64).map(Array.init)
+            } else {
+                (object["data"] as? String).map { Array($0.utf8) }
+            }
+            #expect(bytes == records[index], "seq \(index)")
+        }
     }
 
     /// Starts `spool collector --port 0 --out out arguments…` through /bin/sh (`exec`, so

@@ -73,6 +73,36 @@ import Testing
         await server.collector.stop()
     }
 
+    /// Eight senders that stall mid-body hold the eight slots only for `bodyReadTimeout`, not
+    /// `bodyTimeout` (here 10 minutes): each is answered 408, and a normal request is then
+    /// served while their connections are still open (issue #21, item 12).
+    @Test func stalledBodiesFreeTheirSlotsAfterTheReadTimeout() async throws {
+        let server = try await TestServer.start {
+            $0.maxConcurrentRequests = 8
+            $0.bodyTimeout = .seconds(600)
+            $0.bodyReadTimeout = .seconds(1)
+        }
+        let stalled = (0..<8).map { _ in StalledConnection(port: server.port) }
+        defer { for connection in stalled { connection.close() } }
+        let answers = await withTaskGroup(of: String.self) { group in
+            for connection in stalled { group.addTask { await connection.answerHead() } }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(answers.count == 8)
+        #expect(answers.allSatisfy { $0.hasPrefix("HTTP/1.1 408") }, "\(answers)")
+        #expect(server.collector.stats.rejectedBatches == 8)
+        let accepted = try await server.post(batch: body(.json, seqs: 1...1), seqs: 1...1, format: .json)
+        #expect(accepted.status == 200)
+        #expect(server.collector.records().map(\.seq) == [1])
+        await server.collector.stop()
+    }
+
+    @Test func aZeroBodyReadTimeoutIsRefused() async throws {
+        var configuration = CollectorConfiguration()
+        configuration.bodyReadTimeout = .zero
+        #expect(throws: (any Error).self) { try configuration.validate() }
+    }
+
     @Test func hugeClaimedRangesInRefusedBatchesSaturateTheCount() async throws {
         let server = try await TestServer.start()
         // Refused (415) twice, each claiming 2^64 - 1 records: the count saturates, no trap.
@@ -96,38 +126,59 @@ import Testing
     }
 }
 
-/// A client on a socket of its own thread that sends a request's head and the first byte of
-/// its 1,000-byte body, then nothing. Returns the head of the server's answer, or what it wrote
-/// before closing the connection (or 120 s passed without a byte: the collector's idle timer
-/// closes it sooner).
-private func stalledPost(port: Int) async -> String {
-    await withCheckedContinuation { continuation in
-        Thread {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(fd) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard fd >= 0, connected == 0 else { return continuation.resume(returning: "connect failed") }
-            var timeout = timeval(tv_sec: 120, tv_usec: 0)
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            let head = "POST /batch HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                + "Spool-Batch: \(testLog):0-0\r\nContent-Length: 1000\r\n\r\n["
-            _ = head.withCString { send(fd, $0, strlen($0), 0) }
-            var answer = [UInt8]()
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = recv(fd, &buffer, buffer.count, 0)
-                if count <= 0 { break }
-                answer += buffer[..<count]
-                // The status line and headers are all the test reads.
-                if String(decoding: answer, as: UTF8.self).contains("\r\n\r\n") { break }
-            }
-            continuation.resume(returning: String(decoding: answer, as: UTF8.self))
-        }.start()
+/// A client that sends a request's head and the first byte of its 1,000-byte body, then
+/// nothing, and keeps its connection open until ``close()``.
+private final class StalledConnection: Sendable {
+    private let fd: Int32
+    private let connected: Bool
+
+    init(port: Int) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.fd = fd
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        connected = fd >= 0 && withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+        guard connected else { return }
+        var timeout = timeval(tv_sec: 120, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let head = "POST /batch HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            + "Spool-Batch: \(testLog):0-0\r\nContent-Length: 1000\r\n\r\n["
+        _ = head.withCString { send(fd, $0, strlen($0), 0) }
     }
+
+    /// The head of the server's answer, read on a thread of its own, or what it wrote before
+    /// closing the connection (or 120 s passed without a byte: a hang guard; the collector's
+    /// idle timer closes the connection sooner).
+    func answerHead() async -> String {
+        guard connected else { return "connect failed" }
+        return await withCheckedContinuation { continuation in
+            Thread { [fd] in
+                var answer = [UInt8]()
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                while true {
+                    let count = recv(fd, &buffer, buffer.count, 0)
+                    if count <= 0 { break }
+                    answer += buffer[..<count]
+                    // The status line and headers are all the tests read.
+                    if String(decoding: answer, as: UTF8.self).contains("\r\n\r\n") { break }
+                }
+                continuation.resume(returning: String(decoding: answer, as: UTF8.self))
+            }.start()
+        }
+    }
+
+    func close() {
+        if fd >= 0 { _ = Glibc.close(fd) }
+    }
+}
+
+/// The head of the answer to a ``StalledConnection``, its connection closed afterwards.
+private func stalledPost(port: Int) async -> String {
+    let connection = StalledConnection(port: port)
+    defer { connection.close() }
+    return await connection.answerHead()
 }

@@ -1,18 +1,24 @@
+import Foundation
 import Spool
 
 /// Lays records out as a request body, straight into `[UInt8]` (no `JSONEncoder`, no
 /// intermediate strings: this is on the drain path).
 ///
 /// - ``SyncConfiguration/Encoding/json``: `[<envelope>,<envelope>]`, where an envelope is
-///   `{"id":"<log id>-<seq>","seq":<seq>,"time":<ms>,"data":<data>}`.
+///   `{"id":"<log id>-<seq>","seq":<seq>,"time":<ms>,"data":<data>}`, or
+///   `{…,"time":<ms>,"data_base64":"<base64>"}` for a record that is not valid UTF-8.
 /// - ``SyncConfiguration/Encoding/ndjson``: `<envelope>\n` per record.
-/// - ``SyncConfiguration/Encoding/raw``: `[<data>,<data>]`.
+/// - ``SyncConfiguration/Encoding/raw``: `[<data>,<data>]`, where a record that is not valid
+///   UTF-8 is the element `{"data_base64":"<base64>"}`, and so is a record that is itself a
+///   JSON object with a member named `data_base64` (so an element with that member always
+///   stands for the bytes it decodes to).
 ///
 /// `<data>` is the record's own bytes when they are one valid JSON text (checked, never
 /// re-serialised; for NDJSON its line breaks between tokens become spaces so each envelope
-/// stays on one line), and otherwise the record as a JSON string: quotes, backslashes and
-/// control characters escaped, and bytes that are not valid UTF-8 replaced with U+FFFD (JSON
-/// cannot carry them; send binary payloads base64-encoded).
+/// stays on one line: the same JSON value), and otherwise, when they are valid UTF-8, the
+/// record as a JSON string (quotes, backslashes and control characters escaped) whose value
+/// is exactly the record's bytes. `<base64>` is the record's exact bytes in standard base64
+/// (RFC 4648 §4, padded). So no record is changed on the way: a server gets every byte back.
 ///
 /// Thread safety: a value type; use freely from any task.
 public struct BatchEncoder: Sendable {
@@ -86,11 +92,17 @@ public struct BatchEncoder: Sendable {
             appendEnvelope(record, to: &body, oneLine: true)
             body.append(UInt8(ascii: "\n"))
         case .raw:
-            Self.appendData(record.payload, to: &body, oneLine: false)
+            if Self.readsAsBase64Element(record.payload) || !Self.appendData(record.payload, to: &body, oneLine: false) {
+                body.append(UInt8(ascii: "{"))
+                Self.appendBase64Member(record.payload, to: &body)
+                body.append(UInt8(ascii: "}"))
+            }
         }
     }
 
-    private func appendEnvelope(_ record: Record, to body: inout [UInt8], oneLine: Bool) {
+    /// Appends the envelope `{"id":…,"seq":…,"time":…,["status":…,]"data":…}` (or
+    /// `"data_base64":…` last), with `status` when given (the dead-letter log's).
+    func appendEnvelope(_ record: Record, to body: inout [UInt8], oneLine: Bool, status: Int? = nil) {
         body.append(contentsOf: idPrefix)
         appendDecimal(record.seq, to: &body)
         body.append(contentsOf: #"","seq":"#.utf8)
@@ -98,26 +110,79 @@ public struct BatchEncoder: Sendable {
         body.append(contentsOf: #","time":"#.utf8)
         if record.timestamp < 0 { body.append(UInt8(ascii: "-")) }
         appendDecimal(record.timestamp.magnitude, to: &body)
-        body.append(contentsOf: #","data":"#.utf8)
-        Self.appendData(record.payload, to: &body, oneLine: oneLine)
+        if let status {
+            body.append(contentsOf: #","status":"#.utf8)
+            if status < 0 { body.append(UInt8(ascii: "-")) }
+            appendDecimal(UInt64(status.magnitude), to: &body)
+        }
+        body.append(UInt8(ascii: ","))
+        let mark = body.count
+        body.append(contentsOf: #""data":"#.utf8)
+        if !Self.appendData(record.payload, to: &body, oneLine: oneLine) {
+            body.removeSubrange(mark...)
+            Self.appendBase64Member(record.payload, to: &body)
+        }
         body.append(UInt8(ascii: "}"))
     }
 
-    /// Appends a payload as JSON: its bytes if they are valid JSON, else a JSON string.
-    static func appendData(_ payload: [UInt8], to body: inout [UInt8], oneLine: Bool) {
+    /// The member a record that is not valid UTF-8 travels in, in every encoding.
+    static let base64Member = "data_base64"
+
+    /// Appends `"data_base64":"<the payload in standard base64>"`.
+    static func appendBase64Member(_ payload: [UInt8], to body: inout [UInt8]) {
+        body.append(contentsOf: "\"\(base64Member)\":\"".utf8)
+        body.append(contentsOf: Data(payload).base64EncodedData())
+        body.append(UInt8(ascii: "\""))
+    }
+
+    /// Appends a payload as JSON: its bytes if they are valid JSON, else a JSON string whose
+    /// value is exactly the payload.
+    ///
+    /// - Returns: `false`, with `body` unchanged, when the payload is not valid UTF-8 (no JSON
+    ///   value holds those bytes).
+    static func appendData(_ payload: [UInt8], to body: inout [UInt8], oneLine: Bool) -> Bool {
         payload.withUnsafeBufferPointer { bytes in
             guard JSONValidator.isValid(bytes) else {
-                JSONString.append(bytes, to: &body)
-                return
+                return JSONString.append(bytes, to: &body)
             }
             guard oneLine, bytes.contains(where: { $0 == 0x0A || $0 == 0x0D }) else {
                 body.append(contentsOf: bytes)
-                return
+                return true
             }
             // Valid JSON holds raw line breaks only as whitespace between tokens.
             for byte in bytes { body.append(byte == 0x0A || byte == 0x0D ? 0x20 : byte) }
+            return true
         }
     }
+
+    /// Whether a payload, embedded as it is in a raw body, would read as a base64 element: it
+    /// is a JSON object with a member named `data_base64`, however the key is escaped. Such a
+    /// record is sent base64-encoded itself, so raw elements stay unambiguous.
+    ///
+    /// - Complexity: O(payload bytes); a payload is parsed only when it is an object holding
+    ///   `data_base64` or a `\u` escape (the only ways to spell that key).
+    static func readsAsBase64Element(_ payload: [UInt8]) -> Bool {
+        guard payload.first(where: { !isJSONWhitespace($0) }) == UInt8(ascii: "{") else { return false }
+        guard contains(base64Key, in: payload) || contains(unicodeEscape, in: payload) else { return false }
+        guard payload.withUnsafeBufferPointer(JSONValidator.isValid) else { return false }  // sent as a string
+        guard let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any] else {
+            return true  // valid to us, refused by Foundation: base64 is the safe side
+        }
+        return object.keys.contains { $0.utf8.elementsEqual(base64Member.utf8) }
+    }
+}
+
+private let base64Key = Array(BatchEncoder.base64Member.utf8)
+private let unicodeEscape = Array(#"\u"#.utf8)
+
+@inline(__always)
+private func isJSONWhitespace(_ byte: UInt8) -> Bool {
+    byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
+}
+
+private func contains(_ needle: [UInt8], in haystack: [UInt8]) -> Bool {
+    guard haystack.count >= needle.count else { return false }
+    return (0...(haystack.count - needle.count)).contains { haystack[$0..<$0 + needle.count].elementsEqual(needle) }
 }
 
 /// Appends the decimal digits of `value`.

@@ -1,12 +1,16 @@
 /// Writes bytes as a JSON string literal (RFC 8259 §7).
 ///
-/// `"` and `\` are escaped, control characters become `\b \f \n \r \t` or `\u00XX`, valid
-/// UTF-8 is copied as it is, and each maximal ill-formed UTF-8 subpart becomes one U+FFFD
-/// (the replacement `String(decoding:as:)` makes).
+/// `"` and `\` are escaped, control characters become `\b \f \n \r \t` or `\u00XX`, and
+/// UTF-8 is copied as it is: the string's value is exactly the bytes. Bytes that are not valid
+/// UTF-8 have no such string, so they are refused rather than replaced.
 enum JSONString {
     private static let hex = Array("0123456789abcdef".utf8)
 
-    static func append(_ bytes: UnsafeBufferPointer<UInt8>, to body: inout [UInt8]) {
+    /// Appends `bytes` as a JSON string literal.
+    ///
+    /// - Returns: `false`, with `body` as it was, when `bytes` are not valid UTF-8.
+    static func append(_ bytes: UnsafeBufferPointer<UInt8>, to body: inout [UInt8]) -> Bool {
+        let mark = body.count
         body.append(UInt8(ascii: "\""))
         var index = 0
         var runStart = 0
@@ -20,15 +24,11 @@ enum JSONString {
                 continue
             }
             if byte >= 0x80 {
-                let (valid, length) = UTF8Validation.scan(bytes, at: index)
-                if valid {
-                    index += length
-                    continue
+                guard let length = UTF8Validation.sequenceLength(bytes, at: index) else {
+                    body.removeSubrange(mark...)
+                    return false
                 }
-                flush(index, &body)
-                body.append(contentsOf: [0xEF, 0xBF, 0xBD])
                 index += length
-                runStart = index
                 continue
             }
             flush(index, &body)
@@ -50,5 +50,6 @@ enum JSONString {
         }
         flush(index, &body)
         body.append(UInt8(ascii: "\""))
+        return true
     }
 }

@@ -183,15 +183,6 @@ enum UTF8Validation {
     /// ≥ 0x80), or `nil` if it is ill-formed.
     @inline(__always)
     static func sequenceLength(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int) -> Int? {
-        let (valid, length) = scan(bytes, at: index)
-        return valid ? length : nil
-    }
-
-    /// Scans the sequence at `index` (first byte ≥ 0x80): whether it is well-formed, and its
-    /// length if so, or else the length of its maximal ill-formed subpart (at least 1), the
-    /// unit that one U+FFFD replaces (as `String(decoding:as:)` does).
-    @inline(__always)
-    static func scan(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int) -> (valid: Bool, length: Int) {
         let lead = bytes[index]
         let needed: Int
         var second: ClosedRange<UInt8> = 0x80...0xBF
@@ -203,15 +194,15 @@ enum UTF8Validation {
         case 0xF0: needed = 3; second = 0x90...0xBF
         case 0xF1...0xF3: needed = 3
         case 0xF4: needed = 3; second = 0x80...0x8F
-        default: return (false, 1)
+        default: return nil
         }
         var offset = 1
         while offset <= needed {
             let range = offset == 1 ? second : 0x80...0xBF
-            guard index + offset < bytes.count, range.contains(bytes[index + offset]) else { return (false, offset) }
+            guard index + offset < bytes.count, range.contains(bytes[index + offset]) else { return nil }
             offset += 1
         }
-        return (true, offset)
+        return offset
     }
 }
 

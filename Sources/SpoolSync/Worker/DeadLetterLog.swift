@@ -9,15 +9,19 @@ import Synchronization
 ///
 /// Each refused record becomes one record holding
 /// `{"id":"<log id>-<seq>","seq":<seq>,"time":<ms>,"status":<HTTP status>,"data":<the record>}`
-/// (the record embedded as in the JSON encoding, so nothing of it is lost but invalid UTF-8),
+/// (the record embedded as in the JSON encoding: `"data_base64":"<base64>"` in place of `data`
+/// when it is not valid UTF-8, so every byte of it is kept),
 /// appended at `synced` durability before the worker commits past it. The log is opened on
 /// first use (so a consumer that never meets a poison record gets no directory) off the
-/// cooperative pool, and closed by ``close()``.
+/// cooperative pool, and closed by ``close()``. A `deadletter/` or `deadletter/<consumer>` that
+/// is a symbolic link is refused (`SpoolError` `.io`), never followed.
 ///
 /// Thread safety: `Sendable`; stores are serialised by the worker.
 public final class DeadLetterLog: DeadLetterSink {
     /// The dead-letter log's directory.
     public let directory: String
+    private let logDirectory: String
+    private let consumer: String
     private let sourceLog: LogID
     private let configuration: Configuration
     private let logger: Logger
@@ -34,6 +38,8 @@ public final class DeadLetterLog: DeadLetterSink {
     public init(logDirectory: String, consumer: String, logID: LogID, configuration: Configuration,
                 logger: Logger = Logger(label: "spool.sync")) {
         self.directory = Self.directory(logDirectory: logDirectory, consumer: consumer)
+        self.logDirectory = logDirectory
+        self.consumer = consumer
         self.sourceLog = logID
         self.configuration = configuration
         self.logger = logger
@@ -75,12 +81,7 @@ public final class DeadLetterLog: DeadLetterSink {
         let encoder = BatchEncoder(logID: sourceLog, encoding: .json)
         for record in records {
             var envelope: [UInt8] = []
-            encoder.append(record, to: &envelope)
-            // Insert the status before "data": `…,"time":<ms>,"status":<n>,"data":…}`.
-            let status = Array(",\"status\":\(error.status ?? 0)".utf8)
-            if let at = firstIndex(of: Array(",\"data\":".utf8), in: envelope) {
-                envelope.insert(contentsOf: status, at: at)
-            }
+            encoder.appendEnvelope(record, to: &envelope, oneLine: false, status: error.status ?? 0)
             try await log.append(envelope, durability: .synced)
         }
     }
@@ -102,10 +103,12 @@ public final class DeadLetterLog: DeadLetterSink {
 
     private func open() async throws -> EventLog {
         if let log = opened.withLock({ $0 }) { return log }
-        let directory = directory
-        let configuration = configuration
-        let logger = logger
-        let log = try await offPool { try EventLog.open(directory: directory, configuration: configuration, logger: logger) }
+        let (logDirectory, consumer, configuration, logger) = (logDirectory, consumer, configuration, logger)
+        let log = try await offPool {
+            // Neither `deadletter/` nor `deadletter/<consumer>` may be a link (SpoolError .io).
+            let directory = try EventLog.createDirectories(["deadletter", consumer], inside: logDirectory, permissions: configuration.directoryMode)
+            return try EventLog.open(directory: directory, configuration: configuration, logger: logger)
+        }
         opened.withLock { $0 = log }
         return log
     }
@@ -116,12 +119,4 @@ private func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) as
     try await withCheckedThrowingContinuation { continuation in
         DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
     }
-}
-
-private func firstIndex(of needle: [UInt8], in haystack: [UInt8]) -> Int? {
-    guard haystack.count >= needle.count else { return nil }
-    for start in 0...(haystack.count - needle.count) where haystack[start..<start + needle.count].elementsEqual(needle) {
-        return start
-    }
-    return nil
 }

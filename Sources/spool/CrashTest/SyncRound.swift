@@ -90,7 +90,7 @@ struct SyncRound {
                 problems.append("the collector holds seq \(record.seq), which was never appended")
                 continue
             }
-            if Array(record.data.utf8) != payload { problems.append("the collector's seq \(record.seq) differs from what was appended") }
+            if record.data.map({ Array($0.utf8) }) != payload { problems.append("the collector's seq \(record.seq) differs from what was appended") }
             if problems.count > 20 { return problems }
         }
         let mustHave = drained ? stored.keys.sorted() : stored.keys.filter { $0 < committed }.sorted()
