@@ -6,10 +6,12 @@
 /// starts when all are answered. After each round the controller is told how it went:
 ///
 /// - **Overload** (a 429, a 503 or a timeout in the round): the limit halves (at least 1), and
-///   the level where it happened becomes a *ceiling*: the limit climbs back to just below it
-///   one step per healthy round, and probes past it only once every ``probeInterval`` healthy
-///   rounds. A server that sheds load at 8 in flight thus settles the worker at 7, with a
-///   probe now and then, instead of a sawtooth of 503s.
+///   just below the level where it happened becomes a *ceiling*: the limit climbs back to it
+///   one step per healthy round, and probes one past it only after ``probeInterval`` healthy
+///   rounds there. A probe the server refuses sends the limit back to the ceiling (not to
+///   half) and doubles the wait before the next probe (up to ``maximumProbeInterval``); one it
+///   takes raises the ceiling. A server that sheds load past 8 in flight thus settles the
+///   worker at 8, with ever rarer probes, instead of a sawtooth of 503s.
 /// - **Rising latency** (the round took more than twice the fastest recent round, plus
 ///   ``latencySlack``): the limit drops by a tenth. A server that queues requests instead of
 ///   refusing them is not pushed further.
@@ -22,8 +24,10 @@
 ///
 /// Pure: no clock of its own; the round trip arrives with each report.
 struct ConcurrencyController: Sendable {
-    /// Healthy rounds between two probes past the ceiling.
+    /// Healthy rounds at the ceiling before the first probe past it.
     static let probeInterval = 20
+    /// The longest wait between two probes, in healthy rounds.
+    static let maximumProbeInterval = 1280
     /// Round trips within twice the floor plus this are not "rising".
     static let latencySlack: Duration = .milliseconds(5)
     /// How fast the remembered floor forgets a fast round (per round, as a fraction): so a
@@ -41,6 +45,8 @@ struct ConcurrencyController: Sendable {
     /// The fastest recent round trip, drifting up slowly.
     private(set) var floor: Duration?
     private var healthyRoundsAtCeiling = 0
+    /// Healthy rounds at the ceiling before the next probe.
+    private(set) var roundsBetweenProbes = ConcurrencyController.probeInterval
     /// Doubling until the first overload or rising round trip.
     private(set) var slowStart = true
 
@@ -68,9 +74,16 @@ struct ConcurrencyController: Sendable {
         guard adaptive else { return }
         if overloaded {
             slowStart = false
-            ceiling = max(1, limit - 1)
-            limit = max(1, limit / 2)
             healthyRoundsAtCeiling = 0
+            if let ceiling, limit > ceiling {
+                // A probe the server refused: the ceiling holds; probe less often.
+                limit = ceiling
+                roundsBetweenProbes = min(roundsBetweenProbes * 2, Self.maximumProbeInterval)
+            } else {
+                ceiling = max(1, limit - 1)
+                limit = max(1, limit / 2)
+                roundsBetweenProbes = Self.probeInterval
+            }
             return
         }
         let rising = floor.map { roundTrip > $0 * 2 + Self.latencySlack } ?? false
@@ -81,9 +94,14 @@ struct ConcurrencyController: Sendable {
             return
         }
         guard used >= limit, limit < maximum else { return }
+        if let current = ceiling, limit > current {
+            // A probe the server took: it handles this many now, and may take more.
+            ceiling = limit
+            roundsBetweenProbes = Self.probeInterval
+        }
         if let ceiling, limit >= ceiling {
             healthyRoundsAtCeiling += 1
-            guard healthyRoundsAtCeiling >= Self.probeInterval else { return }
+            guard healthyRoundsAtCeiling >= roundsBetweenProbes else { return }
             healthyRoundsAtCeiling = 0
         }
         limit = slowStart ? min(maximum, limit * 2) : limit + 1
