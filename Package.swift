@@ -10,6 +10,11 @@ let strict: [SwiftSetting] = [
 
 let package = Package(
     name: "Spool",
+    // Why these versions: Spool's locks and counters are the standard library's `Mutex` and
+    // `Atomic` (the Synchronization module), which need macOS 15 / iOS 18. That is the only
+    // reason. Lowering to iOS 16 (the floor of `Duration` and `Clock`, used throughout) means
+    // replacing them, in about twenty places, with `OSAllocatedUnfairLock` and swift-atomics;
+    // below iOS 16, replacing the clocks as well.
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .library(name: "Spool", targets: ["Spool"]),
@@ -45,12 +50,13 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        // The sync worker and its HTTP uploaders (AsyncHTTPClient on Linux, URLSession elsewhere).
+        // The sync worker and its HTTP uploaders: AsyncHTTPClient on Linux only, so an app on
+        // Apple platforms links neither SwiftNIO nor BoringSSL and posts with URLSession.
         .target(
             name: "SpoolSync",
             dependencies: [
                 "Spool", "CZstd", "CZlib",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(platforms: [.linux])),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ]

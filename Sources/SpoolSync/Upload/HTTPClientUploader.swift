@@ -1,3 +1,6 @@
+// AsyncHTTPClient is a dependency on Linux only (Package.swift): Apple platforms use
+// URLSessionUploader and link no SwiftNIO.
+#if canImport(AsyncHTTPClient)
 import AsyncHTTPClient
 import Foundation
 import NIOCore
@@ -93,3 +96,4 @@ public struct HTTPClientUploader: Uploader {
         return headers
     }
 }
+#endif
