@@ -21,8 +21,9 @@ import Testing
             limits.append(controller.limit)
             controller.roundFinished(used: controller.limit, roundTrip: Self.rtt, overloaded: round == 5)
         }
-        // 1, 2, 4, 8, 16, 32 (overloaded: halved, slow start over), then one more per round.
-        #expect(limits == [1, 2, 4, 8, 16, 32, 16, 17, 18])
+        // 1, 2, 4, 8, 16, 32 (overloaded: back to 16, its ceiling), then a probe after 20 rounds.
+        #expect(limits == [1, 2, 4, 8, 16, 32, 16, 16, 16])
+        #expect(controller.ceiling == 16)
         #expect(controller.peak == 32)
         #expect(!controller.slowStart)
     }
@@ -42,7 +43,7 @@ import Testing
         #expect(controller.limit == 4)
     }
 
-    @Test func overloadHalvesAndTheLimitSettlesBelowWhereItHappened() {
+    @Test func aServerThatShedsLoadSettlesTheLimitAtItsCapacity() {
         var controller = ConcurrencyController(.adaptive(max: 32))
         // A server that sheds load from 9 requests in flight on (the collector's --max-concurrent 8).
         var overloads = 0
@@ -54,13 +55,29 @@ import Testing
             limits.append(controller.limit)
         }
         #expect(controller.ceiling == 8)
-        // Slow start overshot once (16), the climb back found 9 too many once, and then each
-        // refused probe doubled the wait before the next: 20, 40, 80, 160 rounds.
-        #expect(overloads <= 6)
+        // Slow start overshot once (16: back to 8, the ceiling), and then each refused probe
+        // doubled the wait before the next: 20, 40, 80, 160 rounds.
+        #expect(overloads <= 5)
         #expect(controller.roundsBetweenProbes >= ConcurrencyController.probeInterval * 8)
         let settled = limits.suffix(100)
         #expect(Double(settled.reduce(0, +)) / Double(settled.count) >= 7.9)
         #expect(settled.allSatisfy { $0 <= 9 })
+    }
+
+    @Test func whenTheServerTakesFewerTheLimitHalvesAndTheCeilingComesDown() {
+        var controller = ConcurrencyController(.adaptive(max: 32))
+        var capacity = 8
+        for _ in 0..<100 {
+            controller.roundFinished(used: controller.limit, roundTrip: Self.rtt, overloaded: controller.limit > capacity)
+        }
+        #expect(controller.limit == 8)
+        capacity = 4  // another client took half the server
+        controller.roundFinished(used: 8, roundTrip: Self.rtt, overloaded: true)
+        #expect(controller.limit == 4)  // halved at once, not back to the old ceiling
+        for _ in 0..<500 {
+            controller.roundFinished(used: controller.limit, roundTrip: Self.rtt, overloaded: controller.limit > capacity)
+        }
+        #expect(controller.ceiling == 4)
     }
 
     @Test func aProbeTheServerTakesRaisesTheCeiling() {

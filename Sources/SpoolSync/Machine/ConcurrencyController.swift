@@ -5,9 +5,10 @@
 /// The worker sends in *rounds*: up to ``limit`` batches go out together, and the next round
 /// starts when all are answered. After each round the controller is told how it went:
 ///
-/// - **Overload** (a 429, a 503 or a timeout in the round): the limit halves (at least 1), and
-///   just below the level where it happened becomes a *ceiling*: the limit climbs back to it
-///   one step per healthy round, and probes one past it only after ``probeInterval`` healthy
+/// - **Overload** (a 429, a 503 or a timeout in the round): the limit halves (at least 1),
+///   and a *ceiling* is remembered: the level of the round before when doubling overshot,
+///   else just below the level where it happened. The limit climbs back to the ceiling one
+///   step per healthy round, and probes one past it only after ``probeInterval`` healthy
 ///   rounds there. A probe the server refuses sends the limit back to the ceiling (not to
 ///   half) and doubles the wait before the next probe (up to ``maximumProbeInterval``); one it
 ///   takes raises the ceiling. A server that sheds load past 8 in flight thus settles the
@@ -73,9 +74,14 @@ struct ConcurrencyController: Sendable {
     mutating func roundFinished(used: Int, roundTrip: Duration, overloaded: Bool) {
         guard adaptive else { return }
         if overloaded {
-            slowStart = false
             healthyRoundsAtCeiling = 0
-            if let ceiling, limit > ceiling {
+            if slowStart {
+                // Doubling overshot: the server took half as many the round before.
+                slowStart = false
+                limit = max(1, limit / 2)
+                ceiling = limit
+                roundsBetweenProbes = Self.probeInterval
+            } else if let ceiling, limit > ceiling {
                 // A probe the server refused: the ceiling holds; probe less often.
                 limit = ceiling
                 roundsBetweenProbes = min(roundsBetweenProbes * 2, Self.maximumProbeInterval)
