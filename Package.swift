@@ -32,6 +32,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.21.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
     ],
     targets: [
         // System libraries: zstd (compression), ISA-L (CRC-32C), zlib (gzip bodies).
@@ -81,6 +82,11 @@ let package = Package(
             dependencies: [
                 "Spool", "SpoolSync", "SpoolCollector", "SpoolBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // `--metrics-port`: the metrics in Prometheus' text format, served by Hummingbird.
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]

@@ -67,6 +67,8 @@ struct CollectorCommand: AsyncParsableCommand {
     @Flag(help: "Log each request at debug level to standard error.")
     var verbose = false
 
+    @OptionGroup var metrics: MetricsOptions
+
     func validate() throws {
         do {
             try makeConfiguration().validate()
@@ -101,18 +103,41 @@ struct CollectorCommand: AsyncParsableCommand {
         var logger = Logger(label: "spool.collector") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = verbose ? .debug : .warning
         let collector = Collector(configuration: makeConfiguration(), logger: logger)
+        let endpoint = try await metrics.start(for: "collector") { [collector] in
+            // `mirror` is made at the first scrape, after the metrics system is bootstrapped.
+            Self.mirror.update(Self.totals(collector.stats))
+        }
         let port = try await collector.start()
         Self.emit("listening on \(host):\(port)")
 
         let signal = await Self.waitForTerminationSignal()
         logger.debug("stopping", metadata: ["signal": "\(signal)"])
         await collector.stop()
+        await endpoint?.stop()
         let stats = collector.stats
         Self.emit(
             "received \(stats.received), duplicates \(stats.duplicates), rejected \(stats.rejectedRecords) records in \(stats.rejectedBatches) batches, "
                 + "requests \(stats.requests), faults \(stats.faults.total) (failures \(stats.faults.failures), rate limited \(stats.faults.rateLimited), "
                 + "resets \(stats.faults.resets), too large \(stats.faults.payloadTooLarge), poisoned \(stats.faults.poisoned))"
         )
+    }
+
+    /// The collector's counters as `--metrics-port` serves them, brought up to date at each scrape.
+    static let mirror = CounterMirror(labels: Array(totals(CollectorStats()).keys))
+
+    static func totals(_ stats: CollectorStats) -> [String: Int] {
+        [
+            "spool_collector_requests_total": stats.requests,
+            "spool_collector_overloaded_total": stats.overloaded,
+            "spool_collector_accepted_batches_total": stats.acceptedBatches,
+            "spool_collector_records_total": stats.received,
+            "spool_collector_duplicates_total": stats.duplicates,
+            "spool_collector_rejected_batches_total": stats.rejectedBatches,
+            "spool_collector_rejected_records_total": stats.rejectedRecords,
+            "spool_collector_body_bytes_total": stats.bodyBytes,
+            "spool_collector_faults_total": stats.faults.total,
+            "spool_collector_forgotten_logs_total": stats.forgottenLogs,
+        ]
     }
 
     /// Writes `line` to standard output at once (unbuffered: a parent process reads the port).

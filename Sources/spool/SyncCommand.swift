@@ -19,6 +19,8 @@ struct SyncCommand: AsyncParsableCommand {
 
     @OptionGroup var log: LogDirectory
 
+    @OptionGroup var metrics: MetricsOptions
+
     @Option(help: "The collector's URL (http or https).")
     var url: String
 
@@ -95,6 +97,18 @@ struct SyncCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // First: the metrics system is bootstrapped before the log and the worker make theirs.
+        let endpoint = try await metrics.start(for: "sync")
+        do {
+            try await sync()
+        } catch {
+            await endpoint?.stop()
+            throw error
+        }
+        await endpoint?.stop()
+    }
+
+    private func sync() async throws {
         let logger = commandLogger("spool.sync")
         let directory = log.directory
         let logDirectory = log

@@ -91,6 +91,8 @@ public final class EventLog: @unchecked Sendable {
         self.state = LogState(nextSeq: nextSeq, writtenThrough: nextSeq, syncedThrough: nextSeq, segments: segments)
         self.state.consumerOffsets = recovered.consumerOffsets
         self.metrics = LogMetrics(directory: directory, factory: metricsFactory)
+        // The gauges show the log as opened, before the first write or retention pass moves them.
+        metrics.recordSegments(count: state.segments.count, diskBytes: state.diskBytes)
         let thread = Thread { [self] in self.writerLoop() }
         thread.name = "spool-writer"
         thread.qualityOfService = .userInitiated
