@@ -47,6 +47,9 @@ extension Context {
     /// flight, for the default batch of 50 and for 512 KiB batches. Each figure is compared, in
     /// this run, with one request in flight on the same path (the speedup), and the 50 ms figures
     /// with the same concurrency on no latency (the share of the local rate the network keeps).
+    /// Goals (issue #18): at 50 ms, ten times one request in flight with batch 50, and with
+    /// 512 KiB batches ten times what one request in flight made of batches of 500 (≥ 100,000
+    /// events/s where it made 9,600).
     /// Adaptive also runs against a collector that takes only 8 requests at once and answers
     /// 503 past that: the note says where it settled.
     func syncLatencyRows() async throws -> [Row] {
@@ -82,6 +85,13 @@ extension Context {
                 }
             }
         }
+        // What one request in flight made of batches of 500 at 50 ms before requests were
+        // pipelined (9,600 events/s): the 512 KiB batches' goal is ten times that.
+        let before = BatchShape(name: "batch 500", count: 500, bytes: nil, eventsPerRequest: 500)
+        steps.append(Step(key: key(50, before, "1 in flight")) { directory in
+            try await spool.drainToCollector(
+                batch: 500, count: min(options.drainEvents, 20_000), directory: directory, latency: .milliseconds(50))
+        })
         progress("sync over latency: \(steps.count) drains to a collector 0, 10 and 50 ms away")
         let best = try await alternate(steps, [])
         var rows = [Row]()
@@ -90,10 +100,17 @@ extension Context {
                 let serial = best[key(latency, shape, "1 in flight")]!
                 for (name, _) in concurrencies.dropFirst() {
                     let run = best[key(latency, shape, name)]!
+                    if latency == 50 && shape.bytes != nil {
+                        rows.append(Row(
+                            group: "sync", scenario: "+50 ms, \(shape.name), \(name)", spool: .events(run),
+                            baseline: "1 in flight, batch 500", baselineFigure: .events(best[key(50, before, "1 in flight")]!),
+                            goal: .atLeast(10)))
+                    }
                     rows.append(Row(
                         group: "sync", scenario: "+\(latency) ms, \(shape.name), \(name)", spool: .events(run),
                         baseline: "1 in flight", baselineFigure: .events(serial),
-                        goal: latency == 50 ? .atLeast(10) : nil))
+                        // 8 in flight cannot pass 8× one; the goal is the default's (adaptive).
+                        goal: latency == 50 && shape.bytes == nil && name.hasPrefix("adaptive") ? .atLeast(10) : nil))
                     if latency == 50 {
                         rows.append(Row(
                             group: "sync", scenario: "+50 ms, \(shape.name), \(name)", spool: .events(run),
