@@ -41,6 +41,7 @@ extension Configuration {
         /// then only read, as `spool dump --key-file` does).
         public var current: UInt32?
 
+        /// Keys by id (32 bytes each), and the id new blocks are encrypted with.
         public init(keys: [UInt32: [UInt8]], current: UInt32?) {
             self.keys = keys
             self.current = current

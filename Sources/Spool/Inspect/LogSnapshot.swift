@@ -38,7 +38,10 @@ public final class LogSnapshot: Sendable {
     private let directoryLock: DirectoryLock
 
     /// Opens a snapshot of the log in `directory`.
-    /// - Parameter configuration: only its `encryption` keys are used, to read encrypted blocks.
+    /// - Parameters:
+    ///   - directory: the log's directory; it must hold a log (a snapshot creates none).
+    ///   - configuration: only its `encryption` keys are used, to read encrypted blocks.
+    ///   - logger: where the snapshot logs what recovery would repair, never payloads.
     /// - Throws: ``SpoolError`` `.invalidArgument` if `directory` holds no log; `.locked` if an
     ///   `EventLog` has it open; `.corrupt` if no file names the log's identity or the active
     ///   segment's header is damaged while it holds valid blocks; `.authenticationFailed` for a

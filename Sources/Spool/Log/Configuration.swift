@@ -1,6 +1,6 @@
 /// Every setting of a log, in one `Sendable` value with documented defaults.
 ///
-/// The configuration is validated once, by ``EventLog/open(directory:configuration:logger:)``;
+/// The configuration is validated once, by ``EventLog/open(directory:configuration:logger:metricsFactory:)``;
 /// an invalid value is refused with ``SpoolError/Code/invalidConfiguration`` and a
 /// message that names the field.
 public struct Configuration: Sendable {

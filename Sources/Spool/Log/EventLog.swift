@@ -41,11 +41,15 @@ public final class EventLog: @unchecked Sendable {
     ///
     /// Takes an exclusive lock on the directory, scans only the active segment, truncates a
     /// torn last block (reported in ``recoveryReport``) and starts the writer thread.
+    /// - Parameters:
+    ///   - directory: the log's directory (created, mode 0700, when missing).
+    ///   - configuration: the log's settings; validated here.
+    ///   - logger: where the log logs (recovery, drops, failures), never payloads.
+    ///   - metricsFactory: where the `spool_*` metrics go; the process-wide `MetricsSystem`
+    ///     when nil (the default).
     /// - Throws: ``SpoolError`` `.invalidConfiguration` naming the field; `.locked` if another
     ///   `EventLog` holds the directory; `.io`/`.diskFull` for system errors; `.unsupportedVersion`
     ///   for files from a newer format.
-    /// - Parameter metricsFactory: where the `spool_*` metrics go; the process-wide
-    ///   `MetricsSystem` when nil (the default).
     public static func open(directory: String, configuration: Configuration = Configuration(),
                             logger: Logger = Logger(label: "spool"), metricsFactory: (any MetricsFactory)? = nil) throws -> EventLog {
         try configuration.validate()
@@ -189,6 +193,12 @@ public final class EventLog: @unchecked Sendable {
 }
 
 /// Opens a log, runs `body`, and closes the log whatever happens.
+///
+/// - Parameters:
+///   - directory: the log's directory, as for ``EventLog/open(directory:configuration:logger:metricsFactory:)``.
+///   - configuration: the log's settings.
+///   - logger: where the log logs, never payloads.
+///   - body: what to do with the open log; its result is returned.
 public func withEventLog<T>(directory: String, configuration: Configuration = Configuration(),
                             logger: Logger = Logger(label: "spool"), _ body: (EventLog) throws -> T) throws -> T {
     let log = try EventLog.open(directory: directory, configuration: configuration, logger: logger)

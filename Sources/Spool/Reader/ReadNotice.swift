@@ -39,6 +39,8 @@ public struct ReadNotice: Sendable, Equatable, CustomStringConvertible {
 
 /// One item of a read: a record, or a notice about a range that could not be read.
 public enum ReadItem: Sendable, Equatable {
+    /// A record, in seq order.
     case record(Record)
+    /// A range of seqs that could not be read (damaged, dropped, expired, missing).
     case notice(ReadNotice)
 }

@@ -8,7 +8,21 @@ import SystemPackage
 /// each other. With nothing armed, the cost is one relaxed atomic load per call.
 public enum FaultInjection {
     /// The system calls a fault can be armed on.
-    public enum Operation: Sendable, Hashable { case write, sync, open, rename, read, truncate }
+    public enum Operation: Sendable, Hashable {
+        /// Writing a file (`pwrite`).
+        case write
+        /// Making a file durable (`fdatasync`, or `F_FULLFSYNC` on Apple platforms), or a
+        /// directory's entries (`fsync` on the directory).
+        case sync
+        /// Opening a file or directory.
+        case open
+        /// Renaming a file (the path armed is the new name).
+        case rename
+        /// Reading a file (`pread`).
+        case read
+        /// Cutting a file to a size (`ftruncate`).
+        case truncate
+    }
 
     /// What the armed call does instead of its work.
     public enum Fault: Sendable, Hashable {
@@ -71,6 +85,7 @@ extension FaultInjection {
     /// inode; and each directory's entries (name → inode) at its last successful `fsync`.
     /// Tests truncate files to these sizes and drop entries that were never made durable.
     public struct DurableState: Sendable {
+        /// What was durable of one file.
         public struct File: Sendable {
             /// The file's size when it was last synced.
             public var size: Int64

@@ -15,8 +15,11 @@ public struct Backoff: Sendable, Hashable {
     /// The longest `Retry-After` honoured. The default is 1 hour.
     public var maxRetryAfter: Duration = .seconds(3600)
 
+    /// The defaults: 1 s doubling to 60 s, full jitter, `Retry-After` honoured up to an hour.
     public init() {}
 
+    /// A backoff from `base`, multiplied by `factor` after each failure up to `cap`, honouring
+    /// a `Retry-After` up to `maxRetryAfter`.
     public init(base: Duration, factor: Double = 2, cap: Duration, maxRetryAfter: Duration = .seconds(3600)) {
         self.base = base
         self.factor = factor

@@ -113,6 +113,7 @@ public struct SyncConfiguration: Sendable {
     /// counted and logged, then skipped. The default is `true`.
     public var deadLetterEnabled: Bool = true
 
+    /// The defaults, as documented on each setting.
     public init() {}
 
     /// ``flushInterval`` after the floor: `nil` when periodic flushing is disabled.

@@ -26,6 +26,8 @@ public struct BatchEncoder: Sendable {
     public let encoding: SyncConfiguration.Encoding
     private let idPrefix: [UInt8]
 
+    /// An encoder for the records of one log.
+    ///
     /// - Parameters:
     ///   - logID: the log the records come from (their ids are `"<log id>-<seq>"`).
     ///   - encoding: the body layout.

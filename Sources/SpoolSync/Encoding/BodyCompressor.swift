@@ -13,6 +13,7 @@ public struct BodyCompressor: Sendable {
     /// The level (zlib 1 ... 9, zstd -7 ... 22).
     public let level: Int32
 
+    /// A compressor with this algorithm and level (1, the fastest, by default).
     public init(compression: SyncConfiguration.Compression, level: Int32 = 1) {
         self.compression = compression
         self.level = level

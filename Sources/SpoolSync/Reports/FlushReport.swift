@@ -14,6 +14,7 @@ public struct FlushReport: Sendable {
     /// Whether the flush stopped starting requests because its deadline was near.
     public var deadlineReached = false
 
+    /// An empty report: nothing sent, no failure.
     public init() {}
 
     /// Whether the flush ended without a failure.

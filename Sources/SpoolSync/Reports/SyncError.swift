@@ -3,7 +3,7 @@
 /// `code` says what kind of failure it is (compare it with the static members of
 /// ``SyncError/Code``), `message` says what happened in words a person can act on, `status`
 /// carries the HTTP status when there was one, and `cause` the error underneath (a transport
-/// error, or the ``Spool/SpoolError`` of a failed commit). Payloads never appear in an error's
+/// error, or the `SpoolError` of a failed commit). Payloads never appear in an error's
 /// `message` or `description`: a server's own message, which may echo what was sent, is kept
 /// apart in ``serverMessage`` (truncated to ``SyncError/maxServerMessageLength`` characters,
 /// control characters replaced) and is never logged.
@@ -76,6 +76,7 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
     /// of the worker's logs; read it deliberately (the dead-letter log does not store it either).
     public var serverMessage: String?
 
+    /// An error of kind `code` with `message` (which must hold no payload).
     public init(
         _ code: Code, _ message: String, status: Int? = nil, retryAfter: Duration? = nil,
         cause: (any Error)? = nil

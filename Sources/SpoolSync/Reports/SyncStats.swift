@@ -29,5 +29,6 @@ public struct SyncStats: Sendable {
     /// The last failure, if any.
     public var lastError: SyncError?
 
+    /// All counters at zero.
     public init() {}
 }

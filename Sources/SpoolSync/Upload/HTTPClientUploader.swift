@@ -41,6 +41,8 @@ public struct HTTPClientUploader: Uploader {
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }()
 
+    /// An uploader that posts to `url` with AsyncHTTPClient.
+    ///
     /// - Parameters:
     ///   - url: the collector's endpoint.
     ///   - client: the client to use. The default is ``defaultClient``, which follows no

@@ -41,6 +41,8 @@ public struct URLSessionUploader: Uploader {
     public let reusesConnections: Bool
     private let session: URLSession
 
+    /// An uploader that posts to `url` with URLSession.
+    ///
     /// - Parameters:
     ///   - url: the collector's endpoint.
     ///   - session: the session to use. The default is an ephemeral session (no cookies,

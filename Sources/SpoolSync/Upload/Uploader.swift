@@ -27,6 +27,7 @@ public struct UploadRequest: Sendable {
     /// How long the request may take.
     public var timeout: Duration
 
+    /// A request with every field given.
     public init(batch: BatchID, headers: [String: String], body: [UInt8], timeout: Duration) {
         self.batch = batch
         self.headers = headers
@@ -40,10 +41,14 @@ public struct UploadRequest: Sendable {
 /// Its description, `<log id>:<first>-<last>`, is the `Spool-Batch` header: the same
 /// records always carry the same value, so a server can drop a batch it already stored.
 public struct BatchID: Sendable, Hashable, CustomStringConvertible {
+    /// The log the records come from.
     public var log: LogID
+    /// The seq of the batch's first record.
     public var first: UInt64
+    /// The seq of the batch's last record (inclusive).
     public var last: UInt64
 
+    /// The batch of `log` holding seqs `first ... last`.
     public init(log: LogID, first: UInt64, last: UInt64) {
         self.log = log
         self.first = first
@@ -62,6 +67,7 @@ public struct UploadResponse: Sendable {
     /// The start of the body (the worker keeps at most a short message from it).
     public var body: [UInt8]
 
+    /// An answer with this status, headers (names lowercased) and start of body.
     public init(status: Int, headers: [String: String] = [:], body: [UInt8] = []) {
         self.status = status
         self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })

@@ -13,7 +13,7 @@ import Synchronization
 /// when it is not valid UTF-8, so every byte of it is kept),
 /// appended at `synced` durability before the worker commits past it. The log is opened on
 /// first use (so a consumer that never meets a poison record gets no directory) off the
-/// cooperative pool, and closed by ``close()``. A `deadletter/` or `deadletter/<consumer>` that
+/// cooperative pool, and closed by ``shutdown()``. A `deadletter/` or `deadletter/<consumer>` that
 /// is a symbolic link is refused (`SpoolError` `.io`), never followed.
 ///
 /// Thread safety: `Sendable`; stores are serialised by the worker.
@@ -27,6 +27,8 @@ public final class DeadLetterLog: DeadLetterSink {
     private let logger: Logger
     private let opened = Mutex<EventLog?>(nil)
 
+    /// The dead-letter log of `consumer` of the log in `logDirectory` (opened on first use).
+    ///
     /// - Parameters:
     ///   - logDirectory: the directory of the log the consumer reads.
     ///   - consumer: the consumer's name.
@@ -35,6 +37,7 @@ public final class DeadLetterLog: DeadLetterSink {
     ///     the source log's, so refused records are kept as private as the log they came from
     ///     (its encryption, file and directory modes). No default: a default without the
     ///     source's keys would store an encrypted log's refused records in the clear.
+    ///   - logger: where the dead-letter log logs (what it stores, never payloads).
     public init(logDirectory: String, consumer: String, logID: LogID, configuration: Configuration,
                 logger: Logger = Logger(label: "spool.sync")) {
         self.directory = Self.directory(logDirectory: logDirectory, consumer: consumer)
@@ -49,7 +52,7 @@ public final class DeadLetterLog: DeadLetterSink {
     /// - the same keys. Refused records are never stored in the clear when the source has
     ///   keys: a source opened with keys for reading only (no current key, as `spool sync
     ///   --key-file` does) gives the dead-letter log its highest key id as the current one;
-    /// - the same cap (`maxBytes` and `segmentSize`), with ``Configuration/CapPolicy/dropOldest``:
+    /// - the same cap (`maxBytes` and `segmentSize`), with `Configuration.CapPolicy.dropOldest`:
     ///   a server that refuses everything cannot make refused records take more disk than
     ///   their log may, and the oldest are dropped (and counted) first. Refusing new ones
     ///   instead would stop the sync at the first poison record after the cap;

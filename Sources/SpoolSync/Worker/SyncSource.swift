@@ -36,6 +36,7 @@ public struct SourceBatch: Sendable {
     /// committed offset when nothing is pending.
     public var end: UInt64
 
+    /// A batch of `records` that commits the consumer to `end`.
     public init(records: [Record], end: UInt64) {
         self.records = records
         self.end = end
@@ -47,7 +48,9 @@ public struct SourceBatch: Sendable {
 /// The default is ``DeadLetterLog``, a Spool log next to the consumer.
 public protocol DeadLetterSink: Sendable {
     /// Stores `records` durably before returning (the worker commits past them next).
-    /// - Parameter error: the refusal (status and server message, never payloads).
+    /// - Parameters:
+    ///   - records: the refused records, in seq order, as read from the log.
+    ///   - error: the refusal (status and server message, never payloads).
     func store(_ records: [Record], refusedWith error: SyncError) async throws
     /// Releases what the sink holds (files, say); called once by ``SyncWorker/stop()``.
     /// The default does nothing.
