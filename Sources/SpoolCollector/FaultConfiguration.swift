@@ -25,6 +25,10 @@ public struct FaultConfiguration: Sendable, Hashable {
     public var latencyJitter: Duration = .zero
     /// Bodies larger than this many bytes (as sent) are answered 413. The default is `nil` (no rule).
     public var payloadTooLargeAbove: Int? = nil
+    /// Every `failEvery`-th request (the 3rd, 6th, 9th… when 3) is answered ``failureStatus``,
+    /// besides the random faults: a server that fails often but never the same retry twice in
+    /// a row. The default is `nil` (no rule). Range: 2 ... 1,000,000.
+    public var failEvery: Int? = nil
     /// A batch holding a record whose data contains this text is answered 400 and recorded
     /// nowhere, so uploaders can test dead-lettering. The default is `nil` (no rule).
     public var poisonMarker: String? = nil
@@ -60,6 +64,9 @@ public struct FaultConfiguration: Sendable, Hashable {
         }
         guard (400...599).contains(failureStatus) else {
             throw fail("failureStatus", "is \(failureStatus); it must be between 400 and 599")
+        }
+        if let every = failEvery, !(2...1_000_000).contains(every) {
+            throw fail("failEvery", "is \(every); it must be between 2 and 1,000,000")
         }
         if let seconds = retryAfterSeconds, seconds < 0 {
             throw fail("retryAfterSeconds", "is \(seconds); it must not be negative")

@@ -23,6 +23,7 @@ struct FaultInjector: Sendable {
 
     private let faults: FaultConfiguration
     private var random: SplitMix64
+    private var requests = 0
 
     init(faults: FaultConfiguration, seed: UInt64) {
         self.faults = faults
@@ -35,7 +36,10 @@ struct FaultInjector: Sendable {
         let roll = random.nextUnit()
         let jitterRoll = random.nextUnit()
         var fault: InjectedFault?
-        if roll < faults.resetRate {
+        requests += 1
+        if let every = faults.failEvery, requests % every == 0 {
+            fault = .failure
+        } else if roll < faults.resetRate {
             fault = .reset
         } else if roll < faults.resetRate + faults.rateLimitRate {
             fault = .rateLimit

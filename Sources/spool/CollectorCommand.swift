@@ -40,6 +40,9 @@ struct CollectorCommand: AsyncParsableCommand {
     @Option(help: "The status of injected failures.")
     var failureStatus = 503
 
+    @Option(name: .customLong("fail-every"), help: "Also answer every Nth request (the Nth, 2Nth, …) with --failure-status.")
+    var failEvery: Int?
+
     @Option(help: "The Retry-After seconds sent with injected failures and 429s.")
     var retryAfter: Int?
 
@@ -89,6 +92,7 @@ struct CollectorCommand: AsyncParsableCommand {
         configuration.seed = seed
         configuration.faults.failureRate = failureRate
         configuration.faults.failureStatus = failureStatus
+        configuration.faults.failEvery = failEvery
         configuration.faults.retryAfterSeconds = retryAfter
         configuration.faults.rateLimitRate = rateLimitRate
         configuration.faults.resetRate = resetRate

@@ -102,6 +102,30 @@ import Testing
         }
     }
 
+    /// `--retries N` counts retries of one upload (issue #18): a server that answers 503 to
+    /// every third request, so no upload ever fails twice in a row, is drained to the end with
+    /// `--retries 1` with one request in flight (the issue's case). Before, the retries were
+    /// counted across the run and the sync gave up after N scattered 503s. (With several in
+    /// flight, which batch a server's third request is depends on arrival order, so the same
+    /// batch may fail twice: `StateMachineRoundTests` covers rounds on a manual clock.)
+    @Test func retriesCountPerUploadSoAServerFailingEveryThirdRequestIsDrained() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let log = dir + "/log", out = dir + "/out.ndjson"
+        let input = Data((0..<600).map { #"{"n":\#($0)}"# + "\n" }.joined().utf8)
+        #expect(try SpoolBinary.run(["append", log], input: input).status == 0)
+
+        let (collector, port, _) = try startCollector(out: out, fileSizeBlocks: nil, arguments: ["--fail-every", "3", "--retry-after", "0"])
+        let sync = try SpoolBinary.run(["sync", log, "--url", "http://127.0.0.1:\(port)/batch", "--once", "--create",
+                                        "--batch-count", "10", "--retries", "1", "--concurrency", "1"])
+        collector.terminate()
+        collector.waitUntilExit()
+        #expect(sync.status == 0, "\(sync.stdout) \(sync.stderr)")
+        #expect(sync.stdout.contains("sent 600 records in 60 requests"), "\(sync.stdout)")
+        let lines = try #require(FileManager.default.contents(atPath: out)).split(separator: 0x0A)
+        #expect(lines.count == 600)
+    }
+
     /// Starts `spool collector --port 0 --out out arguments…` through /bin/sh (`exec`, so
     /// terminating the process signals the collector itself), under `ulimit -f blocks` (SIGXFSZ
     /// ignored, so writes past it fail with EFBIG as on a full disk) when `blocks` is given;

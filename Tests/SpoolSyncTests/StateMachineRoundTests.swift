@@ -171,6 +171,28 @@ import Testing
         #expect(harness.uploads.filter { $0.first == 10 }.count == 3)  // the first try and 2 retries
     }
 
+    /// A round that delivered batches before its failure made progress: the backoff starts
+    /// over instead of growing toward its cap round after round (one failed request in every
+    /// round of 4 took a sync from seconds to minutes). Every fifth request fails: with rounds
+    /// of 4 or fewer, no batch fails twice in a row.
+    @Test func aRoundWithProgressRestartsTheBackoff() {
+        var harness = MachineHarness(Self.configuration(), records: 600)
+        var count = 0
+        harness.respond = { _ in
+            count += 1
+            return count % 5 == 0 ? .retry(Self.unavailable) : .accepted
+        }
+        let id = harness.flush(retries: 5)
+        var longest: Duration = .zero
+        for _ in 0..<1_000 where harness.reports[id] == nil {
+            if let backoff = harness.backoff { longest = max(longest, backoff.at - harness.now) }
+            harness.advance(to: harness.now + .seconds(1))
+        }
+        #expect(harness.committed == 600)
+        #expect(harness.reports[id]?.failure == nil)
+        #expect(longest <= SyncConfiguration().backoff.base * 2)  // never past the second step
+    }
+
     @Test func adaptiveConcurrencyGrowsOnHealthyRoundsAndHalvesOn503() {
         var harness = MachineHarness(Self.configuration(.adaptive(max: 8)), records: 2000)
         var overloaded = false

@@ -160,6 +160,11 @@ extension SyncStateMachine {
                 overloaded = overloaded || error.meansOverload
                 if retry == nil {
                     retry = error
+                    // Batches accepted before it are progress: the backoff starts over, as it
+                    // does with one request in flight after an accepted batch.
+                    if answered.contains(where: { if case .accepted = $0.answer { true } else { false } }) {
+                        consecutiveFailures = 0
+                    }
                     batch.answer = .failed(error, until: backOff(after: error, now: now, jitter: jitter))
                     answered.append(batch)
                 }
