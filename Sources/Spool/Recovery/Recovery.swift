@@ -102,7 +102,8 @@ enum Recovery {
                 kept.append(segment)
             }
         }
-        while kept.count >= 2, let previousEnd = try endSeq(of: kept[kept.count - 2], directory: directory),
+        while kept.count >= 2, try !startsAtItsName(kept[kept.count - 1], directory: directory),
+              let previousEnd = try endSeq(of: kept[kept.count - 2], directory: directory),
               kept[kept.count - 1].baseSeq < previousEnd {
             misfits.append((kept.removeLast(), "its base seq is below \(previousEnd), the end of the segment before it"))
         }
@@ -116,6 +117,18 @@ enum Recovery {
         }
         if repairing && !misfits.isEmpty { try DirectoryIO.sync(directory) }
         return kept
+    }
+
+    /// Whether `segment` is one the writer made where it stands: a valid header whose base seq
+    /// is its name, and a first block that starts there. The writer names a segment after the
+    /// end of the one before it, so such a segment cannot overlap it, and the walk over the
+    /// previous segment's block headers (a few milliseconds for a full one, on every open) is
+    /// skipped. An empty file, a header alone, or a copy under another name still gets the walk.
+    private static func startsAtItsName(_ segment: SegmentInfo, directory: String) throws -> Bool {
+        let reader = try SegmentReader(path: directory + "/" + segment.name, baseSeq: segment.baseSeq, limit: segment.size)
+        guard try reader.checkHeader(logID: nil) == nil,
+              let first = try reader.readHeader(at: Int64(Format.segmentHeaderSize)) else { return false }
+        return first.firstSeq == segment.baseSeq
     }
 
     /// The seq after the last record of `segment`, from a walk over its block headers (no
