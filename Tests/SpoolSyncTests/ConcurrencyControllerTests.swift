@@ -6,6 +6,13 @@ import Testing
 @Suite struct ConcurrencyControllerTests {
     static let rtt: Duration = .milliseconds(50)
 
+    /// `count` full rounds of `rtt` against a server that is overloaded past `capacity` requests.
+    static func rounds(_ count: Int, of controller: inout ConcurrencyController, capacity: Int = .max) {
+        for _ in 0..<count {
+            controller.roundFinished(used: controller.limit, roundTrip: rtt, overloaded: controller.limit > capacity)
+        }
+    }
+
     @Test func fixedNeverMoves() {
         var controller = ConcurrencyController(.fixed(6))
         #expect(controller.limit == 6)
@@ -30,14 +37,14 @@ import Testing
 
     @Test func theLimitNeverPassesTheMaximum() {
         var controller = ConcurrencyController(.adaptive(max: 5))
-        for _ in 0..<10 { controller.roundFinished(used: controller.limit, roundTrip: Self.rtt, overloaded: false) }
+        Self.rounds(10, of: &controller)
         #expect(controller.limit == 5)
         #expect(controller.peak == 5)
     }
 
     @Test func aRoundThatDidNotFillTheLimitChangesNothing() {
         var controller = ConcurrencyController(.adaptive(max: 16))
-        for _ in 0..<2 { controller.roundFinished(used: controller.limit, roundTrip: Self.rtt, overloaded: false) }
+        Self.rounds(2, of: &controller)
         #expect(controller.limit == 4)
         controller.roundFinished(used: 1, roundTrip: Self.rtt, overloaded: false)
         #expect(controller.limit == 4)
@@ -67,37 +74,29 @@ import Testing
     @Test func whenTheServerTakesFewerTheLimitHalvesAndTheCeilingComesDown() {
         var controller = ConcurrencyController(.adaptive(max: 32))
         var capacity = 8
-        for _ in 0..<100 {
-            controller.roundFinished(used: controller.limit, roundTrip: Self.rtt, overloaded: controller.limit > capacity)
-        }
+        Self.rounds(100, of: &controller, capacity: capacity)
         #expect(controller.limit == 8)
         capacity = 4  // another client took half the server
         controller.roundFinished(used: 8, roundTrip: Self.rtt, overloaded: true)
         #expect(controller.limit == 4)  // halved at once, not back to the old ceiling
-        for _ in 0..<500 {
-            controller.roundFinished(used: controller.limit, roundTrip: Self.rtt, overloaded: controller.limit > capacity)
-        }
+        Self.rounds(500, of: &controller, capacity: capacity)
         #expect(controller.ceiling == 4)
     }
 
     @Test func aProbeTheServerTakesRaisesTheCeiling() {
         var controller = ConcurrencyController(.adaptive(max: 32))
         var capacity = 8
-        for _ in 0..<100 {
-            controller.roundFinished(used: controller.limit, roundTrip: Self.rtt, overloaded: controller.limit > capacity)
-        }
+        Self.rounds(100, of: &controller, capacity: capacity)
         #expect(controller.ceiling == 8)
         capacity = 12  // the server scaled out
-        for _ in 0..<2_000 {
-            controller.roundFinished(used: controller.limit, roundTrip: Self.rtt, overloaded: controller.limit > capacity)
-        }
+        Self.rounds(2_000, of: &controller, capacity: capacity)
         #expect(controller.ceiling == 12)
         #expect(controller.limit == 12)
     }
 
     @Test func risingRoundTripsShrinkTheLimitByATenth() {
         var controller = ConcurrencyController(.adaptive(max: 64))
-        for _ in 0..<5 { controller.roundFinished(used: controller.limit, roundTrip: Self.rtt, overloaded: false) }
+        Self.rounds(5, of: &controller)
         #expect(controller.limit == 32)
         controller.roundFinished(used: 32, roundTrip: Self.rtt * 3, overloaded: false)
         #expect(controller.limit == 29)
