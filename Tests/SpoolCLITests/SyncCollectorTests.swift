@@ -32,7 +32,7 @@ import Testing
         let append = try SpoolBinary.run(["append", log, "--durability", "synced"], input: Data((lines.joined(separator: "\n") + "\n").utf8))
         #expect(append.status == 0, "\(append.stderr)")
 
-        let arguments = ["sync", log, "--url", "http://127.0.0.1:\(port)/batch", "--once", "--batch-count", "37",
+        let arguments = ["sync", log, "--url", "http://127.0.0.1:\(port)/batch", "--once", "--concurrency", "1", "--batch-count", "37",
                          "--encoding", "ndjson", "--compression", "zstd", "--header", "X-Test: yes", "--retries", "50"]
         // No consumer yet: a name that does not exist is refused (a typo would re-upload the
         // whole log and hold retention back), until --create asks for it.
@@ -82,7 +82,7 @@ import Testing
         #expect(try SpoolBinary.run(["append", log, "--durability", "synced"], input: input).status == 0)
 
         let (collector, port, _) = try startCollector(out: out, fileSizeBlocks: nil)
-        let sync = try SpoolBinary.run(["sync", log, "--url", "http://127.0.0.1:\(port)/batch", "--once", "--create",
+        let sync = try SpoolBinary.run(["sync", log, "--url", "http://127.0.0.1:\(port)/batch", "--once", "--create", "--concurrency", "1",
                                         "--encoding", encoding, "--batch-count", "37", "--retries", "20"])
         collector.terminate()
         collector.waitUntilExit()
@@ -168,7 +168,7 @@ import Testing
             return "{\"n\":\(i),\"p\":\"\(String(digits))\"}"
         }
         #expect(try SpoolBinary.run(["append", log, "--durability", "synced"], input: Data((lines.joined(separator: "\n") + "\n").utf8)).status == 0)
-        let sync = ["sync", log, "--once", "--retries", "0", "--batch-count", "50", "--encoding", "ndjson"]
+        let sync = ["sync", log, "--once", "--concurrency", "1", "--retries", "0", "--batch-count", "50", "--encoding", "ndjson"]
 
         let (limited, port, _) = try startCollector(out: out, fileSizeBlocks: 64)
         let failed = try SpoolBinary.run(sync + ["--url", "http://127.0.0.1:\(port)/batch", "--create"])
