@@ -35,9 +35,14 @@ struct AppendCommand: ParsableCommand {
     @Option(help: .hidden)
     var segmentSize: Int?
 
+    /// A cap (with `dropOldest`), so live-read tests see retention delete segments under readers.
+    @Option(help: .hidden)
+    var maxBytes: Int?
+
     func run() throws {
         var configuration = Configuration()
         if let segmentSize { configuration.segmentSize = segmentSize }
+        configuration.maxBytes = maxBytes
         try configureCodec(&configuration)
         let eventLog = try log.open(configuration, creating: true)
         defer { try? eventLog.close() }

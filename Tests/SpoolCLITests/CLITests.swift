@@ -206,7 +206,9 @@ import Testing
         #expect(verify.stderr.contains("corrupt"), "\(verify.stderr)")
     }
 
-    @Test func aSecondProcessGetsLocked() throws {
+    /// A second writer is refused (`append` while `append` runs); readers are not: `stat` and
+    /// `verify` read the live log beside the writer (issue #19), and the writer goes on.
+    @Test func aSecondWriterGetsLockedAndReadersReadBesideTheWriter() throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let holder = Process()
@@ -226,17 +228,29 @@ import Testing
             acknowledged.append(chunk)
         }
         #expect(String(decoding: acknowledged, as: UTF8.self) == "0\n")
-        let result = try SpoolBinary.run(["stat", dir])
-        #expect(result.status != 0)
-        #expect(result.stderr.contains("locked"))
-        // verify tells "could not check" (2) from "corrupt" (1).
+        let second = try SpoolBinary.run(["append", dir], input: Data("second\n".utf8))
+        #expect(second.status != 0)
+        #expect(second.stderr.contains("locked"), "\(second.stderr)")
+        let stat = try SpoolBinary.run(["stat", dir])
+        #expect(stat.status == 0, "\(stat.stderr)")
+        #expect(stat.stdout.contains("records"), "\(stat.stdout)")
         let verify = try SpoolBinary.run(["verify", dir])
-        #expect(verify.status == 2)
-        #expect(verify.stderr.contains("locked"), "\(verify.stderr)")
+        #expect(verify.status == 0, "\(verify.stdout) \(verify.stderr)")
+        let dump = try SpoolBinary.run(["dump", dir])
+        #expect(dump.stdout == "0\tfirst\n")
+        // The writer was not disturbed: it goes on appending.
+        input.fileHandleForWriting.write(Data("third\n".utf8))
+        acknowledged = Data()
+        while !acknowledged.contains(0x0A) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            acknowledged.append(chunk)
+        }
+        #expect(String(decoding: acknowledged, as: UTF8.self) == "1\n")
         try input.fileHandleForWriting.close()
         holder.waitUntilExit()
         #expect(holder.terminationStatus == 0)
         let after = try SpoolBinary.run(["dump", dir])
-        #expect(after.stdout == "0\tfirst\n")
+        #expect(after.stdout == "0\tfirst\n1\tthird\n")
     }
 }

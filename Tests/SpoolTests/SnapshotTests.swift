@@ -128,49 +128,91 @@ import Testing
         #expect(notices(written).map(\.range) == notices(seen).map(\.range))
     }
 
-    @Test func aSnapshotAndAWriterExcludeEachOtherButSnapshotsShare() throws {
+    /// Readers never block the writer and the writer never blocks readers (issue #19): a
+    /// snapshot opens beside an open `EventLog`, an `EventLog` opens beside snapshots, and the
+    /// snapshot reads what was written when it was taken.
+    @Test func aSnapshotAndAWriterOpenBesideEachOther() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
         let log = try EventLog.open(directory: dir.path)
         try log.appendBlocking(payload(0), durability: .written)
-        #expect { _ = try LogSnapshot(directory: dir.path) } throws: { ($0 as? SpoolError)?.code == .locked }
+        let live = try LogSnapshot(directory: dir.path)
+        #expect(live.isLive)
+        #expect(records(try live.readAll()).map(\.payload) == [payload(0)])
+        try log.appendBlocking(payload(1), durability: .written)
+        #expect(records(try live.readAll()).count == 1)  // what was written when it was taken
+        #expect(records(try LogSnapshot(directory: dir.path).readAll()).count == 2)
         try log.close()
 
         let first = try LogSnapshot(directory: dir.path)
-        let second = try LogSnapshot(directory: dir.path)
-        #expect(records(try second.readAll()).map(\.payload) == [payload(0)])
+        #expect(!first.isLive)
+        let writer = try EventLog.open(directory: dir.path)  // beside a snapshot
+        try writer.appendBlocking(payload(2), durability: .written)
+        #expect(records(try first.readAll()).count == 2)
         #expect { _ = try EventLog.open(directory: dir.path) } throws: { ($0 as? SpoolError)?.code == .locked }
+        try writer.close()
         first.close()
-        #expect { _ = try EventLog.open(directory: dir.path) } throws: { ($0 as? SpoolError)?.code == .locked }
-        second.close()
-        second.close()  // twice is harmless
-        try EventLog.open(directory: dir.path).close()
+        first.close()  // twice is harmless
     }
 
-    /// With no LOCK file and none creatable, a snapshot reads unlocked only on a read-only file
-    /// system (no writer can start there); denied permission (another user's log, whose writer
-    /// could start mid-read) fails, naming LOCK. Root ignores permissions: faults stand in.
-    @Test func aSnapshotReadsUnlockedOnlyWhereNoWriterCanStart() throws {
+    /// Beside a writer, the bytes after the last complete block are the writer's (a block it is
+    /// writing): not a torn tail, and `verify` is clean. Without a writer the same bytes are a
+    /// torn tail, reported as such. Damage before the tail is found either way.
+    @Test func aLiveTailIsNotYetWrittenNotDamage() throws {
         let dir = TemporaryDirectory()
-        defer { dir.cleanupFaults() }
+        defer { dir.cleanup() }
         let log = try EventLog.open(directory: dir.path)
-        try log.appendBlocking(payload(0), durability: .synced)
-        try log.close()
-        try FileManager.default.removeItem(atPath: dir.file(Format.lockFileName))
-
-        // The first open finds no LOCK; the second, creating it, fails.
-        FaultInjection.arm(.open, under: dir.file(Format.lockFileName), after: 1, fault: .error(.readOnlyFileSystem))
-        let snapshot = try LogSnapshot(directory: dir.path)
-        #expect(records(try snapshot.readAll()).map(\.payload) == [payload(0)])
-        snapshot.close()
-        FaultInjection.disarm(under: dir.file(Format.lockFileName))
-
-        FaultInjection.arm(.open, under: dir.file(Format.lockFileName), after: 1, fault: .error(.permissionDenied))
-        #expect { _ = try LogSnapshot(directory: dir.path) } throws: {
-            let error = $0 as? SpoolError
-            return error?.errno == .permissionDenied && error?.path == dir.file(Format.lockFileName)
+        for i in 0..<10 { try log.appendBlocking(payload(i), durability: .written) }
+        // Half a block, as a reader can see one the writer is writing.
+        let active = dir.file(dir.segments().last!)
+        let halfBlock = Data([0x53, 0x50, 0x42, 0x4B, 0x01, 0x00, 0x00, 0x00, 0x0A])
+        func appendHalfBlock() throws {
+            let handle = try #require(FileHandle(forWritingAtPath: active))
+            handle.seekToEndOfFile()
+            handle.write(halfBlock)
+            try handle.close()
         }
-        #expect(!FileManager.default.fileExists(atPath: dir.file(Format.lockFileName)))
+        try appendHalfBlock()
+
+        let live = try LogSnapshot(directory: dir.path)
+        #expect(live.recoveryReport.tornTail == nil)
+        #expect(try live.verify().isClean)
+        #expect(records(try live.readAll()).count == 10)
+        #expect(notices(try live.readAll()).isEmpty)
+        try log.close()
+        try appendHalfBlock()  // now with no writer: what a crash mid-write leaves
+
+        let after = try LogSnapshot(directory: dir.path)
+        #expect(!after.isLive)
+        #expect(after.recoveryReport.tornTail != nil)  // no writer: the same bytes are a torn tail
+        #expect(records(try after.readAll()).count == 10)
+    }
+
+    /// A segment that retention deletes while a snapshot of the live log reads ends with a
+    /// *dropped* notice for its records: no crash, no error.
+    @Test func aSegmentDeletedUnderALiveSnapshotReadsAsDropped() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        var configuration = Configuration()
+        configuration.segmentSize = 64 * 1024
+        let log = try EventLog.open(directory: dir.path, configuration: configuration)
+        let consumer = try log.consumer(named: "c")
+        var random = SplitMix64(seed: 19)  // incompressible, so 400 records fill several segments
+        func noise() -> [UInt8] { (0..<600).map { _ in UInt8(truncatingIfNeeded: random.next()) } }
+        for _ in 0..<400 { try log.appendBlocking(noise(), durability: .written) }
+        try log.syncBlocking()
+        let live = try LogSnapshot(directory: dir.path)
+        let before = dir.segments()
+        #expect(before.count > 2)
+        // Retention deletes every sealed segment the consumer has passed.
+        try consumer.commit(through: log.nextSeq - 1)
+        try log.appendBlocking(noise(), durability: .synced)
+        #expect(dir.segments().count < before.count)
+        let items = try live.readAll()
+        let dropped = notices(items).filter { $0.kind == .dropped }
+        #expect(!dropped.isEmpty)
+        #expect(records(items).count + dropped.reduce(0) { $0 + Int($1.range.count) } == 400)
+        try log.close()
     }
 
     @Test func aSnapshotOfNoLogIsRefusedAndCreatesNothing() throws {

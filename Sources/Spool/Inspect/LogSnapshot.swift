@@ -6,11 +6,17 @@ import Logging
 /// Opening applies recovery's rules to find what a writing ``EventLog/open(directory:configuration:logger:metricsFactory:)``
 /// would repair (a torn tail, damage inside the active segment, leftover temporary files,
 /// unreadable offset files) and reports it in ``recoveryReport`` with `repaired` false, without
-/// touching a file: reading stops where a writing open would cut. A snapshot writes, syncs and
-/// deletes nothing; it only creates the empty LOCK file if there is none.
+/// touching a file: reading stops where a writing open would cut. A snapshot creates, writes,
+/// syncs and deletes nothing.
 ///
-/// It holds a shared lock on the directory: snapshots can be open together, an `EventLog` cannot
-/// be open with one (whichever comes second gets `.locked`), so the files cannot change under it.
+/// It takes no lock: a snapshot opens beside an `EventLog` that is writing the log (in this
+/// process or another), and an `EventLog` opens beside any number of snapshots. When a writer
+/// has the log open (``isLive``), the snapshot is of what was written when it was taken: the
+/// bytes after the last complete block of the active segment (a block being written, zeros
+/// preallocated ahead of the writer) are not written yet, not a torn tail, and are not
+/// reported; damage before them is found and reported as always. A segment that retention or
+/// the cap deletes while a snapshot reads it ends with a *dropped* notice for its records
+/// (FORMAT.md §6.1 says what a reader of a live log may rely on).
 ///
 /// Thread-safety: `Sendable`; each ``LogReader`` it makes has one owner. Every method does
 /// blocking file I/O: not for Swift's cooperative pool.
@@ -31,19 +37,22 @@ public final class LogSnapshot: Sendable {
     /// The seq the next append would get: ``endSeq``, or past it when a consumer's offset is
     /// (seqs are never reused, even ones a power loss took back). Readers end with the seqs
     /// between them as *missing*, as they would after a writing open.
-    public var nextSeq: UInt64 { max(endSeq, consumerOffsets.values.max() ?? 0) }
+    /// Beside a writer (``isLive``) it is ``endSeq``: a consumer's offset past it is progress
+    /// made after the snapshot read the segments, not seqs lost.
+    public var nextSeq: UInt64 { isLive ? endSeq : max(endSeq, consumerOffsets.values.max() ?? 0) }
+
+    /// Whether a writer had the log open when the snapshot was taken.
+    public let isLive: Bool
 
     let codec: LogCodec
     private let segments: [SegmentInfo]
-    private let directoryLock: DirectoryLock
 
     /// Opens a snapshot of the log in `directory`.
     /// - Parameters:
     ///   - directory: the log's directory; it must hold a log (a snapshot creates none).
     ///   - configuration: only its `encryption` keys are used, to read encrypted blocks.
     ///   - logger: where the snapshot logs what recovery would repair, never payloads.
-    /// - Throws: ``SpoolError`` `.invalidArgument` if `directory` holds no log; `.locked` if an
-    ///   `EventLog` has it open; `.corrupt` if no file names the log's identity or the active
+    /// - Throws: ``SpoolError`` `.invalidArgument` if `directory` holds no log; `.corrupt` if no file names the log's identity or the active
     ///   segment's header is damaged while it holds valid blocks; `.authenticationFailed` for a
     ///   key that does not match its check file; `.io` for system errors.
     public init(directory: String, configuration: Configuration = Configuration(), logger: Logger = Logger(label: "spool")) throws {
@@ -56,31 +65,45 @@ public final class LogSnapshot: Sendable {
         guard names.contains(Format.metaFileName) || names.contains(where: { Format.baseSeq(ofSegmentNamed: $0) != nil }) else {
             throw SpoolError(.invalidArgument, "not a Spool log (no META file and no segment)", path: directory)
         }
-        let directoryLock = try DirectoryLock(directory: directory, permissions: configuration.fileMode, shared: true)
-        do {
-            let recovered = try Recovery.recover(directory: directory, configuration: configuration, repairing: false, logger: logger)
-            codec = try LogCodec(directory: directory, configuration: configuration, logID: recovered.meta.logID,
-                                 inheritedThrough: recovered.segments.last?.baseSeq, readOnly: true, logger: logger)
-            self.directory = directory
-            self.directoryLock = directoryLock
-            id = recovered.meta.logID
-            recoveryReport = recovered.report
-            consumerOffsets = recovered.consumerOffsets
-            segments = recovered.segments
-            endSeq = recovered.endSeq
-        } catch {
-            directoryLock.release()
-            throw error
+        // Looked at before the files: a writer that opens after this look finds the files as
+        // recovery left them, and this snapshot reads what was there (older, never wrong).
+        isLive = DirectoryLock.writerIsLive(directory: directory)
+        var recovered = try Self.recover(directory: directory, configuration: configuration, live: isLive, logger: logger)
+        if isLive {
+            // The writer's own: the tail of the active segment (a block it is writing, zeros it
+            // preallocated) and the temporary file of an offset it is committing. Not damage.
+            recovered.report.tornTail = nil
+            recovered.report.preallocatedBytesCut = 0
+            recovered.report.removedTemporaryFiles = []
+        }
+        codec = try LogCodec(directory: directory, configuration: configuration, logID: recovered.meta.logID,
+                             inheritedThrough: recovered.segments.last?.baseSeq, readOnly: true, logger: logger)
+        self.directory = directory
+        id = recovered.meta.logID
+        recoveryReport = recovered.report
+        consumerOffsets = recovered.consumerOffsets
+        segments = recovered.segments
+        endSeq = recovered.endSeq
+    }
+
+    /// Recovery's rules without repairs. Beside a writer, a segment that retention deletes
+    /// between the listing and its reading is met as a missing file: the directory is read
+    /// again (a few times; retention does not delete faster than that).
+    private static func recover(directory: String, configuration: Configuration, live: Bool, logger: Logger) throws -> RecoveredLog {
+        var attempt = 0
+        while true {
+            do {
+                return try Recovery.recover(directory: directory, configuration: configuration, repairing: false, logger: logger)
+            } catch let error as SpoolError where live && error.errno == .noSuchFileOrDirectory && attempt < 5 {
+                attempt += 1
+            }
         }
     }
 
-    deinit { directoryLock.release() }
-
-    /// Releases the shared lock. Readers made from the snapshot must not be used after it.
-    /// Closing twice is harmless.
+    /// Releases what the snapshot holds (dictionaries and keys). Readers made from the
+    /// snapshot must not be used after it. Closing twice is harmless.
     public func close() {
         codec.close()
-        directoryLock.release()
     }
 
     /// The names of the consumers that have an offset file.
@@ -120,4 +143,6 @@ extension LogSnapshot: RecordSource {
     /// ``nextSeq`` when it is past ``endSeq``: the writing open that would start a segment there
     /// has not happened, so readers and ``verify()`` report `endSeq..<nextSeq` as missing at the end.
     var resumedSeq: UInt64? { nextSeq > endSeq ? nextSeq : nil }
+
+    var segmentsMayBeDeleted: Bool { isLive }
 }

@@ -36,6 +36,9 @@ extension EventLog: RecordSource {
     /// Nil: opening raised the next seq by starting a new segment there (FORMAT.md §6 step 5).
     var resumedSeq: UInt64? { nil }
 
+    /// False: retention forgets a segment (under the lock) before it unlinks it.
+    var segmentsMayBeDeleted: Bool { false }
+
     /// A reader positioned at `seq` (the oldest stored record if nil).
     public func reader(from seq: UInt64? = nil) -> LogReader {
         LogReader(cursor: LogCursor(log: self, from: seq ?? firstSeq))

@@ -257,44 +257,62 @@ enum DirectoryIO {
     }
 }
 
-/// A `flock` on the directory's LOCK file, held for the life of an open log: exclusive for an
-/// ``EventLog``, shared for a ``LogSnapshot`` (snapshots exclude writers, not each other).
-/// ``release()`` closes the descriptor once, however often it is called.
+/// The writer's lock on a log directory: an exclusive `flock` on `LOCK`, held while an
+/// ``EventLog`` is open. One writer per log, in this process or another. Readers
+/// (``LogSnapshot``) never hold it: they only look, for an instant, whether a writer does
+/// (``writerIsLive(directory:)``), so neither blocks the other. ``release()`` closes the
+/// descriptor once, however often it is called.
 final class DirectoryLock: Sendable {
     private let fd: Mutex<Int32>
     let path: String
 
-    /// - Parameter shared: take a shared lock, opening LOCK read-only; it is created only if
-    ///   missing. On a read-only file system, where it cannot be created, the directory is read
-    ///   without a lock: no writer can open the log there either. Anywhere else a LOCK that
-    ///   cannot be created (another user's log) fails (`.io` naming LOCK): that user's writer
-    ///   could start in the middle of the read.
-    init(directory: String, permissions: UInt16, shared: Bool = false) throws {
+    /// How long an open waits for `LOCK` while it is held only for a reader's instant look.
+    static let readerProbeGrace: Duration = .milliseconds(200)
+
+    /// Takes the exclusive lock, creating `LOCK` if needed. A lock held by another writer
+    /// fails at once with `.locked`, after at most ``readerProbeGrace`` (the time a reader
+    /// holds it to look).
+    init(directory: String, permissions: UInt16) throws {
         path = directory + "/" + Format.lockFileName
         // Non-blocking: a FIFO named LOCK must not make opening wait for a writer for ever.
-        var fd = Self.openFile(path, (shared ? O_RDONLY : O_RDWR | O_CREAT) | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, permissions)
-        if fd < 0 && shared && errno == ENOENT {
-            fd = Self.openFile(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, permissions)
-            if fd < 0 && errno == EROFS {
-                self.fd = Mutex(-1)
-                return
-            }
-        }
+        let fd = Self.openFile(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, permissions)
         guard fd >= 0 else {
             throw errno == ELOOP ? SpoolError.symbolicLink(path) : SpoolError.system("open lock file", path: path, Errno(rawValue: errno))
         }
-        while flock(fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0 {
+        let clock = ContinuousClock()
+        let giveUp = clock.now.advanced(by: Self.readerProbeGrace)
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let error = Errno(rawValue: errno)
             if error == .interrupted { continue }
+            if error == .wouldBlock && clock.now < giveUp {
+                // A reader's look holds a shared lock for microseconds; a writer holds it for good.
+                usleep(1_000)
+                continue
+            }
             close(fd)
             if error == .wouldBlock {
-                throw SpoolError(.locked, shared
-                                     ? "the log is open for writing (in this process or another); a snapshot reads it once that is closed"
-                                     : "the log is open elsewhere (in this process or another, to write or as a snapshot); close it there first", path: directory)
+                throw SpoolError(.locked, "the log is open for writing elsewhere (in this process or another); close it there first", path: directory)
             }
             throw SpoolError.system("flock", path: path, error)
         }
         self.fd = Mutex(fd)
+    }
+
+    /// Whether a writer holds the lock of the log in `directory` now: a shared lock taken and
+    /// released at once (never waited for). No `LOCK` file means no writer ever opened the
+    /// log; nothing is created. A `LOCK` that cannot be opened (another user's, say) counts as
+    /// held: the reader then treats the tail as live, which is never wrong, only cautious.
+    static func writerIsLive(directory: String) -> Bool {
+        let path = directory + "/" + Format.lockFileName
+        let fd = openFile(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, 0)
+        guard fd >= 0 else { return errno != ENOENT }
+        defer { close(fd) }
+        while flock(fd, LOCK_SH | LOCK_NB) != 0 {
+            if errno == EINTR { continue }
+            return true
+        }
+        flock(fd, LOCK_UN)
+        return false
     }
 
     /// `open(2)` behind the file layer's test seam (an armed `.open` fault sets `errno`).

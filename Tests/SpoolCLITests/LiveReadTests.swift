@@ -1,0 +1,119 @@
+import Foundation
+import Spool
+import Synchronization
+import Testing
+
+/// Readers beside a live writer, with real processes (issue #19): `spool stat`, `dump` and
+/// `verify` in a loop against a log that `spool append` keeps writing and rolling (64 KiB
+/// segments, a 256 KiB cap: retention deletes segments under them), the appender killed with
+/// SIGKILL and restarted at random. Readers never fail,
+/// never report the live tail as corruption, and never show a record other than the one
+/// appended at its seq; the appender never fails to open or append because of them.
+@Suite struct LiveReadTests {
+    /// A `spool append` child fed 50 lines `p<process>-<n>-<padding>` every 5 ms.
+    final class Appender: @unchecked Sendable {
+        let process = Process()
+        private let input = Pipe()
+        private let stop = Mutex(false)
+
+        init(directory: String, id: Int) throws {
+            process.executableURL = URL(fileURLWithPath: SpoolBinary.path)
+            // Small segments and a cap: the log rolls and retention deletes segments under the readers.
+            process.arguments = ["append", directory, "--durability", "written",
+                                 "--segment-size", "\(64 * 1024)", "--max-bytes", "\(256 * 1024)"]
+            process.standardInput = input
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let writer = input.fileHandleForWriting
+            Thread.detachNewThread { [self] in
+                var n = 0
+                while !self.stop.withLock({ $0 }) {
+                    var chunk = ""
+                    for _ in 0..<50 {
+                        chunk += "p\(id)-\(n)-" + String(repeating: "x", count: 40 + n % 200) + "\n"
+                        n += 1
+                    }
+                    do { try writer.write(contentsOf: Data(chunk.utf8)) } catch { return }
+                    usleep(5_000)
+                }
+            }
+        }
+
+        /// SIGKILL, as a crash.
+        func kill() -> Int32 {
+            stop.withLock { $0 = true }
+            Foundation.kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            try? input.fileHandleForWriting.close()
+            return process.terminationReason == .uncaughtSignal ? SIGKILL : process.terminationStatus
+        }
+    }
+
+    /// `p<process>-<n>` of a dumped line, checked against the line format.
+    static func identity(of payload: Substring) -> (process: Int, n: Int)? {
+        let parts = payload.split(separator: "-")
+        guard parts.count == 3, parts[0].first == "p", let process = Int(parts[0].dropFirst()), let n = Int(parts[1]),
+              parts[2].count == 40 + n % 200, parts[2].allSatisfy({ $0 == "x" }) else { return nil }
+        return (process, n)
+    }
+
+    @Test func readersBesideAnAppenderThatRollsAndIsKilledNeverFailAndAgree() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var random = SplitMix64(seed: UInt64(Date().timeIntervalSince1970))
+        var processID = 0
+        var appender = try Appender(directory: dir, id: processID)
+        defer { _ = appender.kill() }
+        // Wait for the log to exist before reading it.
+        for _ in 0..<500 where !FileManager.default.fileExists(atPath: dir + "/META") { usleep(10_000) }
+        var seen: [UInt64: String] = [:]  // every seq's payload, as first printed
+        for round in 0..<30 {
+            let stat = try SpoolBinary.run(["stat", dir])
+            #expect(stat.status == 0, "round \(round): stat: \(stat.stderr)")
+            let verify = try SpoolBinary.run(["verify", dir])
+            #expect(verify.status == 0, "round \(round): verify: \(verify.stdout) \(verify.stderr)")
+            let dump = try SpoolBinary.run(["dump", dir])
+            #expect(dump.status == 0, "round \(round): dump: \(dump.stderr)")
+            #expect(!dump.stderr.contains("corrupt"), "round \(round): \(dump.stderr)")
+            var previous: (seq: UInt64, process: Int, n: Int)?
+            for line in dump.stdout.split(separator: "\n") {
+                let fields = line.split(separator: "\t", maxSplits: 1)
+                guard fields.count == 2, let seq = UInt64(fields[0]), let identity = Self.identity(of: fields[1]) else {
+                    Issue.record("round \(round): a line that was never appended: \(line.prefix(80))")
+                    break
+                }
+                if let previous {
+                    #expect(seq == previous.seq + 1, "round \(round): seq \(seq) after \(previous.seq)")
+                    // One appender's lines keep their order; a new appender starts after the old one's.
+                    #expect(identity.process > previous.process || (identity.process == previous.process && identity.n > previous.n),
+                            "round \(round): seq \(seq) holds \(fields[1].prefix(20)) after p\(previous.process)-\(previous.n)")
+                }
+                previous = (seq, identity.process, identity.n)
+                let payload = String(fields[1])
+                if let earlier = seen[seq] {
+                    #expect(earlier == payload, "round \(round): seq \(seq) read as \(payload.prefix(20)), before as \(earlier.prefix(20))")
+                } else {
+                    seen[seq] = payload
+                }
+            }
+            if random.next() % 6 == 0 {
+                #expect(appender.kill() == SIGKILL, "the appender ended before it was killed")
+                processID += 1
+                appender = try Appender(directory: dir, id: processID)
+            }
+        }
+        #expect(appender.process.isRunning, "the appender failed beside the readers")
+        #expect(seen.count > 1_000)
+        // The last appender (restarted after each kill) opened beside the readers and appends.
+        usleep(300_000)
+        let final = try LogSnapshot(directory: dir)
+        defer { final.close() }
+        let last = try #require(records(try final.readAll()).last)
+        #expect(String(decoding: last.payload, as: UTF8.self).hasPrefix("p\(processID)-"), "the last appender, p\(processID), wrote nothing")
+    }
+
+    func records(_ items: [ReadItem]) -> [Record] {
+        items.compactMap { if case .record(let record) = $0 { record } else { nil } }
+    }
+}
