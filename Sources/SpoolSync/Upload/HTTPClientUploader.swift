@@ -1,6 +1,8 @@
 // AsyncHTTPClient is a dependency on Linux only (Package.swift): Apple platforms use
-// URLSessionUploader and link no SwiftNIO.
-#if canImport(AsyncHTTPClient)
+// URLSessionUploader and link no SwiftNIO. `os(Linux)`, the manifest's own condition, rather
+// than `canImport`: on a Mac, a build that includes the tests builds AsyncHTTPClient for
+// them, and `canImport` could then see it from SpoolSync, which does not link it.
+#if os(Linux)
 import AsyncHTTPClient
 import Foundation
 import NIOCore
