@@ -111,8 +111,10 @@ let package = Package(
         .executableTarget(name: "SpoolFuzz", dependencies: ["SpoolFuzzInput"]),
         // What a fuzz input becomes and how it is read: shared by SpoolFuzz and FuzzCorpusTests.
         .target(name: "SpoolFuzzInput", dependencies: ["Spool", "CISAL"]),
-        // Tests that run the `spool` binary as real child processes (crash tests, CLI).
-        .testTarget(name: "SpoolCLITests", dependencies: ["Spool", "spool"]),
+        // The README's embedding example as a whole program (`swift run GettingStarted`).
+        .executableTarget(name: "GettingStarted", dependencies: ["Spool", "SpoolSync"], path: "Examples/GettingStarted"),
+        // Tests that run the `spool` binary (and GettingStarted) as real child processes (crash tests, CLI).
+        .testTarget(name: "SpoolCLITests", dependencies: ["Spool", "spool", "GettingStarted"]),
     ]
 )
 
