@@ -56,6 +56,12 @@ public struct HTTPClientUploader: Uploader {
         self.client = client
     }
 
+    /// Posts `request.body` with its headers to ``url`` and returns the answer, whatever its
+    /// status, with at most the first 4 KiB of its body; `request.timeout` is given to
+    /// AsyncHTTPClient as the request's timeout. When a client of the caller's followed a
+    /// redirect that made the POST a GET, the first answer (the 3xx) is returned instead.
+    /// - Throws: ``SyncError`` `.timeout` when no answer came in time, `.network` when the
+    ///   request or the answer's body failed; `CancellationError` when the task was cancelled.
     public func upload(_ request: UploadRequest) async throws -> UploadResponse {
         var outgoing = HTTPClientRequest(url: url.absoluteString)
         outgoing.method = .POST
