@@ -13,8 +13,8 @@ let package = Package(
     // Why these versions: Spool's locks and counters are the standard library's `Mutex` and
     // `Atomic` (the Synchronization module), which need macOS 15 / iOS 18. That is the only
     // reason. Lowering to iOS 16 (the floor of `Duration` and `Clock`, used throughout) means
-    // replacing them, in about twenty places, with `OSAllocatedUnfairLock` and swift-atomics;
-    // below iOS 16, replacing the clocks as well.
+    // replacing them (14 declarations in 9 files today) with `OSAllocatedUnfairLock` and
+    // swift-atomics; below iOS 16, replacing the clocks as well.
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .library(name: "Spool", targets: ["Spool"]),
@@ -111,8 +111,10 @@ let package = Package(
         .executableTarget(name: "SpoolFuzz", dependencies: ["SpoolFuzzInput"]),
         // What a fuzz input becomes and how it is read: shared by SpoolFuzz and FuzzCorpusTests.
         .target(name: "SpoolFuzzInput", dependencies: ["Spool", "CISAL"]),
-        // Tests that run the `spool` binary as real child processes (crash tests, CLI).
-        .testTarget(name: "SpoolCLITests", dependencies: ["Spool", "spool"]),
+        // The README's embedding example as a whole program (`swift run GettingStarted`).
+        .executableTarget(name: "GettingStarted", dependencies: ["Spool", "SpoolSync"], path: "Examples/GettingStarted"),
+        // Tests that run the `spool` binary (and GettingStarted) as real child processes (crash tests, CLI).
+        .testTarget(name: "SpoolCLITests", dependencies: ["Spool", "spool", "GettingStarted"]),
     ]
 )
 

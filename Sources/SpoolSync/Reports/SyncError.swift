@@ -54,6 +54,7 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
             }
         }
 
+        /// The code's name, spelt as its constant: `network`, `serverError`, `rejected`…
         public var description: String { kind.rawValue }
     }
 
@@ -88,6 +89,8 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         self.cause = cause
     }
 
+    /// `<code>: <message>`, then ` (HTTP <status>)` and ` [<cause>]` when there are; never
+    /// ``serverMessage``, which may echo records.
     public var description: String {
         var text = "\(code): \(message)"
         if let status { text += " (HTTP \(status))" }

@@ -1,6 +1,8 @@
 // AsyncHTTPClient is a dependency on Linux only (Package.swift): Apple platforms use
-// URLSessionUploader and link no SwiftNIO.
-#if canImport(AsyncHTTPClient)
+// URLSessionUploader and link no SwiftNIO. `os(Linux)`, the manifest's own condition, rather
+// than `canImport`: on a Mac, a build that includes the tests builds AsyncHTTPClient for
+// them, and `canImport` could then see it from SpoolSync, which does not link it.
+#if os(Linux)
 import AsyncHTTPClient
 import Foundation
 import NIOCore
@@ -54,6 +56,12 @@ public struct HTTPClientUploader: Uploader {
         self.client = client
     }
 
+    /// Posts `request.body` with its headers to ``url`` and returns the answer, whatever its
+    /// status, with at most the first 4 KiB of its body; `request.timeout` is given to
+    /// AsyncHTTPClient as the request's timeout. When a client of the caller's followed a
+    /// redirect that made the POST a GET, the first answer (the 3xx) is returned instead.
+    /// - Throws: ``SyncError`` `.timeout` when no answer came in time, `.network` when the
+    ///   request or the answer's body failed; `CancellationError` when the task was cancelled.
     public func upload(_ request: UploadRequest) async throws -> UploadResponse {
         var outgoing = HTTPClientRequest(url: url.absoluteString)
         outgoing.method = .POST

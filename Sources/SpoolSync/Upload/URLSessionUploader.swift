@@ -55,6 +55,12 @@ public struct URLSessionUploader: Uploader {
         self.reusesConnections = reusesConnections
     }
 
+    /// Posts `request.body` with its headers to ``url`` and returns the answer, whatever its
+    /// status (a redirect is not followed: the 3xx is the answer), with at most the first 4 KiB of
+    /// its body; `request.timeout` is the request's timeout interval. Cancelling the task cancels
+    /// the request.
+    /// - Throws: ``SyncError`` `.timeout` when no answer came in time, `.network` when the answer
+    ///   is not HTTP; URLSession's own error for any other failure.
     public func upload(_ request: UploadRequest) async throws -> UploadResponse {
         var urlRequest = URLRequest(url: url)
         urlRequest.httpMethod = "POST"

@@ -55,6 +55,7 @@ public struct BatchID: Sendable, Hashable, CustomStringConvertible {
         self.last = last
     }
 
+    /// `<log id>:<first>-<last>`, the `Spool-Batch` header's value.
     public var description: String { "\(log):\(first)-\(last)" }
 }
 

@@ -79,6 +79,13 @@ public final class DeadLetterLog: DeadLetterSink {
         return "\(base)/deadletter/\(consumer)"
     }
 
+    /// Appends each record's envelope (see ``DeadLetterLog``) at `synced` durability, opening
+    /// the dead-letter log first if needed; when it returns, every record is durable in it.
+    /// - Parameters:
+    ///   - records: the refused records, in seq order, as read from the log.
+    ///   - error: the refusal; only its HTTP status is stored (0 when there was none).
+    /// - Throws: `SpoolError` if the log cannot be opened or a record cannot be stored; the
+    ///   records appended before the failure stay.
     public func store(_ records: [Record], refusedWith error: SyncError) async throws {
         let log = try await open()
         let encoder = BatchEncoder(logID: sourceLog, encoding: .json)

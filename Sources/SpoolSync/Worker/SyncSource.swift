@@ -58,5 +58,6 @@ public protocol DeadLetterSink: Sendable {
 }
 
 extension DeadLetterSink {
+    /// Does nothing: a sink that holds nothing has nothing to release.
     public func shutdown() async {}
 }

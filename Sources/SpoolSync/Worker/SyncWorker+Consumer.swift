@@ -27,7 +27,7 @@ extension SyncWorker where C == ContinuousClock {
     /// A worker for a Spool consumer posting to `url` with the platform's default uploader:
     /// ``HTTPClientUploader`` on Linux, ``URLSessionUploader`` on Apple platforms.
     public init(consumer: Consumer, url: URL, configuration: SyncConfiguration = .init(), logger: Logger = Logger(label: "spool.sync")) throws(SyncError) {
-        #if canImport(AsyncHTTPClient)
+        #if os(Linux)  // as HTTPClientUploader.swift
         let uploader: any Uploader = HTTPClientUploader(url: url)
         #else
         let uploader: any Uploader = URLSessionUploader(url: url)
