@@ -11,7 +11,10 @@ struct DumpCommand: ParsableCommand {
             no terminal escape) are printed as base64: and their base64. Ranges \
             that cannot be read (corrupt, dropped, missing; expired too with --consumer) are reported on standard error, \
             and dump goes on past them: it exits 0 once it has read to the end. `spool verify` is the check \
-            (exit 1 on corruption).
+            (exit 1 on corruption). With --follow, dump waits at the end for new records and prints \
+            them as they are written (by `spool append` or an app, in another process), until \
+            interrupted or --limit records: what it prints is written, not yet durable, \
+            and a record that a writer is still writing is never printed half.
             """)
 
     @OptionGroup var log: LogDirectory
@@ -31,11 +34,17 @@ struct DumpCommand: ParsableCommand {
     @Option(help: "With --commit: records per batch.")
     var batch: Int = 50
 
+    @Flag(help: "Wait at the end for new records and print them as they are written, until interrupted.")
+    var follow = false
+
     func validate() throws {
         if from != nil && consumer != nil { throw ValidationError("give --from or --consumer, not both") }
         if commit && consumer == nil { throw ValidationError("--commit needs --consumer") }
         if batch < 1 { throw ValidationError("--batch must be at least 1") }
         if let limit, limit < 1 { throw ValidationError("--limit must be at least 1") }
+        if follow && commit {
+            throw ValidationError("--follow does not commit: committing from another process than the writer's is not built yet; use --follow --consumer NAME to start at its offset")
+        }
     }
 
     func run() throws {
@@ -45,6 +54,10 @@ struct DumpCommand: ParsableCommand {
             try LogDirectory.requireConsumer(consumer, in: eventLog.consumerNames)
             try consume(eventLog.consumer(named: consumer))
             try eventLog.close()
+            return
+        }
+        if follow {
+            try followLog()
             return
         }
         // Without --commit nothing is written: a snapshot, which repairs nothing.
@@ -83,6 +96,37 @@ struct DumpCommand: ParsableCommand {
             }
         }
         try Output.write(out)
+    }
+
+    /// Prints each batch the follower hands out as soon as it has it, for ever (or --limit).
+    private func followLog() throws {
+        var start = from
+        if let consumer {
+            let snapshot = try log.snapshot()
+            defer { snapshot.close() }
+            try LogDirectory.requireConsumer(consumer, in: snapshot.consumerNames)
+            start = snapshot.consumerOffsets[consumer]
+        }
+        let follower = try log.follower(from: start)
+        var printed = 0
+        var out = ""
+        while printed < (limit ?? Int.max) {
+            let items = try follower.nextBatch(maxCount: min(1024, (limit ?? Int.max) - printed))
+            if items.isEmpty { break }
+            for item in items {
+                switch item {
+                case .record(let record):
+                    out += "\(record.seq)\t\(printable(record.payload))\n"
+                    printed += 1
+                case .notice(let notice):
+                    try Output.write(out)
+                    out.removeAll(keepingCapacity: true)
+                    Output.error("# \(notice)")
+                }
+            }
+            try Output.write(out)
+            out.removeAll(keepingCapacity: true)
+        }
     }
 
     /// Reads the consumer's batches, prints each, then commits it durably: only once the

@@ -28,6 +28,12 @@ struct LogDirectory: ParsableArguments {
     /// Opens a read-only snapshot (what `verify`, `stat` and `dump` without `--commit` read):
     /// no file of the log changes (an empty LOCK is made if there is none); what a writing
     /// open would repair is said on standard error unless `reportingRecovery` is false.
+    /// A follower of the log from `seq` (the oldest stored record if nil); it writes nothing.
+    func follower(from seq: UInt64?) throws -> LogFollower {
+        try requireLog()
+        return try LogFollower(directory: directory, from: seq, configuration: withKeys(Configuration()), logger: commandLogger())
+    }
+
     func snapshot(reportingRecovery: Bool = true) throws -> LogSnapshot {
         try requireLog()
         let snapshot = try LogSnapshot(directory: directory, configuration: withKeys(Configuration()), logger: commandLogger())

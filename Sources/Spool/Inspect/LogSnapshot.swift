@@ -45,7 +45,7 @@ public final class LogSnapshot: Sendable {
     public let isLive: Bool
 
     let codec: LogCodec
-    private let segments: [SegmentInfo]
+    let segments: [SegmentInfo]
 
     /// Opens a snapshot of the log in `directory`.
     /// - Parameters:
@@ -67,9 +67,13 @@ public final class LogSnapshot: Sendable {
         }
         // Looked at before the files: a writer that opens after this look finds the files as
         // recovery left them, and this snapshot reads what was there (older, never wrong).
-        isLive = DirectoryLock.writerIsLive(directory: directory)
-        var recovered = try Self.recover(directory: directory, configuration: configuration, live: isLive, logger: logger)
-        if isLive {
+        var live = DirectoryLock.writerIsLive(directory: directory)
+        var recovered = try Self.recover(directory: directory, configuration: configuration, live: live, logger: logger)
+        // A writer that opened while the files were read may have begun a block: looked at
+        // again, so its first write is not reported as a torn tail.
+        if !live { live = DirectoryLock.writerIsLive(directory: directory) }
+        isLive = live
+        if live {
             // The writer's own: the tail of the active segment (a block it is writing, zeros it
             // preallocated) and the temporary file of an offset it is committing. Not damage.
             recovered.report.tornTail = nil
