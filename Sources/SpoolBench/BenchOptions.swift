@@ -32,10 +32,17 @@ public struct BenchOptions: Sendable {
     public var trickleEvents = 10_000
     public var trickleTrainAfter = 4_000
 
-    /// Scenario groups to run (`append`, `seal`, `drain`, `sync`, `open`, `memory`, `trickle`, or
+    /// Scenario groups to run (`append`, `seal`, `drain`, `sync`, `open`, `memory`, `trickle`, `follow`, or
     /// `synced`: only the synced appends of `append`; `sync-latency`: only the drains through a
     /// collector 0, 10 and 50 ms away, which `sync` includes); nil runs them all. For profiling one group. The default is nil.
     public var groups: Set<String>? = nil
+
+    /// Records appended one at a time (0.5 ms apart) per follow measurement. The default is 2,000.
+    public var followEvents = 2_000
+    /// The arguments that make this executable run ``runFollowProbe(directory:)`` (the log's
+    /// directory is appended), for the follow rows' other process; nil leaves them out.
+    /// `spool bench` and `compare` pass their hidden `--follow-probe`.
+    public var followProbeArguments: [String]? = nil
 
     public init() {}
 
@@ -55,6 +62,7 @@ public struct BenchOptions: Sendable {
         options.pipelineWindow = 256
         options.trickleEvents = 1_000
         options.trickleTrainAfter = 500
+        options.followEvents = 200
         return options
     }
 

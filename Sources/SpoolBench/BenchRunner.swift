@@ -50,6 +50,7 @@ public struct BenchRunner: Sendable {
         if options.runs("open") { rows += try await context.openRows() }
         if options.runs("memory") { rows += try await context.memoryRows() }
         if options.runs("trickle") { rows += try await context.trickleRows() }
+        if options.runs("follow") { rows += try await context.followRows() }
 
         let info = RunInfo(
             events: events.count, meanEventBytes: events.meanSize, directory: scratch.root,

@@ -19,18 +19,27 @@ struct BenchCommand: AsyncParsableCommand {
     var events: Int?
     @Option(help: "Also write the figures as JSON to this file.")
     var json: String?
-    @Option(name: .customLong("only"), help: "Run only these scenario groups (append, seal, drain, sync, open, memory, trickle; synced = only the synced appends; sync-latency = only the drains through a collector 0, 10 and 50 ms away); repeatable.")
+    @Option(name: .customLong("only"), help: "Run only these scenario groups (append, seal, drain, sync, open, memory, trickle, follow; synced = only the synced appends; sync-latency = only the drains through a collector 0, 10 and 50 ms away); repeatable.")
     var groups: [String] = []
 
     @Flag(help: "A run of seconds that touches every scenario.")
     var quick = false
+
+    /// The other process of the follow rows (``runFollowProbe(directory:)``).
+    @Option(help: .hidden)
+    var followProbe: String?
 
     func validate() throws {
         if let events, !(1...10_000_000).contains(events) { throw ValidationError("--events must be between 1 and 10,000,000 (the events are generated in memory)") }
     }
 
     func run() async throws {
+        if let followProbe {
+            try runFollowProbe(directory: followProbe)
+            return
+        }
         var options = quick ? BenchOptions.quick : BenchOptions()
+        options.followProbeArguments = ["bench", "--follow-probe"]
         options.directory = dir
         if let events { options.events = events }
         if !groups.isEmpty { options.groups = Set(groups) }

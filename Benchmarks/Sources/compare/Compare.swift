@@ -26,17 +26,26 @@ struct Compare: AsyncParsableCommand {
     var largeOpen = false
     @Option(help: "Events in the backlog whose peak memory is measured (e.g. 10000000).")
     var backlog: Int?
-    @Option(name: .customLong("only"), help: "Run only these scenario groups (append, seal, drain, sync, open, memory, trickle; synced = only the synced appends; sync-latency = only the drains through a collector 0, 10 and 50 ms away); repeatable.")
+    @Option(name: .customLong("only"), help: "Run only these scenario groups (append, seal, drain, sync, open, memory, trickle, follow; synced = only the synced appends; sync-latency = only the drains through a collector 0, 10 and 50 ms away); repeatable.")
     var groups: [String] = []
     @Option(name: .customLong("producers"), help: "Producers of the synced scenario (default 1, 16, 64); repeatable.")
     var producers: [Int] = []
+
+    /// The other process of the follow rows (``runFollowProbe(directory:)``).
+    @Option(help: .hidden)
+    var followProbe: String?
 
     func validate() throws {
         guard events > 0, seconds > 0, rounds > 0 else { throw ValidationError("--events, --seconds and --rounds must be positive") }
     }
 
     func run() async throws {
+        if let followProbe {
+            try runFollowProbe(directory: followProbe)
+            return
+        }
         var options = quick ? BenchOptions.quick : BenchOptions()
+        options.followProbeArguments = ["--follow-probe"]
         options.directory = dir
         if !quick {
             options.events = events
