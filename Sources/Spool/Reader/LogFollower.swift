@@ -51,8 +51,10 @@ public final class LogFollower: Sendable {
 
     /// Follows the log in `directory`, written by another process or by none yet.
     /// - Parameters:
+    ///   - directory: the log's directory; it must hold a log (a follower creates none).
     ///   - seq: the first seq to hand out; nil for the oldest stored record.
     ///   - configuration: only its `encryption` keys are used, to read encrypted blocks.
+    ///   - logger: where opening logs what recovery would repair, never payloads.
     /// - Throws: what ``LogSnapshot/init(directory:configuration:logger:)`` throws; `.io` if
     ///   the wake-up cannot be set up (file descriptors exhausted).
     public init(directory: String, from seq: UInt64? = nil, configuration: Configuration = Configuration(),
@@ -130,9 +132,11 @@ public final class LogFollower: Sendable {
 
     /// ``LogFollower/items``: reads in batches on the follower's queue.
     public struct Items: AsyncSequence, Sendable {
+        /// A record, or a notice for records that cannot be handed out (dropped, corrupt, missing).
         public typealias Element = ReadItem
         let follower: LogFollower
 
+        /// An iterator over the follower's items; iterate from one task at a time.
         public func makeAsyncIterator() -> Iterator { Iterator(follower: follower) }
 
         /// Hands out one batch's items, then waits for the next batch off the cooperative pool.
