@@ -5,7 +5,12 @@ import Spool
 struct CommitCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "commit",
-        abstract: "Commit a consumer's offset through a seq (durably).")
+        abstract: "Commit a consumer's offset through a seq (durably).",
+        discussion: """
+            Works beside a process that has the log open for writing (an app, `spool append`): \
+            the commit is then made as a committer of its own (the data through SEQ synced first), \
+            and the writer's retention honours it.
+            """)
 
     @OptionGroup var log: LogDirectory
 
@@ -19,6 +24,13 @@ struct CommitCommand: ParsableCommand {
     var through: UInt64
 
     func run() throws {
+        if log.hasLiveWriter {
+            let detached = try log.detachedConsumer(consumer, creating: create)
+            defer { detached.close() }
+            try detached.commit(through: through)
+            try Output.write("\(consumer): committed through \(through); next seq \(detached.committed)\n")
+            return
+        }
         let eventLog = try log.open()
         defer { try? eventLog.close() }
         if !eventLog.consumerNames.contains(consumer) {

@@ -19,7 +19,9 @@ struct CrashTestCommand: ParsableCommand {
             committed offset never passes what the collector acknowledged, and that the collector \
             holds, de-duplicated, exactly the stored records byte for byte (in order when \
             --sync-concurrency is 1); a last, unkilled sync must deliver everything. Each sync child \
-            gets --concurrency 1, 4 or adaptive at random unless --sync-concurrency says which. --corrupt damages a copy of the log after each \
+            gets --concurrency 1, 4 or adaptive at random unless --sync-concurrency says which. With \
+            --sidecar the sync child runs beside the appending child (`spool sync --sidecar`, never \
+            taking the writer's lock) and each is killed at its own random moment. --corrupt damages a copy of the log after each \
             round (bit flips, zeroed ranges, cut headers, garbage, empty and foreign files) and \
             checks that `spool dump` and `spool verify` never crash or hang, report exactly the \
             damaged seq range, and still read everything else.
@@ -46,12 +48,16 @@ struct CrashTestCommand: ParsableCommand {
     @Option(name: .customLong("sync-concurrency"), help: "With --with-sync: every sync child's --concurrency (default: 1, 4 or adaptive at random per child).")
     var syncConcurrency: String?
 
+    @Flag(help: "With --with-sync: run each sync child as a sidecar (spool sync --sidecar) beside the appending child, killed independently.")
+    var sidecar = false
+
     @Flag(help: "Also damage a copy of the log after each round and check how it reads.")
     var corrupt = false
 
     func validate() throws {
         guard rounds >= 1 else { throw ValidationError("--rounds must be at least 1") }
         guard ["written", "synced", "all"].contains(durability) else { throw ValidationError("--durability is written, synced or all") }
+        if sidecar && !withSync { throw ValidationError("--sidecar needs --with-sync") }
         if let syncConcurrency, ConcurrencySetting(argument: syncConcurrency) == nil {
             throw ValidationError("--sync-concurrency is a number or 'adaptive', not '\(syncConcurrency)'")
         }
@@ -63,7 +69,7 @@ struct CrashTestCommand: ParsableCommand {
         let levels: [Durability] = durability == "all" ? [.written, .synced] : [Durability(rawValue: durability)!]
         var passed = 0
         var failed = 0
-        let modes = (withSync ? ", with sync" : "") + (corrupt ? ", with corruption" : "")
+        let modes = (withSync ? (sidecar ? ", with a sidecar sync" : ", with sync") : "") + (corrupt ? ", with corruption" : "")
         try Output.write("crash-test: seed \(seed), \(rounds) rounds per level, levels \(levels.map(\.rawValue).joined(separator: ", "))\(modes)\n")
         if let dir { try claimScratchDirectory(dir, for: "crash-test") }
         for level in levels {
@@ -73,7 +79,7 @@ struct CrashTestCommand: ParsableCommand {
             try? FileManager.default.removeItem(atPath: directory)
             defer { if dir == nil { try? FileManager.default.removeItem(atPath: root) } }
             let tester = CrashTester(executable: executable, directory: directory, seed: seed, rounds: rounds,
-                                     durability: level, maxRunMillis: maxRunMs, withSync: withSync, syncConcurrency: syncConcurrency, corrupt: corrupt)
+                                     durability: level, maxRunMillis: maxRunMs, withSync: withSync, syncConcurrency: syncConcurrency, sidecar: sidecar, corrupt: corrupt)
             var reported = 0
             let failures = try tester.run { round, failures in
                 for failure in failures[reported...] { print(failure) }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Dispatch
 import Spool
 
 /// `spool dump DIR`: every record as `seq<TAB>payload`.
@@ -14,7 +15,9 @@ struct DumpCommand: ParsableCommand {
             (exit 1 on corruption). With --follow, dump waits at the end for new records and prints \
             them as they are written (by `spool append` or an app, in another process), until \
             interrupted or --limit records: what it prints is written, not yet durable, \
-            and a record that a writer is still writing is never printed half.
+            and a record that a writer is still writing is never printed half. --consumer --commit \
+            works beside a writing process too (as a committer of its own: the records it prints \
+            are made durable first).
             """)
 
     @OptionGroup var log: LogDirectory
@@ -34,7 +37,7 @@ struct DumpCommand: ParsableCommand {
     @Option(help: "With --commit: records per batch.")
     var batch: Int = 50
 
-    @Flag(help: "Wait at the end for new records and print them as they are written, until interrupted.")
+    @Flag(help: "Wait at the end for new records and print them as they are written, until interrupted (with --consumer --commit: committing each batch).")
     var follow = false
 
     func validate() throws {
@@ -42,17 +45,25 @@ struct DumpCommand: ParsableCommand {
         if commit && consumer == nil { throw ValidationError("--commit needs --consumer") }
         if batch < 1 { throw ValidationError("--batch must be at least 1") }
         if let limit, limit < 1 { throw ValidationError("--limit must be at least 1") }
-        if follow && commit {
-            throw ValidationError("--follow does not commit: committing from another process than the writer's is not built yet; use --follow --consumer NAME to start at its offset")
-        }
     }
 
     func run() throws {
+        if follow, commit, let consumer {
+            try followAndCommit(consumer)
+            return
+        }
+        if commit, let consumer, log.hasLiveWriter {
+            let detached = try log.detachedConsumer(consumer, creating: false)
+            defer { detached.close() }
+            try consume(read: { try detached.read(maxCount: $0) }, commit: { try detached.commit(through: $0) })
+            return
+        }
         if commit, let consumer {
             let eventLog = try log.open()
             defer { try? eventLog.close() }
             try LogDirectory.requireConsumer(consumer, in: eventLog.consumerNames)
-            try consume(eventLog.consumer(named: consumer))
+            let named = try eventLog.consumer(named: consumer)
+            try consume(read: { try named.read(maxCount: $0) }, commit: { try named.commit(through: $0) })
             try eventLog.close()
             return
         }
@@ -98,6 +109,25 @@ struct DumpCommand: ParsableCommand {
         try Output.write(out)
     }
 
+    /// `--follow --consumer NAME --commit`: the consumer's batches as they are written, each
+    /// committed once printed, as a committer beside the writer (it never takes the writer's
+    /// lock, so the writer may start while it runs); woken when the log's directory changes.
+    private func followAndCommit(_ consumer: String) throws {
+        let detached = try log.detachedConsumer(consumer, creating: false)
+        defer { detached.close() }
+        let written = DispatchSemaphore(value: 0)
+        let watch = try detached.watchWrites { _ in written.signal() }
+        defer { watch.cancel() }
+        try consume(read: { count in
+            while true {
+                let next = try detached.read(maxCount: count)
+                if !next.isEmpty { return next }
+                // Nothing new: wait for the log to change (a look every second besides).
+                _ = written.wait(timeout: .now() + 1)
+            }
+        }, commit: { try detached.commit(through: $0) })
+    }
+
     /// Prints each batch the follower hands out as soon as it has it, for ever (or --limit).
     private func followLog() throws {
         var start = from
@@ -132,17 +162,19 @@ struct DumpCommand: ParsableCommand {
     /// Reads the consumer's batches, prints each, then commits it durably: only once the
     /// output took it (and, for a file, made it durable), so a full disk never commits records
     /// that were not delivered.
-    private func consume(_ consumer: Consumer) throws {
+    /// `read` and `commit` are the consumer's: the writer's own (``Consumer``), or a committer
+    /// beside a writing process (``DetachedConsumer``).
+    private func consume(read: (Int) throws -> ConsumerBatch, commit: (UInt64) throws -> Void) throws {
         var printed = 0
         while printed < (limit ?? Int.max) {
-            let next = try consumer.read(maxCount: min(batch, (limit ?? Int.max) - printed))
+            let next = try read(min(batch, (limit ?? Int.max) - printed))
             if next.isEmpty { break }
             var out = ""
             for record in next.records { out += "\(record.seq)\t\(printable(record.payload))\n" }
             for notice in next.notices { Output.error("# \(notice)") }
             try Output.write(out)
             try Output.sync()
-            try consumer.commit(through: next.endSeq - 1)
+            try commit(next.endSeq - 1)
             try Output.write("# committed through \(next.endSeq - 1)\n")
             printed += next.records.count
         }

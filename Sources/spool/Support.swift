@@ -34,6 +34,26 @@ struct LogDirectory: ParsableArguments {
         return try LogFollower(directory: directory, from: seq, configuration: withKeys(Configuration()), logger: commandLogger())
     }
 
+    /// Whether another process has the log open for writing now (commands that commit then
+    /// work beside it as a ``DetachedConsumer`` instead of opening the log).
+    var hasLiveWriter: Bool { LogSnapshot.writerIsLive(directory: directory) }
+
+    /// The consumer `name` as a committer beside the writing process: it never takes the
+    /// writer's lock. A missing consumer is refused unless `creating`.
+    func detachedConsumer(_ name: String, creating: Bool) throws -> DetachedConsumer {
+        try requireLog()
+        if !creating {
+            let snapshot = try self.snapshot(reportingRecovery: false)
+            defer { snapshot.close() }
+            try Self.requireConsumer(name, in: snapshot.consumerNames)
+        }
+        return try DetachedConsumer(directory: directory, name: name, creating: creating, configuration: withKeys(Configuration()),
+                                    logger: commandLogger())
+    }
+
+    /// The configuration this command knows for the log: the keys of --key-file.
+    func knownConfiguration() throws -> Configuration { try withKeys(Configuration()) }
+
     func snapshot(reportingRecovery: Bool = true) throws -> LogSnapshot {
         try requireLog()
         let snapshot = try LogSnapshot(directory: directory, configuration: withKeys(Configuration()), logger: commandLogger())

@@ -14,7 +14,11 @@ struct SyncCommand: AsyncParsableCommand {
             --interval seconds, when --count records are pending, and at once for what a previous run \
             left. With --once it drains and exits: 0 when nothing is pending, 1 with the error when an \
             upload still fails after --retries retries (or a commit fails). Records the server refuses \
-            (4xx) go to the dead-letter log DIR/deadletter/CONSUMER, readable with `spool dump`.
+            (4xx) go to the dead-letter log DIR/deadletter/CONSUMER, readable with `spool dump`. \
+            Beside a process that has the log open for writing (an app, `spool append`), or always \
+            with --sidecar, it never opens the log for writing: it reads and commits the consumer \
+            as a committer of its own (records are synced before they are sent), and the writer's \
+            retention honours its offset; the writer may start, stop and crash meanwhile.
             """)
 
     @OptionGroup var log: LogDirectory
@@ -53,6 +57,9 @@ struct SyncCommand: AsyncParsableCommand {
 
     @Option(help: "Seconds before a request times out (default 30).")
     var timeout: Double?
+
+    @Flag(help: "Never open the log for writing, even when no other process has it open (run beside an app that appends).")
+    var sidecar = false
 
     @Flag(help: "Drain once and exit instead of running until interrupted.")
     var once = false
@@ -112,17 +119,37 @@ struct SyncCommand: AsyncParsableCommand {
         let logger = commandLogger("spool.sync")
         let directory = log.directory
         let logDirectory = log
-        let eventLog = try await offPool { try logDirectory.open() }
+        let consumerName = consumer
         let worker: SyncWorker<ContinuousClock>
-        do {
-            let consumerName = consumer
-            if !create { try LogDirectory.requireConsumer(consumerName, in: eventLog.consumerNames) }
-            worker = try SyncWorker(
-                consumer: try await offPool { try eventLog.consumer(named: consumerName) }, url: endpoint!.url,
-                configuration: try makeConfiguration(), logger: logger)
-        } catch {
-            try? await offPool { try eventLog.close() }
-            throw error
+        let close: @Sendable () async throws -> Void
+        if sidecar || log.hasLiveWriter {
+            let create = self.create
+            let detached = try await offPool { try logDirectory.detachedConsumer(consumerName, creating: create) }
+            do {
+                #if os(Linux)
+                let uploader: any Uploader = HTTPClientUploader(url: endpoint!.url)
+                #else
+                let uploader: any Uploader = URLSessionUploader(url: endpoint!.url)
+                #endif
+                worker = try SyncWorker(detached: detached, uploader: uploader, configuration: try makeConfiguration(),
+                                        logConfiguration: try log.knownConfiguration(), logger: logger)
+            } catch {
+                detached.close()
+                throw error
+            }
+            close = { detached.close() }
+        } else {
+            let eventLog = try await offPool { try logDirectory.open() }
+            do {
+                if !create { try LogDirectory.requireConsumer(consumerName, in: eventLog.consumerNames) }
+                worker = try SyncWorker(
+                    consumer: try await offPool { try eventLog.consumer(named: consumerName) }, url: endpoint!.url,
+                    configuration: try makeConfiguration(), logger: logger)
+            } catch {
+                try? await offPool { try eventLog.close() }
+                throw error
+            }
+            close = { try await offPool { try eventLog.close() } }
         }
         let failure: SyncError?
         if once {
@@ -138,7 +165,7 @@ struct SyncCommand: AsyncParsableCommand {
             failure = nil
         }
         await worker.stop()
-        try await offPool { try eventLog.close() }
+        try await close()
         if let failure {
             Output.error("spool sync: \(failure)")
             throw ExitCode(1)

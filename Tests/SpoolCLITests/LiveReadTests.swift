@@ -155,6 +155,41 @@ import Testing
         #expect(notices.isEmpty, "the follower reported: \(notices)")
     }
 
+    /// `spool dump --follow --consumer NAME --commit` beside a running appender: it prints the
+    /// consumer's records as they come, in order from its offset, commits each batch, and never
+    /// takes the writer's lock (the appender, started after it, opens and appends).
+    @Test func dumpFollowCommitCommitsWhatItPrintsBesideAWriterThatStartsAfterIt() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        #expect(try SpoolBinary.run(["append", dir], input: Data("first\n".utf8)).status == 0)
+        #expect(try SpoolBinary.run(["commit", dir, "--consumer", "c", "--through", "0", "--create"]).status == 0)
+        let follow = Process()
+        follow.executableURL = URL(fileURLWithPath: SpoolBinary.path)
+        follow.arguments = ["dump", dir, "--follow", "--consumer", "c", "--commit", "--batch", "40", "--limit", "600"]
+        let output = Pipe()
+        follow.standardOutput = output
+        follow.standardError = FileHandle.nullDevice
+        try follow.run()
+        let printed = Mutex(Data())
+        Thread.detachNewThread { while case let chunk = output.fileHandleForReading.availableData, !chunk.isEmpty { printed.withLock { $0.append(chunk) } } }
+        usleep(200_000)  // the follower waits for records before any writer runs
+        let appender = try Appender(directory: dir, id: 7, capped: false)
+        for _ in 0..<1_000 where follow.isRunning { usleep(10_000) }
+        #expect(!follow.isRunning, "dump --follow --commit did not reach --limit 600")
+        if follow.isRunning { follow.terminate() }
+        follow.waitUntilExit()
+        #expect(appender.process.isRunning, "the writer failed beside the committing follower")
+        _ = appender.kill()
+        #expect(follow.terminationStatus == 0)
+        let lines = String(decoding: printed.withLock { $0 }, as: UTF8.self).split(separator: "\n")
+        let records = lines.filter { !$0.hasPrefix("#") }
+        #expect(records.count == 600)
+        #expect(records.enumerated().allSatisfy { $0.element.hasPrefix("\($0.offset + 1)\tp7-\($0.offset)-") }, "seqs 1, 2, 3, ... holding p7-0, p7-1, ...")
+        #expect(lines.last == "# committed through 600")
+        let stat = try SpoolBinary.run(["stat", dir])
+        #expect(stat.stdout.contains("c  offset 601"), "\(stat.stdout)")
+    }
+
     func records(_ items: [ReadItem]) -> [Record] {
         items.compactMap { if case .record(let record) = $0 { record } else { nil } }
     }

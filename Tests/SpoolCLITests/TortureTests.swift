@@ -20,6 +20,13 @@ import Testing
         try crashTest(["--with-sync", "--sync-concurrency", "8", "--durability", "written"], rounds: Self.rounds ?? "6")
     }
 
+    /// A sidecar `spool sync --sidecar` beside each appending child, each killed at its own
+    /// moment, with 64 KiB segments so the appender's retention deletes what the sidecar
+    /// committed: nothing acknowledged is lost, nothing is deleted before the collector has it.
+    @Test func aSidecarSyncBesideTheAppenderKilledIndependently() throws {
+        try crashTest(["--with-sync", "--sidecar", "--durability", "written"], rounds: Self.rounds ?? "8")
+    }
+
     @Test func corruptionIsReportedAsItsRangeAndEverythingElseReads() throws {
         try crashTest(["--corrupt", "--durability", "written"], rounds: Self.rounds ?? "16")
     }

@@ -66,6 +66,9 @@ public final class Consumer: @unchecked Sendable {
     public let log: EventLog
     private let lock = NSLock()
     private let offsetFile: OffsetFile
+    /// This process's hold on the consumer (`consumers/<name>.lock`): a ``DetachedConsumer``
+    /// of the same name in another process gets `.locked`, and so would this one beside it.
+    private let committerLock: DirectoryLock
     /// Guarded by `lock`. Internal for tests.
     let cursor: LogCursor
     private let queue: DispatchQueue
@@ -82,8 +85,12 @@ public final class Consumer: @unchecked Sendable {
         self.name = name
         self.log = log
         let path = Consumers.path(of: name, logDirectory: log.directory)
-        let known = log.lock.withLock { log.state.consumerOffsets[name] }
-        if known == nil {
+        let folder = Consumers.directory(of: log.directory)
+        // The committer's lock first: a consumer that a committer in another process made
+        // (or holds) is never made again over its offset file.
+        try DirectoryIO.create(folder, permissions: log.configuration.directoryMode, insideLog: true)
+        committerLock = try DirectoryLock(consumer: name, logDirectory: log.directory, permissions: log.configuration.fileMode)
+        if !DirectoryIO.exists(path) {
             // Registered at the oldest stored record in the same step that reads it, before the
             // file is made (several fsyncs): retention run meanwhile by another consumer's
             // commit then keeps what this one starts at. Unregistered if the file cannot be
@@ -94,22 +101,35 @@ public final class Consumer: @unchecked Sendable {
                 return start
             }
             do {
-                try DirectoryIO.create(Consumers.directory(of: log.directory), permissions: log.configuration.directoryMode, insideLog: true)
-                try OffsetFile.create(path, directory: Consumers.directory(of: log.directory), nextSeq: start, permissions: log.configuration.fileMode)
+                try OffsetFile.create(path, directory: folder, nextSeq: start, permissions: log.configuration.fileMode)
             } catch {
                 log.lock.withLock { _ = log.state.consumerOffsets.removeValue(forKey: name) }
+                committerLock.release()
                 throw error
             }
         }
         guard let slot = try OffsetFile.read(path) else {
+            committerLock.release()
             throw SpoolError(.corrupt, "consumer \(name)'s offset file has no valid slot", path: path)
         }
-        offsetFile = try OffsetFile(path: path, slot: slot)
+        // Read after the lock is held: a committer in another process may have moved it.
+        log.lock.withLock { log.state.consumerOffsets[name] = slot.nextSeq }
+        do {
+            offsetFile = try OffsetFile(path: path, slot: slot)
+        } catch {
+            committerLock.release()
+            throw error
+        }
         committedSeq = slot.nextSeq
         durableSeq = slot.nextSeq
         cursor = LogCursor(log: log, from: slot.nextSeq, durableOnly: true)
         queue = DispatchQueue(label: "spool.consumer.\(name)")
     }
+
+    deinit { committerLock.release() }
+
+    /// Lets another committer take the consumer (the log is closing).
+    func releaseCommitterLock() { committerLock.release() }
 
     /// The committed offset: the seq of the next record to deliver.
     public var committed: UInt64 { lock.withLock { committedSeq } }

@@ -34,7 +34,7 @@ enum Consumers {
                 report.removedTemporaryFiles.append(Format.consumersDirectory + "/" + file)
                 continue
             }
-            guard file.hasSuffix(Format.offsetSuffix) else { continue }
+            guard file.hasSuffix(Format.offsetSuffix) else { continue }  // `<name>.lock` too
             let name = String(file.dropLast(Format.offsetSuffix.count))
             guard (try? validate(name)) != nil else { continue }
             let path = consumersDirectory + "/" + file
@@ -66,7 +66,13 @@ final class ConsumerCache: Sendable {
         }
     }
 
+    /// The names of the consumers this process has made (it commits their offsets itself).
+    var names: Set<String> { consumers.withLock { Set($0.keys) } }
+
     func closeAll() {
-        consumers.withLock { $0.removeAll() }
+        consumers.withLock { cache in
+            for consumer in cache.values { consumer.releaseCommitterLock() }
+            cache.removeAll()
+        }
     }
 }

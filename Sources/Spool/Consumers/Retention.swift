@@ -1,5 +1,7 @@
 extension EventLog {
-    /// Deletes the sealed segments every consumer has passed. Called after a commit.
+    /// Deletes the sealed segments every consumer has passed: the writer's own, and those that
+    /// committers in other processes committed (``readDetachedOffsets()``). Called after a
+    /// durable commit, and on the writer thread after a segment is sealed.
     /// A log with no consumer keeps everything (until a cap applies).
     ///
     /// The offsets that allow the deletion are durable before this runs (rule: persist the
@@ -10,6 +12,7 @@ extension EventLog {
     /// before it releases the directory lock, and none starts once `close()` is called: a new
     /// owner of the directory never has segments deleted under it.
     func applyRetention() throws {
+        readDetachedOffsets()
         let doomed: [SegmentInfo] = lock.withLock {
             guard !state.closeRequested, let floor = state.consumerOffsets.values.min(), state.segments.count > 1 else { return [] }
             var result = [SegmentInfo]()
@@ -30,6 +33,29 @@ extension EventLog {
             metrics.segmentsDeleted.increment(by: removed.count)
         }
         try deleteSegments(doomed, removed: &removed)
+    }
+
+    /// Reads the offsets that committers in other processes (``DetachedConsumer``, a sidecar
+    /// `spool sync`) wrote, so that retention and the cap's count of unread records use them:
+    /// a consumer this process has not made is read from its file, which only its committer
+    /// writes (and only with durable commits). A file that cannot be read keeps the offset
+    /// known before, and a new file joins at its offset: records are never deleted past what
+    /// its committer committed. Changes no file.
+    func readDetachedOffsets() {
+        let folder = Consumers.directory(of: directory)
+        guard DirectoryIO.exists(folder), let files = try? DirectoryIO.list(folder) else { return }
+        let inProcess = consumerCache.names
+        var read = [String: UInt64]()
+        for file in files where file.hasSuffix(Format.offsetSuffix) {
+            let name = String(file.dropLast(Format.offsetSuffix.count))
+            guard !inProcess.contains(name), (try? Consumers.validate(name)) != nil,
+                  let slot = (try? OffsetFile.read(folder + "/" + file)) ?? nil else { continue }
+            read[name] = slot.nextSeq
+        }
+        guard !read.isEmpty else { return }
+        lock.withLock {
+            for (name, seq) in read where !inProcess.contains(name) { state.consumerOffsets[name] = seq }
+        }
     }
 
     /// Under `dropOldest`, deletes the oldest sealed segments until the batch being written

@@ -11,6 +11,8 @@ enum Format {
     static let lockFileName = "LOCK"
     static let consumersDirectory = "consumers"
     static let offsetSuffix = ".offset"
+    /// `consumers/<name>.lock`: held by the one process that reads and commits the consumer.
+    static let consumerLockSuffix = ".lock"
     static let temporarySuffix = ".tmp"
     /// Appended to a segment file that does not fit the log's sequence when it is set aside (§6).
     static let misfitSuffix = ".misfit"

@@ -44,6 +44,10 @@ public final class LogSnapshot: Sendable {
     /// Whether a writer had the log open when the snapshot was taken.
     public let isLive: Bool
 
+    /// Whether a writer (an ``EventLog``, in any process) has the log in `directory` open now:
+    /// a shared `flock` on its `LOCK` file, tried and released at once. Creates nothing.
+    public static func writerIsLive(directory: String) -> Bool { DirectoryLock.writerIsLive(directory: directory) }
+
     let codec: LogCodec
     let segments: [SegmentInfo]
 

@@ -33,7 +33,7 @@ public final class EventLog: @unchecked Sendable {
     let metrics: LogMetrics
     private let directoryLock: DirectoryLock
     let writer: SegmentWriter
-    private let consumerCache = ConsumerCache()
+    let consumerCache = ConsumerCache()
     /// Dictionaries and keys, shared by the writer, readers and the training thread.
     let codec: LogCodec
 

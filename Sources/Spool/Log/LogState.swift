@@ -88,6 +88,8 @@ struct LogState {
     /// Commits' retention deleting segments right now (see `EventLog.applyRetention`):
     /// `close()` waits for them before it releases the directory lock.
     var retentionsInFlight = 0
+    /// A segment was sealed since retention last ran on the writer thread.
+    var retentionDue = false
     /// `close()` finished releasing the files and the directory lock (other callers of
     /// `close()` wait for it).
     var closeFinished = false

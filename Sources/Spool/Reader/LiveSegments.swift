@@ -26,6 +26,8 @@ final class LiveSegments: RecordSource {
         var end: UInt64
     }
     private let state: Mutex<State>
+    /// One refresh at a time: two at once could publish an older look after a newer one.
+    private let refreshing = Mutex(())
 
     /// Starts from what `snapshot` found: its segments, and the active segment's whole blocks.
     init(snapshot: LogSnapshot) {
@@ -49,6 +51,10 @@ final class LiveSegments: RecordSource {
     /// - Returns: whether anything readable changed (a segment came or went, blocks were added).
     @discardableResult
     func refresh() throws -> Bool {
+        try refreshing.withLock { _ in try refreshOnce() }
+    }
+
+    private func refreshOnce() throws -> Bool {
         let listed = try DirectoryIO.list(directory).compactMap(Format.baseSeq(ofSegmentNamed:)).sorted()
         var (segments, end) = state.withLock { ($0.segments, $0.end) }
         let before = (segments, end)

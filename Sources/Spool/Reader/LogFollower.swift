@@ -178,7 +178,7 @@ extension EventLog {
 /// How a follower waits: a pipe that ``signal()`` and ``stop()`` write to, and on Linux an
 /// inotify descriptor watching the log's directory (every change to a file in it: a write, a
 /// new segment, a deletion).
-private final class Wakeup: Sendable {
+final class Wakeup: Sendable {
     private let pipeRead: Int32
     private let pipeWrite: Int32
     private let inotify: Int32

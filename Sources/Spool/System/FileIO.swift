@@ -272,9 +272,23 @@ final class DirectoryLock: Sendable {
     /// Takes the exclusive lock, creating `LOCK` if needed. A lock held by another writer
     /// fails at once with `.locked`, after at most ``readerProbeGrace`` (the time a reader
     /// holds it to look).
-    init(directory: String, permissions: UInt16) throws {
-        path = directory + "/" + Format.lockFileName
-        // Non-blocking: a FIFO named LOCK must not make opening wait for a writer for ever.
+    convenience init(directory: String, permissions: UInt16) throws {
+        try self.init(file: directory + "/" + Format.lockFileName, permissions: permissions,
+                      whenHeld: SpoolError(.locked, "the log is open for writing elsewhere (in this process or another); close it there first", path: directory))
+    }
+
+    /// The lock of one consumer's committer (`consumers/<name>.lock`): one process at a time
+    /// reads and commits a consumer, whether it writes the log or not.
+    convenience init(consumer name: String, logDirectory: String, permissions: UInt16) throws {
+        try self.init(file: Consumers.directory(of: logDirectory) + "/" + name + Format.consumerLockSuffix, permissions: permissions,
+                      whenHeld: SpoolError(.locked, "consumer \(name) is in use by another committer (in this process or another); stop it there first", path: logDirectory))
+    }
+
+    /// Takes the exclusive lock on `path`, creating it if needed; `held` is thrown when another
+    /// holder keeps it past ``readerProbeGrace``.
+    private init(file path: String, permissions: UInt16, whenHeld held: SpoolError) throws {
+        self.path = path
+        // Non-blocking: a FIFO named like the lock must not make opening wait for a writer for ever.
         let fd = Self.openFile(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, permissions)
         guard fd >= 0 else {
             throw errno == ELOOP ? SpoolError.symbolicLink(path) : SpoolError.system("open lock file", path: path, Errno(rawValue: errno))
@@ -290,9 +304,7 @@ final class DirectoryLock: Sendable {
                 continue
             }
             close(fd)
-            if error == .wouldBlock {
-                throw SpoolError(.locked, "the log is open for writing elsewhere (in this process or another); close it there first", path: directory)
-            }
+            if error == .wouldBlock { throw held }
             throw SpoolError.system("flock", path: path, error)
         }
         self.fd = Mutex(fd)

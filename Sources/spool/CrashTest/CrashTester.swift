@@ -23,6 +23,9 @@ struct CrashTester {
     var withSync = false
     /// Their `--concurrency`, or nil for a random pick per child (see ``SyncRound``).
     var syncConcurrency: String?
+    /// Run each round's sync child as a sidecar (`spool sync --sidecar`) beside the appending
+    /// child, each killed at its own random moment, instead of after it.
+    var sidecar = false
     /// Also damage a copy of the log after each round and read it back.
     var corrupt = false
 
@@ -56,8 +59,9 @@ struct CrashTester {
         var committed: UInt64 = 0
         var syncKills = 0
         var appendArguments = ["append", directory, "--ack", "--durability", durability.rawValue]
-        // Small segments, so damage can hit sealed segments as well as the active one.
-        if corrupt { appendArguments += ["--segment-size", "\(64 * 1024)"] }
+        // Small segments, so damage can hit sealed segments as well as the active one, and a
+        // sidecar's commits let the appender's retention delete segments while both run.
+        if corrupt || sidecar { appendArguments += ["--segment-size", "\(64 * 1024)"] }
         for round in 0..<self.rounds {
             let base = try withTesterLog(directory) { $0.nextSeq }
             let child = ChildProcess(executable: executable, arguments: appendArguments)
@@ -70,9 +74,21 @@ struct CrashTester {
             let startedAt = Date()
             var deadline: Date?
             var sent = [[UInt8]]()
+            // With `sidecar`: a sync child beside the appender, started once the log exists and
+            // killed at a moment of its own (before, with or after the appender's).
+            var sidecarChild: ChildProcess?
+            var sidecarKill: Date?
             while deadline.map({ Date() < $0 }) ?? true {
                 if deadline == nil, child.lineCount > 0 || Date().timeIntervalSince(startedAt) > 5 {
                     deadline = Date().addingTimeInterval(killAfter)
+                    if sidecar, let sync {
+                        sidecarChild = try sync.startSidecar(executable: executable, directory: directory, generator: &generator)
+                        sidecarKill = Date().addingTimeInterval(Double(generator.next() % UInt64(2 * maxRunMillis)) / 1000)
+                    }
+                }
+                if let kill = sidecarKill, Date() >= kill, let running = sidecarChild {
+                    running.kill()
+                    sidecarKill = nil
                 }
                 var chunk = Data()
                 for _ in 0..<Int(1 + generator.next() % 64) {
@@ -85,6 +101,12 @@ struct CrashTester {
             }
             child.kill()
             let (_, reason, lines) = child.finish()
+            var sidecarProblems = [String]()
+            if let running = sidecarChild {
+                running.kill()
+                let (status, reason, _) = running.finish()
+                if reason == .uncaughtSignal { syncKills += 1 } else { sidecarProblems.append("spool sync --sidecar exited with status \(status) before it was killed") }
+            }
             rounds.append((base, sent))
             var roundFailures = [String]()
             if reason != .uncaughtSignal { roundFailures.append("the child exited by itself before it was killed") }
@@ -96,13 +118,17 @@ struct CrashTester {
             let (problems, stored) = try check(rounds: rounds, acknowledged: acknowledged)
             roundFailures += problems
             if let sync {
-                let (problems, killed) = try sync.run(executable: executable, directory: directory, generator: &generator,
-                                                      maxRunMillis: maxRunMillis, kill: true)
-                roundFailures += problems.map { "sync: \($0)" }
-                if killed { syncKills += 1 }
+                if sidecar {
+                    roundFailures += sidecarProblems.map { "sync: \($0)" }
+                } else {
+                    let (problems, killed) = try sync.run(executable: executable, directory: directory, generator: &generator,
+                                                          maxRunMillis: maxRunMillis, kill: true)
+                    roundFailures += problems.map { "sync: \($0)" }
+                    if killed { syncKills += 1 }
+                }
                 roundFailures += try withTesterLog(directory) {
                     try sync.check(log: $0, appended: { Self.appended($0, rounds: rounds) }, stored: stored,
-                                   previousCommitted: &committed, drained: false)
+                                   acknowledged: acknowledged, previousCommitted: &committed, drained: false)
                 }.map { "sync: \($0)" }
             }
             if corrupt {
@@ -122,7 +148,7 @@ struct CrashTester {
             let stored = try check(rounds: rounds, acknowledged: acknowledged).stored
             problems += try withTesterLog(directory) {
                 try sync.check(log: $0, appended: { Self.appended($0, rounds: rounds) }, stored: stored,
-                               previousCommitted: &committed, drained: true)
+                               acknowledged: acknowledged, previousCommitted: &committed, drained: true)
             }
             failures += problems.map { Failure(round: self.rounds, seed: seed, message: "final sync: \($0)") }
             print(sync.summary(killed: syncKills, rounds: self.rounds))

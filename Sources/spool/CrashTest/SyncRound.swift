@@ -60,6 +60,18 @@ struct SyncRound {
         return ([], reason == .uncaughtSignal)
     }
 
+    /// Starts `spool sync --sidecar` on consumer `up`, beside a running appender: it sends as
+    /// records are written (a flush every 10 records or 50 ms) until it is killed.
+    func startSidecar(executable: String, directory: String, generator: inout SplitMix64) throws -> ChildProcess {
+        let arguments = ["sync", directory, "--sidecar", "--url", url, "--consumer", "up", "--create",
+                         "--batch-count", "\(1 + generator.next() % 120)", "--count", "10", "--interval", "0.05",
+                         "--concurrency", concurrency ?? ["1", "4", "adaptive"][Int(generator.next() % 3)]]
+        let child = ChildProcess(executable: executable, arguments: arguments)
+        try child.start()
+        child.closeInput()
+        return child
+    }
+
     /// One line on what the collector saw, so a run shows that kills landed mid-upload.
     func summary(killed: Int, rounds: Int) -> String {
         let stats = collector.stats
@@ -72,8 +84,10 @@ struct SyncRound {
     /// collector has not acknowledged. With `drained`, the collector holds every stored record.
     /// `appended` gives the line sent for a seq; `stored` what the log holds now (retention
     /// deletes segments once `up` has passed them, so the collector may hold more).
-    func check(log: EventLog, appended: (UInt64) -> [UInt8]?, stored: [UInt64: [UInt8]], previousCommitted: inout UInt64,
-               drained: Bool) throws -> [String] {
+    /// Every `acknowledged` record that retention deleted (below the log's first seq) must be
+    /// at the collector: retention never deletes what consumer `up` has not committed.
+    func check(log: EventLog, appended: (UInt64) -> [UInt8]?, stored: [UInt64: [UInt8]], acknowledged: Set<UInt64>,
+               previousCommitted: inout UInt64, drained: Bool) throws -> [String] {
         var problems = [String]()
         let committed = log.consumerNames.contains("up") ? try log.consumer(named: "up").committed : log.firstSeq
         if committed < previousCommitted { problems.append("the committed offset went back from \(previousCommitted) to \(committed)") }
@@ -98,6 +112,11 @@ struct SyncRound {
             problems.append(drained
                 ? "after a full drain the collector lacks seq \(seq)"
                 : "the committed offset \(committed) passes seq \(seq), which the collector never acknowledged")
+            if problems.count > 20 { break }
+        }
+        let firstSeq = log.firstSeq
+        for seq in acknowledged where seq < firstSeq && !receivedSeqs.contains(seq) {
+            problems.append("retention deleted acknowledged record \(seq), which the collector never received")
             if problems.count > 20 { break }
         }
         if drained, committed != log.nextSeq { problems.append("after a full drain the offset is \(committed), not \(log.nextSeq)") }

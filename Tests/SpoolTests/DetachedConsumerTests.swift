@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+@testable import Spool
+
+/// `DetachedConsumer` (issue #19, consumers in another process): it reads and commits beside
+/// an open writer, one committer per consumer, and the writer's retention honours its offset
+/// and never rewrites it. The writer here is an `EventLog` in this process, holding the log's
+/// lock as another process's would; the consumer never touches that lock.
+@Suite struct DetachedConsumerTests {
+    func noise(_ i: Int) -> String {
+        var random = SplitMix64(seed: UInt64(i))
+        return (0..<6).map { _ in String(random.next(), radix: 16) }.joined()
+    }
+
+    func segmentBases(_ dir: TemporaryDirectory) throws -> [UInt64] {
+        try FileManager.default.contentsOfDirectory(atPath: dir.path).compactMap(Format.baseSeq(ofSegmentNamed:)).sorted()
+    }
+
+    @Test func itReadsAndCommitsBesideAnOpenWriterAndRetentionKeepsWhatItHasNotCommitted() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let log = try EventLog.open(directory: dir.path, configuration: smallConfiguration(blockSize: 1024, segmentSize: 64 * 1024))
+        defer { try? log.close() }
+        for i in 0..<500 { _ = try log.append("a \(i) " + noise(i)) }
+        try log.syncBlocking()
+        let sidecar = try DetachedConsumer(directory: dir.path, name: "sidecar", creating: true)
+        defer { sidecar.close() }
+        #expect(sidecar.committed == 0)
+
+        // Many segments roll while the sidecar has committed nothing: retention (run by the
+        // writer after each roll, reading the sidecar's offset file) deletes none of them.
+        for i in 500..<6_000 { _ = try log.append("a \(i) " + noise(i)) }
+        try log.syncBlocking()
+        #expect(try segmentBases(dir).first == 0, "retention deleted records the sidecar had not committed")
+        #expect(try segmentBases(dir).count > 3)
+
+        var seen = [UInt64]()
+        while seen.count < 3_000 {
+            let batch = try sidecar.read(maxCount: 500)
+            #expect(batch.notices.isEmpty)
+            seen += batch.records.map(\.seq)
+            try sidecar.commit(through: batch.endSeq - 1)
+        }
+        #expect(seen == Array(0..<3_000))
+        // The next roll lets the writer delete what every consumer (the sidecar) has passed,
+        // and nothing past it.
+        for i in 6_000..<9_000 { _ = try log.append("a \(i) " + noise(i)) }
+        try log.syncBlocking()
+        // Retention runs on the writer thread after the roll; the bound only keeps a broken
+        // build from hanging.
+        for _ in 0..<500 where try segmentBases(dir).first == 0 { usleep(10_000) }
+        let bases = try segmentBases(dir)
+        #expect(bases.first! > 0, "retention ran after the sidecar's commit and a roll")
+        #expect(bases.first! <= 3_000, "a segment holding records past the sidecar's offset was deleted: \(bases)")
+        #expect(log.firstSeq <= 3_000)
+        // The writer never writes the sidecar's offset: it is what the sidecar committed.
+        let offset = try #require(try OffsetFile.read(Consumers.path(of: "sidecar", logDirectory: dir.path)))
+        #expect(offset.nextSeq == 3_000)
+    }
+
+    @Test func oneCommitterPerConsumerInAnyProcessOrRole() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let log = try EventLog.open(directory: dir.path)
+        _ = try log.append("x")
+        try log.syncBlocking()
+        let first = try DetachedConsumer(directory: dir.path, name: "c", creating: true)
+        #expect { try DetachedConsumer(directory: dir.path, name: "c") } throws: { ($0 as? SpoolError)?.code == .locked && "\($0)".contains("consumer c") }
+        #expect { try log.consumer(named: "c") } throws: { ($0 as? SpoolError)?.code == .locked }
+        #expect { try DetachedConsumer(directory: dir.path, name: "missing") } throws: { ($0 as? SpoolError)?.code == .invalidArgument }
+        try first.commit(through: 0)
+        first.close()
+        #expect { try first.read() } throws: { ($0 as? SpoolError)?.code == .closed }
+        // Released: the writer's own consumer takes it, at the sidecar's offset.
+        let own = try log.consumer(named: "c")
+        #expect(own.committed == 1)
+        #expect { try DetachedConsumer(directory: dir.path, name: "c") } throws: { ($0 as? SpoolError)?.code == .locked }
+        try log.close()
+        // The writer closed: its hold on the consumer went with it.
+        let again = try DetachedConsumer(directory: dir.path, name: "c")
+        #expect(again.committed == 1)
+        again.close()
+    }
+
+    @Test func aCommitPastWhatIsWrittenIsRefusedAndTheOffsetSurvivesAWriterRestart() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        var log = try EventLog.open(directory: dir.path)
+        for i in 0..<10 { _ = try log.append("r\(i)") }
+        try log.syncBlocking()
+        let sidecar = try DetachedConsumer(directory: dir.path, name: "s", creating: true)
+        defer { sidecar.close() }
+        #expect { try sidecar.commit(through: 10) } throws: { ($0 as? SpoolError)?.code == .invalidCommit }
+        // Written by the writer but never read by the sidecar: the commit syncs it first.
+        try sidecar.commit(through: 4)
+        #expect { try sidecar.commit(through: 2) } throws: { ($0 as? SpoolError)?.code == .invalidCommit }
+        try log.close()
+        log = try EventLog.open(directory: dir.path)
+        defer { try? log.close() }
+        #expect(try OffsetFile.read(Consumers.path(of: "s", logDirectory: dir.path))?.nextSeq == 5)
+        _ = try log.append("r10")
+        try log.syncBlocking()
+        // The sidecar reads on from its offset, across the writer's restart.
+        let batch = try sidecar.read(maxCount: 100)
+        #expect(batch.records.map { String(decoding: $0.payload, as: UTF8.self) } == (5...10).map { "r\($0)" })
+    }
+}
