@@ -44,8 +44,17 @@ final class LiveSegments: RecordSource {
     /// Nil: a writer that resumes past a gap starts a segment there, which reads as *missing*.
     var resumedSeq: UInt64? { nil }
 
-    /// True: the writer's retention and cap delete segments while a follower reads.
-    var segmentsMayBeDeleted: Bool { true }
+    /// As a snapshot decides it (``LogSnapshot``): the writer deletes oldest first.
+    func wasDeletedByWriter(_ segment: SegmentInfo) -> Bool { Self.isDeletedPrefix(segment, directory: directory) }
+
+    /// Whether `segment` is gone with every segment before it while later ones remain, or the
+    /// directory cannot say: how retention and the cap delete (oldest first, never from the
+    /// middle). A segment gone from the middle was removed outside Spool.
+    static func isDeletedPrefix(_ segment: SegmentInfo, directory: String) -> Bool {
+        guard let names = try? DirectoryIO.list(directory) else { return true }
+        let bases = names.compactMap(Format.baseSeq(ofSegmentNamed:))
+        return !bases.contains { $0 < segment.baseSeq }
+    }
 
     /// Looks at the directory and the active segment again.
     /// - Returns: whether anything readable changed (a segment came or went, blocks were added).

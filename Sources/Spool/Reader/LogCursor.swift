@@ -14,9 +14,9 @@ protocol RecordSource: AnyObject, Sendable {
     /// *missing*. Nil when there is no such gap, or when a writing open already started a
     /// segment at the resumed seq (the gap then reads between segments).
     var resumedSeq: UInt64? { get }
-    /// Whether a writer may delete listed segments while this source is read (a snapshot of a
-    /// live log): a segment that is gone was then deleted by retention or the cap.
-    var segmentsMayBeDeleted: Bool { get }
+    /// Whether `segment`, listed and now gone, was deleted by a writer (retention or the cap)
+    /// while this source was read, rather than removed outside Spool.
+    func wasDeletedByWriter(_ segment: SegmentInfo) -> Bool
 }
 
 /// Reads records in seq order across segments, from any seq, verifying every block's checksum
@@ -110,7 +110,7 @@ final class LogCursor {
                     // outside Spool: its records are missing (looking again would never end).
                     let segments = log.readableSegments(durableOnly: durableOnly).segments
                     guard segments.contains(where: { $0.baseSeq == info.baseSeq }) else { continue }
-                    if log.segmentsMayBeDeleted {
+                    if log.wasDeletedByWriter(info) {
                         return .notice(skip(to: segmentEnd, kind: .dropped,
                                             detail: "\(info.name) was deleted by the writer (retention or the cap) while this snapshot read"))
                     }

@@ -37,7 +37,7 @@ extension EventLog: RecordSource {
     var resumedSeq: UInt64? { nil }
 
     /// False: retention forgets a segment (under the lock) before it unlinks it.
-    var segmentsMayBeDeleted: Bool { false }
+    func wasDeletedByWriter(_ segment: SegmentInfo) -> Bool { false }
 
     /// A reader positioned at `seq` (the oldest stored record if nil).
     public func reader(from seq: UInt64? = nil) -> LogReader {
