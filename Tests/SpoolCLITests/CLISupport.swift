@@ -1,4 +1,6 @@
 import Foundation
+import Spool
+import Synchronization
 
 /// Runs the `spool` binary built next to the test bundle, with optional standard input.
 struct SpoolBinary {
@@ -77,4 +79,64 @@ final class DataBox: @unchecked Sendable {
     private var data = Data()
     func set(_ value: Data) { lock.withLock { data = value } }
     func get() -> Data { lock.withLock { data } }
+}
+
+/// A `spool append` child (64 KiB segments) fed 50 lines `p<process>-<n>-<padding>` every
+/// 5 ms by a thread of its own, until it is killed; what it prints (with `ack`, the seqs it
+/// acknowledged) is collected.
+final class AppenderChild: @unchecked Sendable {
+    let process = Process()
+    private let input = Pipe()
+    private let output = Pipe()
+    private let stop = Mutex(false)
+    private let printed = Mutex(Data())
+
+    /// - Parameters:
+    ///   - capped: with a 256 KiB cap, so the cap deletes segments.
+    ///   - noisy: pad with hex digits instead of x's (they compress little, so the log rolls
+    ///     and reaches its cap within a second or two).
+    ///   - ack: `--ack`, so ``stdout`` holds the acknowledged seqs.
+    init(directory: String, id: Int, capped: Bool = true, noisy: Bool = false, ack: Bool = false) throws {
+        process.executableURL = URL(fileURLWithPath: SpoolBinary.path)
+        process.arguments = ["append", directory, "--durability", "written", "--segment-size", "\(64 * 1024)"]
+            + (capped ? ["--max-bytes", "\(256 * 1024)"] : []) + (ack ? ["--ack"] : [])
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let reader = output.fileHandleForReading
+        Thread.detachNewThread { [self] in
+            while case let chunk = reader.availableData, !chunk.isEmpty { self.printed.withLock { $0.append(chunk) } }
+        }
+        let writer = input.fileHandleForWriting
+        Thread.detachNewThread { [self] in
+            var n = 0
+            while !self.stop.withLock({ $0 }) {
+                var chunk = ""
+                for _ in 0..<50 {
+                    let count = 40 + n % 200
+                    var random = SplitMix64(seed: UInt64(n))
+                    let padding = noisy ? String((0..<(count / 16 + 1)).map { _ in String(format: "%016llx", random.next()) }.joined().prefix(count))
+                                        : String(repeating: "x", count: count)
+                    chunk += "p\(id)-\(n)-" + padding + "\n"
+                    n += 1
+                }
+                do { try writer.write(contentsOf: Data(chunk.utf8)) } catch { return }
+                usleep(5_000)
+            }
+        }
+    }
+
+    /// SIGKILL, as a crash. Returns SIGKILL, or the exit status if it had ended by itself.
+    @discardableResult
+    func kill() -> Int32 {
+        stop.withLock { $0 = true }
+        Foundation.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        try? input.fileHandleForWriting.close()
+        return process.terminationReason == .uncaughtSignal ? SIGKILL : process.terminationStatus
+    }
+
+    /// What it printed so far.
+    var stdout: String { String(decoding: printed.withLock { $0 }, as: UTF8.self) }
 }

@@ -10,52 +10,7 @@ import Testing
 /// never report the live tail as corruption, and never show a record other than the one
 /// appended at its seq; the appender never fails to open or append because of them.
 @Suite struct LiveReadTests {
-    /// A `spool append` child fed 50 lines `p<process>-<n>-<padding>` every 5 ms.
-    final class Appender: @unchecked Sendable {
-        let process = Process()
-        private let input = Pipe()
-        private let stop = Mutex(false)
-
-        /// - Parameter capped: with a 256 KiB cap, so retention deletes segments.
-        /// - Parameter noisy: pad with hex digits instead of x's (they compress little, so the
-        ///   log rolls and reaches its cap within a second or two).
-        init(directory: String, id: Int, capped: Bool = true, noisy: Bool = false) throws {
-            process.executableURL = URL(fileURLWithPath: SpoolBinary.path)
-            // Small segments and a cap: the log rolls and retention deletes segments under the readers.
-            process.arguments = ["append", directory, "--durability", "written", "--segment-size", "\(64 * 1024)"]
-                + (capped ? ["--max-bytes", "\(256 * 1024)"] : [])
-            process.standardInput = input
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            let writer = input.fileHandleForWriting
-            Thread.detachNewThread { [self] in
-                var n = 0
-                while !self.stop.withLock({ $0 }) {
-                    var chunk = ""
-                    for _ in 0..<50 {
-                        let count = 40 + n % 200
-                        var random = SplitMix64(seed: UInt64(n))
-                        let padding = noisy ? String((0..<(count / 16 + 1)).map { _ in String(format: "%016llx", random.next()) }.joined().prefix(count))
-                                            : String(repeating: "x", count: count)
-                        chunk += "p\(id)-\(n)-" + padding + "\n"
-                        n += 1
-                    }
-                    do { try writer.write(contentsOf: Data(chunk.utf8)) } catch { return }
-                    usleep(5_000)
-                }
-            }
-        }
-
-        /// SIGKILL, as a crash.
-        func kill() -> Int32 {
-            stop.withLock { $0 = true }
-            Foundation.kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            try? input.fileHandleForWriting.close()
-            return process.terminationReason == .uncaughtSignal ? SIGKILL : process.terminationStatus
-        }
-    }
+    typealias Appender = AppenderChild
 
     /// `p<process>-<n>` of a dumped line, checked against the line format.
     static func identity(of payload: Substring) -> (process: Int, n: Int)? {

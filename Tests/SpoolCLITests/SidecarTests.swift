@@ -10,50 +10,23 @@ import Testing
 /// never deletes what the sidecar had not committed (a record deleted unread could never reach
 /// the collector).
 @Suite struct SidecarTests {
-    /// A child process whose standard output is collected on a thread of its own.
+    /// A `spool sync` child whose standard output is collected on a thread of its own.
     final class Child: @unchecked Sendable {
         let process = Process()
-        let input = Pipe()
-        private let output = Pipe()
-        private let printed = Mutex(Data())
-        private let stop = Mutex(false)
 
-        init(_ arguments: [String], feeding id: Int? = nil) throws {
+        init(_ arguments: [String]) throws {
             process.executableURL = URL(fileURLWithPath: SpoolBinary.path)
             process.arguments = arguments
-            process.standardInput = id == nil ? FileHandle.nullDevice : input
-            process.standardOutput = output
+            process.standardInput = FileHandle.nullDevice
+            process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
-            let reader = output.fileHandleForReading
-            Thread.detachNewThread { [self] in
-                while case let chunk = reader.availableData, !chunk.isEmpty { self.printed.withLock { $0.append(chunk) } }
-            }
-            guard let id else { return }
-            let writer = input.fileHandleForWriting
-            Thread.detachNewThread { [self] in
-                var n = 0
-                while !self.stop.withLock({ $0 }) {
-                    var chunk = ""
-                    for _ in 0..<20 {
-                        var random = SplitMix64(seed: UInt64(id << 32 | n))  // compresses little: segments roll
-                        chunk += "p\(id)-\(n)-" + (0..<4).map { _ in String(random.next(), radix: 16) }.joined() + "\n"
-                        n += 1
-                    }
-                    do { try writer.write(contentsOf: Data(chunk.utf8)) } catch { return }
-                    usleep(4_000)
-                }
-            }
         }
 
         func kill() {
-            stop.withLock { $0 = true }
             Foundation.kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
-            try? input.fileHandleForWriting.close()
         }
-
-        var stdout: String { String(decoding: printed.withLock { $0 }, as: UTF8.self) }
     }
 
     /// The collector's `--out` lines as seq → data.
@@ -99,11 +72,10 @@ import Testing
         let port = try #require(first.split(separator: ":").last.flatMap { Int($0.prefix { $0.isNumber }) }, "\(first)")
         let url = "http://127.0.0.1:\(port)/batch"
 
-        let appendArguments = ["append", dir, "--durability", "written", "--ack", "--segment-size", "\(64 * 1024)"]
         let syncArguments = ["sync", dir, "--sidecar", "--url", url, "--interval", "0.2", "--count", "20", "--batch-count", "50", "--create"]
         var acknowledged = Set<UInt64>()
         var appenderID = 0
-        var appender = try Child(appendArguments, feeding: appenderID)
+        var appender = try AppenderChild(directory: dir, id: appenderID, capped: false, noisy: true, ack: true)
         for _ in 0..<500 where !FileManager.default.fileExists(atPath: dir + "/META") { usleep(10_000) }
         var sidecar = try Child(syncArguments)
         var random = SplitMix64(seed: UInt64(Date().timeIntervalSince1970))
@@ -115,7 +87,7 @@ import Testing
                 acknowledged.formUnion(appender.stdout.split(separator: "\n").compactMap { UInt64($0) })
                 appenderKills += 1
                 appenderID += 1
-                appender = try Child(appendArguments, feeding: appenderID)
+                appender = try AppenderChild(directory: dir, id: appenderID, capped: false, noisy: true, ack: true)
             }
             if random.next() % 2 == 0 {
                 sidecar.kill()
