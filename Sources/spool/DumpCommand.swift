@@ -80,33 +80,19 @@ struct DumpCommand: ParsableCommand {
             start = snapshot.consumerOffsets[consumer]
         }
         let reader = snapshot.reader(from: start)
-        var printed = 0
-        var out = ""
-        // A read that fails (a later segment of a newer version, a missing key) must not take
-        // the records already read with it: they are printed before the error.
-        func next() throws -> ReadItem? {
-            do { return try reader.next() } catch {
-                try Output.write(out)
-                out.removeAll()
+        var printer = Printer()
+        while printer.printed < (limit ?? Int.max) {
+            let item: ReadItem?
+            do { item = try reader.next() } catch {
+                // A read that fails (a later segment of a newer version, a missing key) must not
+                // take the records already read with it: they are printed before the error.
+                try printer.flush()
                 throw error
             }
+            guard let item else { break }
+            try printer.print(item)
         }
-        while printed < (limit ?? Int.max), let item = try next() {
-            switch item {
-            case .record(let record):
-                out += "\(record.seq)\t\(printable(record.payload))\n"
-                printed += 1
-                if out.utf8.count > 64 * 1024 {
-                    try Output.write(out)
-                    out.removeAll(keepingCapacity: true)
-                }
-            case .notice(let notice):
-                try Output.write(out)
-                out.removeAll(keepingCapacity: true)
-                Output.error("# \(notice)")
-            }
-        }
-        try Output.write(out)
+        try printer.flush()
     }
 
     /// `--follow --consumer NAME --commit`: the consumer's batches as they are written, each
@@ -138,24 +124,12 @@ struct DumpCommand: ParsableCommand {
             start = snapshot.consumerOffsets[consumer]
         }
         let follower = try log.follower(from: start)
-        var printed = 0
-        var out = ""
-        while printed < (limit ?? Int.max) {
-            let items = try follower.nextBatch(maxCount: min(1024, (limit ?? Int.max) - printed))
+        var printer = Printer()
+        while printer.printed < (limit ?? Int.max) {
+            let items = try follower.nextBatch(maxCount: min(1024, (limit ?? Int.max) - printer.printed))
             if items.isEmpty { break }
-            for item in items {
-                switch item {
-                case .record(let record):
-                    out += "\(record.seq)\t\(printable(record.payload))\n"
-                    printed += 1
-                case .notice(let notice):
-                    try Output.write(out)
-                    out.removeAll(keepingCapacity: true)
-                    Output.error("# \(notice)")
-                }
-            }
-            try Output.write(out)
-            out.removeAll(keepingCapacity: true)
+            for item in items { try printer.print(item) }
+            try printer.flush()  // before the next wait: a follower prints what it has at once
         }
     }
 
@@ -170,7 +144,7 @@ struct DumpCommand: ParsableCommand {
             let next = try read(min(batch, (limit ?? Int.max) - printed))
             if next.isEmpty { break }
             var out = ""
-            for record in next.records { out += "\(record.seq)\t\(printable(record.payload))\n" }
+            for record in next.records { out += Printer.line(record) }
             for notice in next.notices { Output.error("# \(notice)") }
             try Output.write(out)
             try Output.sync()
@@ -178,5 +152,32 @@ struct DumpCommand: ParsableCommand {
             try Output.write("# committed through \(next.endSeq - 1)\n")
             printed += next.records.count
         }
+    }
+}
+
+/// `seq<TAB>payload` lines on standard output, written in 64 KiB pieces, and notices on
+/// standard error in their place among them.
+private struct Printer {
+    private var out = ""
+    /// Records printed so far.
+    private(set) var printed = 0
+
+    static func line(_ record: Record) -> String { "\(record.seq)\t\(printable(record.payload))\n" }
+
+    mutating func print(_ item: ReadItem) throws {
+        switch item {
+        case .record(let record):
+            out += Self.line(record)
+            printed += 1
+            if out.utf8.count > 64 * 1024 { try flush() }
+        case .notice(let notice):
+            try flush()
+            Output.error("# \(notice)")
+        }
+    }
+
+    mutating func flush() throws {
+        try Output.write(out)
+        out.removeAll(keepingCapacity: true)
     }
 }

@@ -42,13 +42,16 @@ struct LogDirectory: ParsableArguments {
     /// writer's lock. A missing consumer is refused unless `creating`.
     func detachedConsumer(_ name: String, creating: Bool) throws -> DetachedConsumer {
         try requireLog()
-        if !creating {
+        do {
+            return try DetachedConsumer(directory: directory, name: name, creating: creating, configuration: withKeys(Configuration()),
+                                        logger: commandLogger())
+        } catch let error as SpoolError where error.code == .invalidArgument && !creating {
+            // The consumer does not exist: say which ones do (a second look, only on this failure).
             let snapshot = try self.snapshot(reportingRecovery: false)
             defer { snapshot.close() }
             try Self.requireConsumer(name, in: snapshot.consumerNames)
+            throw error
         }
-        return try DetachedConsumer(directory: directory, name: name, creating: creating, configuration: withKeys(Configuration()),
-                                    logger: commandLogger())
     }
 
     /// The configuration this command knows for the log: the keys of --key-file.

@@ -126,12 +126,7 @@ struct SyncCommand: AsyncParsableCommand {
             let create = self.create
             let detached = try await offPool { try logDirectory.detachedConsumer(consumerName, creating: create) }
             do {
-                #if os(Linux)
-                let uploader: any Uploader = HTTPClientUploader(url: endpoint!.url)
-                #else
-                let uploader: any Uploader = URLSessionUploader(url: endpoint!.url)
-                #endif
-                worker = try SyncWorker(detached: detached, uploader: uploader, configuration: try makeConfiguration(),
+                worker = try SyncWorker(detached: detached, url: endpoint!.url, configuration: try makeConfiguration(),
                                         logConfiguration: try log.knownConfiguration(), logger: logger)
             } catch {
                 detached.close()

@@ -104,4 +104,27 @@ import Testing
         let batch = try sidecar.read(maxCount: 100)
         #expect(batch.records.map { String(decoding: $0.payload, as: UTF8.self) } == (5...10).map { "r\($0)" })
     }
+
+    /// Expired records are skipped as one merged notice, and one read examines a bounded number
+    /// of them (the rule every consumer reads by), not one notice per record across the log.
+    @Test func expiredRecordsAreOneNoticeAndAReadIsBounded() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let log = try EventLog.open(directory: dir.path)
+        defer { try? log.close() }
+        for i in 0..<120_000 { _ = try log.append("old \(i)") }
+        try log.syncBlocking()
+        usleep(20_000)
+        var configuration = Configuration()
+        configuration.maxAge = .milliseconds(5)
+        let sidecar = try DetachedConsumer(directory: dir.path, name: "late", creating: true, configuration: configuration)
+        defer { sidecar.close() }
+        let first = try sidecar.read(maxCount: 10)
+        #expect(first.records.isEmpty)
+        #expect(first.notices.count == 1 && first.notices.first?.kind == .expired)
+        #expect(first.endSeq == 100_000, "a read examines at most 100,000 items")
+        try sidecar.commit(through: first.endSeq - 1)
+        let second = try sidecar.read(maxCount: 10)
+        #expect(second.notices.map(\.range) == [100_000..<120_000])
+    }
 }

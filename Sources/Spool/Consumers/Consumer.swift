@@ -89,37 +89,38 @@ public final class Consumer: @unchecked Sendable {
         // The committer's lock first: a consumer that a committer in another process made
         // (or holds) is never made again over its offset file.
         try DirectoryIO.create(folder, permissions: log.configuration.directoryMode, insideLog: true)
-        committerLock = try DirectoryLock(consumer: name, logDirectory: log.directory, permissions: log.configuration.fileMode)
-        if !DirectoryIO.exists(path) {
-            // Registered at the oldest stored record in the same step that reads it, before the
-            // file is made (several fsyncs): retention run meanwhile by another consumer's
-            // commit then keeps what this one starts at. Unregistered if the file cannot be
-            // made, so a consumer that does not exist never holds retention back.
-            let start = log.lock.withLock {
-                let start = log.state.firstSeq
-                log.state.consumerOffsets[name] = start
-                return start
-            }
-            do {
-                try OffsetFile.create(path, directory: folder, nextSeq: start, permissions: log.configuration.fileMode)
-            } catch {
-                log.lock.withLock { _ = log.state.consumerOffsets.removeValue(forKey: name) }
-                committerLock.release()
-                throw error
-            }
-        }
-        guard let slot = try OffsetFile.read(path) else {
-            committerLock.release()
-            throw SpoolError(.corrupt, "consumer \(name)'s offset file has no valid slot", path: path)
-        }
-        // Read after the lock is held: a committer in another process may have moved it.
-        log.lock.withLock { log.state.consumerOffsets[name] = slot.nextSeq }
+        let committerLock = try DirectoryLock(consumer: name, logDirectory: log.directory, permissions: log.configuration.fileMode)
+        let slot: OffsetSlot
         do {
+            if !DirectoryIO.exists(path) {
+                // Registered at the oldest stored record in the same step that reads it, before
+                // the file is made (several fsyncs): retention run meanwhile by another consumer's
+                // commit then keeps what this one starts at. Unregistered if the file cannot be
+                // made, so a consumer that does not exist never holds retention back.
+                let start = log.lock.withLock {
+                    let start = log.state.firstSeq
+                    log.state.consumerOffsets[name] = start
+                    return start
+                }
+                do {
+                    try OffsetFile.create(path, directory: folder, nextSeq: start, permissions: log.configuration.fileMode)
+                } catch {
+                    log.lock.withLock { _ = log.state.consumerOffsets.removeValue(forKey: name) }
+                    throw error
+                }
+            }
+            guard let read = try OffsetFile.read(path) else {
+                throw SpoolError(.corrupt, "consumer \(name)'s offset file has no valid slot", path: path)
+            }
+            slot = read
             offsetFile = try OffsetFile(path: path, slot: slot)
         } catch {
-            committerLock.release()
+            committerLock.release()  // any failure after the lock: another committer may take it
             throw error
         }
+        self.committerLock = committerLock
+        // Read after the lock is held: a committer in another process may have moved it.
+        log.lock.withLock { log.state.consumerOffsets[name] = slot.nextSeq }
         committedSeq = slot.nextSeq
         durableSeq = slot.nextSeq
         cursor = LogCursor(log: log, from: slot.nextSeq, durableOnly: true)
@@ -170,14 +171,14 @@ public final class Consumer: @unchecked Sendable {
         cursor.seek(to: start)
         var batch = ConsumerBatch(records: [], notices: [], endSeq: start, startSeq: start)
         var filling = BatchFill(maxCount: maxCount, maxBytes: maxBytes, expiry: Expiry(configuration: log.configuration, now: wallClockMillis()))
-        try fill(&batch, &filling)
+        try filling.fill(&batch, from: cursor, countingExpiry: &expiryCountedThrough)
         // Room left, and written records past the durable ones: have the writer sync them (one
         // fdatasync, shared with group commit), then go on. A batch the durable records filled
         // costs no sync.
         if !filling.isFull(batch) {
             let (written, synced) = log.lock.withLock { (log.state.writtenThrough, log.state.syncedThrough) }
             if synced < written, (try? log.waitUntilBlocking(written - 1, is: .synced)) != nil {
-                try fill(&batch, &filling)
+                try filling.fill(&batch, from: cursor, countingExpiry: &expiryCountedThrough)
             }
         }
         return finish(batch, expired: filling.newlyExpired)
@@ -189,70 +190,12 @@ public final class Consumer: @unchecked Sendable {
         if log.lock.withLock({ log.state.closeRequested }) { throw SpoolError(.closed, "consumer \(name): the log is closed") }
     }
 
-    /// Limits and tallies of one ``read(maxCount:maxBytes:)``.
-    private struct BatchFill {
-        let maxCount: Int
-        let maxBytes: Int
-        let expiry: Expiry
-        var bytes = 0
-        var examined = 0
-        var newlyExpired: UInt64 = 0
-        /// Set when the next record would pass `maxBytes`.
-        var stoppedForBytes = false
-
-        func isFull(_ batch: ConsumerBatch) -> Bool {
-            stoppedForBytes || batch.records.count >= maxCount || examined >= max(maxCount, 100_000)
-        }
-    }
-
-    /// Reads from the cursor into `batch` until it is full or the durable records end. Consumer lock held.
-    private func fill(_ batch: inout ConsumerBatch, _ filling: inout BatchFill) throws {
-        while !filling.isFull(batch) {
-            let before = cursor.position
-            guard let item = try cursor.next() else { return }
-            filling.examined += 1
-            switch item {
-            case .notice(let notice):
-                appendNotice(notice, to: &batch.notices)
-                batch.endSeq = notice.range.upperBound
-            case .record(let record):
-                if filling.expiry.isExpired(record.timestamp) {
-                    appendNotice(ReadNotice(kind: .expired, range: record.seq..<record.seq + 1, detail: filling.expiry.reason), to: &batch.notices)
-                    if record.seq >= expiryCountedThrough {
-                        filling.newlyExpired += 1
-                        expiryCountedThrough = record.seq + 1
-                    }
-                    batch.endSeq = record.seq + 1
-                    continue
-                }
-                if !batch.records.isEmpty && filling.bytes + record.payload.count > filling.maxBytes {
-                    cursor.seek(to: before)
-                    filling.stoppedForBytes = true
-                    return
-                }
-                filling.bytes += record.payload.count
-                batch.records.append(record)
-                batch.endSeq = record.seq + 1
-            }
-        }
-    }
-
     private func finish(_ batch: ConsumerBatch, expired: UInt64) -> ConsumerBatch {
         if expired > 0 {
             log.lock.withLock { log.state.counters.expiredRecords += expired }
             log.metrics.expiredRecords.increment(by: Int(expired))
         }
         return batch
-    }
-
-    /// Merges consecutive notices of one kind so a long expired run is one notice.
-    private func appendNotice(_ notice: ReadNotice, to notices: inout [ReadNotice]) {
-        if let last = notices.last, last.kind == notice.kind, last.range.upperBound == notice.range.lowerBound,
-           notice.kind == .expired {
-            notices[notices.count - 1].range = last.range.lowerBound..<notice.range.upperBound
-        } else {
-            notices.append(notice)
-        }
     }
 
     /// Commits every record through `seq`: the next read starts at `seq + 1`.
@@ -307,6 +250,70 @@ public final class Consumer: @unchecked Sendable {
     private func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             queue.async { continuation.resume(with: Result { try work() }) }
+        }
+    }
+}
+
+/// Limits and tallies of one consumer read (``Consumer`` and ``DetachedConsumer``): fills a
+/// batch from a cursor until it holds `maxCount` records or `maxBytes` of payload, or has
+/// examined `max(maxCount, 100,000)` items (so a long run of expired records cannot make one
+/// read walk the whole log or hold a notice per record: consecutive expired records are one
+/// notice).
+struct BatchFill {
+    let maxCount: Int
+    let maxBytes: Int
+    let expiry: Expiry
+    var bytes = 0
+    var examined = 0
+    /// Expired records counted by this read (not counted by an earlier one).
+    var newlyExpired: UInt64 = 0
+    /// Set when the next record would pass `maxBytes`.
+    var stoppedForBytes = false
+
+    func isFull(_ batch: ConsumerBatch) -> Bool {
+        stoppedForBytes || batch.records.count >= maxCount || examined >= max(maxCount, 100_000)
+    }
+
+    /// Reads from `cursor` into `batch` until it is full or the cursor has nothing more.
+    /// `countedThrough`: expired records below it were counted by an earlier read.
+    mutating func fill(_ batch: inout ConsumerBatch, from cursor: LogCursor, countingExpiry countedThrough: inout UInt64) throws {
+        while !isFull(batch) {
+            let before = cursor.position
+            guard let item = try cursor.next() else { return }
+            examined += 1
+            switch item {
+            case .notice(let notice):
+                Self.append(notice, to: &batch.notices)
+                batch.endSeq = notice.range.upperBound
+            case .record(let record):
+                if expiry.isExpired(record.timestamp) {
+                    Self.append(ReadNotice(kind: .expired, range: record.seq..<record.seq + 1, detail: expiry.reason), to: &batch.notices)
+                    if record.seq >= countedThrough {
+                        newlyExpired += 1
+                        countedThrough = record.seq + 1
+                    }
+                    batch.endSeq = record.seq + 1
+                    continue
+                }
+                if !batch.records.isEmpty && bytes + record.payload.count > maxBytes {
+                    cursor.seek(to: before)
+                    stoppedForBytes = true
+                    return
+                }
+                bytes += record.payload.count
+                batch.records.append(record)
+                batch.endSeq = record.seq + 1
+            }
+        }
+    }
+
+    /// Merges consecutive notices of one kind so a long expired run is one notice.
+    private static func append(_ notice: ReadNotice, to notices: inout [ReadNotice]) {
+        if let last = notices.last, last.kind == notice.kind, last.range.upperBound == notice.range.lowerBound,
+           notice.kind == .expired {
+            notices[notices.count - 1].range = last.range.lowerBound..<notice.range.upperBound
+        } else {
+            notices.append(notice)
         }
     }
 }

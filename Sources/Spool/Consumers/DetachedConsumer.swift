@@ -145,35 +145,13 @@ public final class DetachedConsumer: @unchecked Sendable {
         let start = committedSeq
         cursor.seek(to: start)
         var batch = ConsumerBatch(records: [], notices: [], endSeq: start, startSeq: start)
-        let expiry = Expiry(configuration: configuration, now: wallClockMillis())
-        var bytes = 0
-        var looked = false
-        while batch.records.count < maxCount {
-            let before = cursor.position
-            guard let item = try cursor.next() else {
-                if looked { break }
-                looked = true
-                try live.refresh()
-                continue
-            }
-            switch item {
-            case .notice(let notice):
-                batch.notices.append(notice)
-                batch.endSeq = notice.range.upperBound
-            case .record(let record):
-                if expiry.isExpired(record.timestamp) {
-                    batch.notices.append(ReadNotice(kind: .expired, range: record.seq..<record.seq + 1, detail: expiry.reason))
-                    batch.endSeq = record.seq + 1
-                    continue
-                }
-                if !batch.records.isEmpty && bytes + record.payload.count > maxBytes {
-                    cursor.seek(to: before)
-                    return try durable(batch)
-                }
-                bytes += record.payload.count
-                batch.records.append(record)
-                batch.endSeq = record.seq + 1
-            }
+        var filling = BatchFill(maxCount: maxCount, maxBytes: maxBytes, expiry: Expiry(configuration: configuration, now: wallClockMillis()))
+        var uncounted: UInt64 = 0  // no expiry counter here: the writer's metrics are its own consumers'
+        try filling.fill(&batch, from: cursor, countingExpiry: &uncounted)
+        // Room left: look at the log again (what the writer wrote since the last look), and go on.
+        if !filling.isFull(batch) {
+            try live.refresh()
+            try filling.fill(&batch, from: cursor, countingExpiry: &uncounted)
         }
         return try durable(batch)
     }

@@ -1,7 +1,7 @@
 extension EventLog {
     /// Deletes the sealed segments every consumer has passed: the writer's own, and those that
     /// committers in other processes committed (``readDetachedOffsets()``). Called after a
-    /// durable commit, and on the writer thread after a segment is sealed.
+    /// durable commit, and on the retention queue after a segment is sealed.
     /// A log with no consumer keeps everything (until a cap applies).
     ///
     /// The offsets that allow the deletion are durable before this runs (rule: persist the
@@ -12,6 +12,7 @@ extension EventLog {
     /// before it releases the directory lock, and none starts once `close()` is called: a new
     /// owner of the directory never has segments deleted under it.
     func applyRetention() throws {
+        if lock.withLock({ state.closeRequested }) { return }
         readDetachedOffsets()
         let doomed: [SegmentInfo] = lock.withLock {
             guard !state.closeRequested, let floor = state.consumerOffsets.values.min(), state.segments.count > 1 else { return [] }
@@ -33,6 +34,20 @@ extension EventLog {
             metrics.segmentsDeleted.increment(by: removed.count)
         }
         try deleteSegments(doomed, removed: &removed)
+    }
+
+    /// Queues a retention run after a segment was sealed, off the writer thread (its unlinks and
+    /// directory `fsync` must not delay appends): consumers in other processes may have passed
+    /// older segments, and this is when the writer learns it. One run queued at a time. Lock held.
+    func scheduleRetention() {
+        guard !state.retentionQueued, !state.closeRequested else { return }
+        state.retentionQueued = true
+        retentionQueue.async { [self] in
+            lock.withLock { state.retentionQueued = false }
+            do { try applyRetention() } catch {
+                logger.warning("retention could not delete passed segments; it runs again after the next roll", metadata: ["error": "\(error)"])
+            }
+        }
     }
 
     /// Reads the offsets that committers in other processes (``DetachedConsumer``, a sidecar

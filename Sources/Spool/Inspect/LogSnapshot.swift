@@ -151,10 +151,4 @@ extension LogSnapshot: RecordSource {
     /// ``nextSeq`` when it is past ``endSeq``: the writing open that would start a segment there
     /// has not happened, so readers and ``verify()`` report `endSeq..<nextSeq` as missing at the end.
     var resumedSeq: UInt64? { nextSeq > endSeq ? nextSeq : nil }
-
-    /// Whether a segment that is gone was deleted by a writer (retention, the cap), which may
-    /// have opened after the snapshot was taken and even closed since: it was, when every
-    /// segment before it is gone too (writers delete oldest first). One gone from the middle
-    /// was removed outside Spool, and its records read as missing.
-    func wasDeletedByWriter(_ segment: SegmentInfo) -> Bool { LiveSegments.isDeletedPrefix(segment, directory: directory) }
 }

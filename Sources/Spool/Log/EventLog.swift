@@ -34,6 +34,9 @@ public final class EventLog: @unchecked Sendable {
     private let directoryLock: DirectoryLock
     let writer: SegmentWriter
     let consumerCache = ConsumerCache()
+    /// Where retention runs after a roll (``scheduleRetention()``): a serial queue for
+    /// blocking work, never the writer thread nor Swift's cooperative pool.
+    let retentionQueue = DispatchQueue(label: "spool.retention", qos: .utility)
     /// Dictionaries and keys, shared by the writer, readers and the training thread.
     let codec: LogCodec
 

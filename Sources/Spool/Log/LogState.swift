@@ -88,8 +88,8 @@ struct LogState {
     /// Commits' retention deleting segments right now (see `EventLog.applyRetention`):
     /// `close()` waits for them before it releases the directory lock.
     var retentionsInFlight = 0
-    /// A segment was sealed since retention last ran on the writer thread.
-    var retentionDue = false
+    /// A retention run is queued on the retention queue and has not started.
+    var retentionQueued = false
     /// `close()` finished releasing the files and the directory lock (other callers of
     /// `close()` wait for it).
     var closeFinished = false

@@ -44,18 +44,6 @@ final class LiveSegments: RecordSource {
     /// Nil: a writer that resumes past a gap starts a segment there, which reads as *missing*.
     var resumedSeq: UInt64? { nil }
 
-    /// As a snapshot decides it (``LogSnapshot``): the writer deletes oldest first.
-    func wasDeletedByWriter(_ segment: SegmentInfo) -> Bool { Self.isDeletedPrefix(segment, directory: directory) }
-
-    /// Whether `segment` is gone with every segment before it while later ones remain, or the
-    /// directory cannot say: how retention and the cap delete (oldest first, never from the
-    /// middle). A segment gone from the middle was removed outside Spool.
-    static func isDeletedPrefix(_ segment: SegmentInfo, directory: String) -> Bool {
-        guard let names = try? DirectoryIO.list(directory) else { return true }
-        let bases = names.compactMap(Format.baseSeq(ofSegmentNamed:))
-        return !bases.contains { $0 < segment.baseSeq }
-    }
-
     /// Looks at the directory and the active segment again.
     /// - Returns: whether anything readable changed (a segment came or went, blocks were added).
     @discardableResult
@@ -70,17 +58,14 @@ final class LiveSegments: RecordSource {
         let known = Dictionary(segments.map { ($0.baseSeq, $0.size) }, uniquingKeysWith: { first, _ in first })
         let activeBase = segments.last?.baseSeq
         var fresh = [SegmentInfo]()
-        for (index, base) in listed.enumerated() {
-            let isLast = index == listed.count - 1
-            if isLast { break }
+        for base in listed.dropLast() {
             // Sealed: its size does not change once the writer has moved on (sealing truncates
             // it to its last block before the next segment is created).
             if base != activeBase, let size = known[base] {
                 fresh.append(SegmentInfo(baseSeq: base, size: size))
-            } else {
-                guard let size = try? Recovery.fileSize(directory + "/" + Format.segmentName(base)) else { continue }  // deleted meanwhile
+            } else if let size = try? Recovery.fileSize(directory + "/" + Format.segmentName(base)) {
                 fresh.append(SegmentInfo(baseSeq: base, size: size))
-            }
+            }  // else deleted meanwhile
         }
         if let last = listed.last {
             var active = SegmentInfo(baseSeq: last, size: 0)

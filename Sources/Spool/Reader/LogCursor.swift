@@ -19,6 +19,17 @@ protocol RecordSource: AnyObject, Sendable {
     func wasDeletedByWriter(_ segment: SegmentInfo) -> Bool
 }
 
+extension RecordSource {
+    /// Readers of files a writer may change under them (snapshots, followers): `segment` is
+    /// gone with every segment before it, or the directory cannot say. Writers delete oldest
+    /// first, never from the middle (even one that opened after the reader looked and closed
+    /// since); a segment gone while an older one remains was removed outside Spool.
+    func wasDeletedByWriter(_ segment: SegmentInfo) -> Bool {
+        guard let names = try? DirectoryIO.list(directory) else { return true }
+        return !names.contains { Format.baseSeq(ofSegmentNamed: $0).map { $0 < segment.baseSeq } ?? false }
+    }
+}
+
 /// Reads records in seq order across segments, from any seq, verifying every block's checksum
 /// before decompressing it, and reporting every range it cannot return as a ``ReadNotice``.
 ///

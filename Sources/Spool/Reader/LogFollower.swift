@@ -218,29 +218,38 @@ final class Wakeup: Sendable {
 
     var isStopped: Bool { stopped.load(ordering: .acquiring) }
 
-    /// Wakes a waiting follower (the in-process writer's observer).
+    /// Set by ``signal()``, cleared by ``drain()``: one byte in the pipe per wake-up, not one
+    /// per write the writer makes while the follower reads.
+    private let signalled = Atomic(false)
+
+    /// Wakes a waiting follower (the in-process writer's observer, after each batch it writes).
     func signal() {
+        guard !signalled.exchange(true, ordering: .acquiringAndReleasing) else { return }
         var byte: UInt8 = 1
         _ = write(pipeWrite, &byte, 1)  // a full pipe is already a pending wake-up
     }
 
     func stop() {
         stopped.store(true, ordering: .releasing)
-        signal()
+        var byte: UInt8 = 1
+        _ = write(pipeWrite, &byte, 1)  // always: a stop must wake a wait whatever was signalled
     }
 
     /// Empties both descriptors, so the next wait sleeps until something new happens.
     func drain() {
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        for fd in [pipeRead, inotify] where fd >= 0 {
-            while buffer.withUnsafeMutableBytes({ read(fd, $0.baseAddress, $0.count) }) > 0 {}
+        // Cleared before the pipe is emptied: a signal after this writes a byte again.
+        signalled.store(false, ordering: .releasing)
+        withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 8) { buffer in
+            for fd in [pipeRead, inotify] where fd >= 0 {
+                while read(fd, buffer.baseAddress, buffer.count) > 0 {}
+            }
         }
     }
 
     /// Sleeps until a signal, a change in the directory, or the recheck interval.
     func wait() {
         let interval = polling ? LogFollower.pollInterval : LogFollower.idleRecheck
-        let milliseconds = Int32(interval.components.seconds * 1000 + interval.components.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = Int32(interval.wholeNanoseconds / 1_000_000)
         var fds = [pollfd(fd: pipeRead, events: Int16(POLLIN), revents: 0)]
         if inotify >= 0 { fds.append(pollfd(fd: inotify, events: Int16(POLLIN), revents: 0)) }
         _ = poll(&fds, nfds_t(fds.count), milliseconds)

@@ -34,17 +34,6 @@ extension EventLog {
             case .open, .closing:
                 break
             }
-            if state.retentionDue, case .open = state.status {
-                // A segment was sealed: consumers in other processes may have passed older
-                // ones. Their offsets are read from their files (the only way to learn them).
-                state.retentionDue = false
-                lock.unlock()
-                do { try applyRetention() } catch {
-                    logger.warning("retention could not delete passed segments; it runs again after the next roll", metadata: ["error": "\(error)"])
-                }
-                lock.lock()
-                continue
-            }
             var closing = false
             if case .closing = state.status { closing = true }
             let urgent = closing || !state.waiters.isEmpty
@@ -194,10 +183,7 @@ extension EventLog {
         for segment in outcome.sealed { state.noteSegment(segment) }
         if let active = writer.activeSegment { state.noteSegment(active) }
         state.counters.segmentsRolled += UInt64(outcome.sealed.count)
-        if !outcome.sealed.isEmpty {
-            state.retentionDue = true
-            lock.wakeWriter()  // a blocking caller's write may have sealed it
-        }
+        if !outcome.sealed.isEmpty { scheduleRetention() }
         metrics.recordSegments(count: state.segments.count, diskBytes: state.diskBytes)
         if outcome.synced { state.syncedThrough = state.writtenThrough }
         // Recycle the written blocks' buffers (bounded: a few blocks' worth). Each is emptied

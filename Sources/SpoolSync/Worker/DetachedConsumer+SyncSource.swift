@@ -57,4 +57,21 @@ extension SyncWorker where C == ContinuousClock {
             source: consumer, uploader: uploader, configuration: configuration, deadLetters: deadLetters,
             clock: ContinuousClock(), logger: logger)
     }
+
+    /// A worker for a sidecar's consumer posting to `url` with the platform's default
+    /// uploader (``HTTPClientUploader`` on Linux, ``URLSessionUploader`` on Apple platforms).
+    /// - Parameters:
+    ///   - consumer: the consumer to drain.
+    ///   - url: the collector's URL.
+    ///   - configuration: the policies; validated here.
+    ///   - logConfiguration: the log's configuration as this process knows it, for the dead-letter log.
+    ///   - logger: where the worker logs; never payloads.
+    /// - Throws: ``SyncError/Code/invalidConfiguration`` naming the bad field.
+    public init(
+        detached consumer: DetachedConsumer, url: URL, configuration: SyncConfiguration = .init(),
+        logConfiguration: Spool.Configuration = .init(), logger: Logger = Logger(label: "spool.sync")
+    ) throws(SyncError) {
+        try self.init(detached: consumer, uploader: platformUploader(url: url), configuration: configuration,
+                      logConfiguration: logConfiguration, logger: logger)
+    }
 }

@@ -27,11 +27,16 @@ extension SyncWorker where C == ContinuousClock {
     /// A worker for a Spool consumer posting to `url` with the platform's default uploader:
     /// ``HTTPClientUploader`` on Linux, ``URLSessionUploader`` on Apple platforms.
     public init(consumer: Consumer, url: URL, configuration: SyncConfiguration = .init(), logger: Logger = Logger(label: "spool.sync")) throws(SyncError) {
-        #if os(Linux)  // as HTTPClientUploader.swift
-        let uploader: any Uploader = HTTPClientUploader(url: url)
-        #else
-        let uploader: any Uploader = URLSessionUploader(url: url)
-        #endif
-        try self.init(consumer: consumer, uploader: uploader, configuration: configuration, logger: logger)
+        try self.init(consumer: consumer, uploader: platformUploader(url: url), configuration: configuration, logger: logger)
     }
+}
+
+/// The platform's default uploader: ``HTTPClientUploader`` on Linux, ``URLSessionUploader`` on
+/// Apple platforms.
+func platformUploader(url: URL) -> any Uploader {
+    #if os(Linux)  // as HTTPClientUploader.swift
+    HTTPClientUploader(url: url)
+    #else
+    URLSessionUploader(url: url)
+    #endif
 }
