@@ -304,6 +304,40 @@ import Testing
         try log.close()
     }
 
+    /// One write batch that rolls several segments (a slow disk let the appends pile up behind
+    /// the writer) stays under the cap: the segments it seals are dropped before its later
+    /// writes, not left above the cap until the next batch.
+    @Test func aBatchThatRollsSeveralSegmentsStaysUnderTheCap() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanupFaults() }
+        let cap = 128 * 1024
+        var configuration = rollingConfiguration()
+        configuration.maxBytes = cap
+        let log = try EventLog.open(directory: dir.path, configuration: configuration)
+        _ = try log.consumer(named: "slow")
+        // The writer's next write stalls; the records appended meanwhile (~470 KB stored,
+        // seven segments' worth) are all written by the batch after it.
+        FaultInjection.arm(.write, under: dir.path + "/0", times: 1, fault: .delay(.milliseconds(500)))
+        for i in 0..<999 { try log.append(noisyPayload(i, size: 900)) }
+        // Written, not synced: a synced write preallocates zeros past the data, which the
+        // files' sizes would count.
+        try log.appendBlocking(noisyPayload(999, size: 900), durability: .written)
+        let stats = log.stats()
+        #expect(stats.storedBytes > 3 * UInt64(cap), "the records filled several segments")
+        let onDisk = dir.segments().reduce(Int64(0)) { total, name in
+            total + ((try? FileManager.default.attributesOfItem(atPath: dir.file(name))[.size] as? Int64) ?? 0)
+        }
+        #expect(onDisk <= Int64(cap), "segment files take \(onDisk) bytes under a cap of \(cap)")
+        #expect(stats.diskBytes == onDisk)
+        #expect(stats.droppedRecords == log.firstSeq, "every record below the oldest stored one was counted")
+        // A reader is told of the drop, then reads every record still stored.
+        let items = try log.readAll(from: 0)
+        let dropped = items.compactMap { if case .notice(let notice) = $0, notice.kind == .dropped { notice.range } else { nil } }
+        #expect(dropped == [0..<log.firstSeq])
+        #expect(records(items).map(\.seq) == Array(log.firstSeq..<1000))
+        try log.close()
+    }
+
     @Test func rejectNewCapRefusesAppendsAndHarmsNothing() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }

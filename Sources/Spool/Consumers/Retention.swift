@@ -73,17 +73,20 @@ extension EventLog {
         }
     }
 
-    /// Under `dropOldest`, deletes the oldest sealed segments until the batch being written
+    /// Under `dropOldest`, deletes the oldest sealed segments until the write about to be made
     /// fits under `maxBytes`, counting the records no consumer had read yet as dropped.
-    /// `batchBytes` is what the batch will have written once its next write is done, as
-    /// stored (compressed): charging records their uncompressed size would drop segments the
-    /// write did not need. Runs on the writer thread, outside the lock, before each write.
-    func enforceCapBeforeWriting(batchBytes: Int64) {
+    /// `activeSizeAfter` is the active segment's size once that write is done, as stored
+    /// (compressed): charging records their uncompressed size would drop segments the write
+    /// did not need. Runs on the writer thread, outside the lock, before each write.
+    ///
+    /// The candidates include the segments an earlier write of the same batch sealed (each roll
+    /// is noted in the shared state as it happens): a batch that rolls many segments stays
+    /// under the cap at every write, not only from the next batch on.
+    func enforceCapBeforeWriting(activeSizeAfter: Int64) {
         guard let cap = configuration.maxBytes, configuration.capPolicy == .dropOldest else { return }
         let (doomed, unread, over): ([SegmentInfo], [UInt64: Range<UInt64>], Int64) = lock.withLock {
-            // `diskBytes` is as of the batch's start (its earlier writes are published with it),
-            // less any segment an earlier write of the batch dropped.
-            var total = state.diskBytes + batchBytes
+            // The shared state lists the writer's active segment last, at its size before this write.
+            var total = state.diskBytes - (state.segments.last?.size ?? 0) + activeSizeAfter
             var doomed = [SegmentInfo]()
             var unread = [UInt64: Range<UInt64>]()
             let floor = state.consumerOffsets.values.min() ?? 0

@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Synchronization
 import SystemPackage
 
@@ -30,6 +35,9 @@ public enum FaultInjection {
         case error(Errno)
         /// A write stores only this many bytes, then the next write call fails with `ENOSPC`.
         case shortWrite(Int)
+        /// A write or sync waits this long, then does its work: a slow or stalled disk (other
+        /// operations ignore it). The thread that made the call is blocked meanwhile.
+        case delay(Duration)
     }
 
     struct Rule {
@@ -74,6 +82,16 @@ public enum FaultInjection {
             }
             return nil
         }
+    }
+}
+
+extension FaultInjection {
+    /// Blocks the calling thread for `duration` (a ``Fault/delay(_:)``).
+    static func pause(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+        var remaining = timespec()
+        while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
     }
 }
 

@@ -63,6 +63,7 @@ struct FileIO {
         switch FaultInjection.check(.write, path: path) {
         case .error(let errno)?: throw SpoolError.system("write", path: path, errno)
         case .shortWrite(let count)?: limit = min(count, bytes.count)
+        case .delay(let duration)?: FaultInjection.pause(duration)
         case nil: break
         }
         while written < limit {
@@ -113,8 +114,10 @@ struct FileIO {
     /// Makes the file's data durable: `fdatasync` on Linux, `fcntl(F_FULLFSYNC)` on Apple platforms
     /// (where `fsync` does not flush the drive's cache).
     func syncData() throws {
-        if case .error(let errno) = FaultInjection.check(.sync, path: path) {
-            throw SpoolError.system("fdatasync", path: path, errno)
+        switch FaultInjection.check(.sync, path: path) {
+        case .error(let errno)?: throw SpoolError.system("fdatasync", path: path, errno)
+        case .delay(let duration)?: FaultInjection.pause(duration)
+        case .shortWrite?, nil: break
         }
         while true {
             #if canImport(Darwin)

@@ -77,7 +77,9 @@ final class SegmentWriter {
                 if activeHasBlocks && activeEndSeq != nextSeq {
                     // Seqs skip ahead (a power loss cut records a consumer had passed): seal this
                     // segment now, so readers see the gap as missing at once, not at the next write.
-                    _ = try roll(toBase: nextSeq)
+                    // (The log's open lists the segments from the files after this.)
+                    var ignored = Outcome()
+                    try roll(toBase: nextSeq, &ignored, noteSegment: { _ in })
                 } else {
                     // Its records will count as synced, but a killed process's written blocks
                     // may be in the page cache only.
@@ -117,11 +119,22 @@ final class SegmentWriter {
         var error: SpoolError?
     }
 
+    /// What ``write(_:sync:hooks:)`` tells its caller while it writes, so that the shared
+    /// state follows the segment files within one batch.
+    struct Hooks {
+        /// Before each write: the size the active segment will have once it is done (stored,
+        /// compressed bytes: the cap is enforced on what reaches the disk, not on the
+        /// records' uncompressed size).
+        var beforeWriting: (_ activeSizeAfter: Int64) -> Void = { _ in }
+        /// After each roll: the segment just sealed, at its final size, then the new active
+        /// one. A batch can roll many times; the cap must see each sealed segment as it is
+        /// sealed to be able to drop it before the batch's next write.
+        var noteSegment: (SegmentInfo) -> Void = { _ in }
+    }
+
     /// Encodes and writes `batch` in as few system calls as segment boundaries allow, rolling
-    /// segments as they fill, then makes it durable if `sync`. Before each write, `beforeWriting`
-    /// is told the stored (compressed) bytes this call will then have written in all: the cap
-    /// is enforced on what reaches the disk, not on the records' uncompressed size.
-    func write(_ batch: ArraySlice<PendingBlock>, sync: Bool, beforeWriting: (Int64) -> Void = { _ in }) -> Outcome {
+    /// segments as they fill, then makes it durable if `sync`.
+    func write(_ batch: ArraySlice<PendingBlock>, sync: Bool, hooks: Hooks = Hooks()) -> Outcome {
         var outcome = Outcome()
         var encodedInOut = 0
         var storedInOut = 0
@@ -130,9 +143,8 @@ final class SegmentWriter {
         do {
             for block in batch {
                 if needsRoll(before: block) {
-                    try flush(&outcome, &encodedInOut, &storedInOut, &rawInOut, preallocating: false, beforeWriting: beforeWriting)
-                    outcome.sealed.append(try roll(toBase: block.firstSeq))
-                    outcome.fsyncs += 1
+                    try flush(&outcome, &encodedInOut, &storedInOut, &rawInOut, preallocating: false, beforeWriting: hooks.beforeWriting)
+                    try roll(toBase: block.firstSeq, &outcome, noteSegment: hooks.noteSegment)
                 }
                 let header = try encoder.encode(block, in: SegmentContext(baseSeq: activeBase, createdMillis: activeCreatedMillis, version: activeVersion), into: &out)
                 codec.didEncode(block, header: header, segment: activeBase)
@@ -141,13 +153,10 @@ final class SegmentWriter {
                 rawInOut += block.raw.count
                 activeEndSeq = block.firstSeq + UInt64(block.count)
             }
-            try flush(&outcome, &encodedInOut, &storedInOut, &rawInOut, preallocating: sync, beforeWriting: beforeWriting)
+            try flush(&outcome, &encodedInOut, &storedInOut, &rawInOut, preallocating: sync, beforeWriting: hooks.beforeWriting)
         } catch {
             out.removeAll(keepingCapacity: true)
             activeEndSeq = flushedEndSeq
-            // A roll that failed after closing the old segment: report its final size, which
-            // blocks flushed just before the roll changed.
-            if active == nil { outcome.sealed.append(SegmentInfo(baseSeq: activeBase, size: activeSize)) }
             outcome.error = error as? SpoolError ?? SpoolError(.io, "\(error)")
             return outcome
         }
@@ -195,7 +204,7 @@ final class SegmentWriter {
     private func flush(_ outcome: inout Outcome, _ blocks: inout Int, _ stored: inout Int, _ raw: inout Int,
                        preallocating: Bool, beforeWriting: (Int64) -> Void) throws {
         guard !out.isEmpty, let active else { return }
-        beforeWriting(Int64(outcome.storedBytes + out.count))
+        beforeWriting(activeSize + Int64(out.count))
         if preallocating && preallocates {
             do {
                 try preallocate(through: activeSize + Int64(out.count))
@@ -242,17 +251,22 @@ final class SegmentWriter {
         fileEnd = target
     }
 
-    /// Seals the active segment (fdatasync, close) and creates the next one, named `base`.
-    private func roll(toBase base: UInt64) throws -> SegmentInfo {
-        let sealed = SegmentInfo(baseSeq: activeBase, size: activeSize)
+    /// Seals the active segment (fdatasync, close) and creates the next one, named `base`;
+    /// each is noted as it happens. A roll that failed after sealing still reports the sealed
+    /// segment at its final size (the blocks flushed just before the roll changed it).
+    private func roll(toBase base: UInt64, _ outcome: inout Outcome, noteSegment: (SegmentInfo) -> Void) throws {
         if let active {
             if fileEnd > activeSize { try active.truncate(to: activeSize) }
             try remembering { try active.syncData() }
+            outcome.fsyncs += 1
             active.close()
             self.active = nil
+            let sealed = SegmentInfo(baseSeq: activeBase, size: activeSize)
+            outcome.sealed.append(sealed)
+            noteSegment(sealed)
         }
         try createSegment(baseSeq: base)
-        return sealed
+        noteSegment(SegmentInfo(baseSeq: activeBase, size: activeSize))
     }
 
     /// Creates a segment file with its header and makes its directory entry durable before any

@@ -92,7 +92,10 @@ extension EventLog {
         state.writing = true
         lock.unlock()
         let started = monotonicNanos()
-        let outcome = writer.write(batch[...], sync: sync) { written in enforceCapBeforeWriting(batchBytes: written) }
+        let hooks = SegmentWriter.Hooks(
+            beforeWriting: { self.enforceCapBeforeWriting(activeSizeAfter: $0) },
+            noteSegment: { segment in self.lock.withLock { self.state.noteSegment(segment) } })
+        let outcome = writer.write(batch[...], sync: sync, hooks: hooks)
         lock.lock()
         state.writing = false
         publish(outcome, batch: &batch)
@@ -178,9 +181,8 @@ extension EventLog {
         state.counters.fsyncs += UInt64(outcome.fsyncs)
         metrics.recordWrite(records: recordsWritten, blocks: outcome.blocksWritten, stored: outcome.storedBytes,
                             raw: outcome.rawBytes, fsyncs: outcome.fsyncs)
-        // Segments: sealed ones get their final size; the active one its current size.
-        // One batch can roll more than once: a segment may be created and sealed within it.
-        for segment in outcome.sealed { state.noteSegment(segment) }
+        // Segments sealed and created were noted as the batch rolled (the cap may since have
+        // dropped some of them); the active one gets its current size.
         if let active = writer.activeSegment { state.noteSegment(active) }
         state.counters.segmentsRolled += UInt64(outcome.sealed.count)
         if !outcome.sealed.isEmpty { scheduleRetention() }
