@@ -46,8 +46,8 @@ import Testing
         // and nothing past it.
         for i in 6_000..<9_000 { _ = try log.append("a \(i) " + noise(i)) }
         try log.syncBlocking()
-        // Retention runs on the writer thread after the roll; the bound only keeps a broken
-        // build from hanging.
+        // Retention runs on its queue after the roll; the bound only keeps a broken build
+        // from hanging.
         for _ in 0..<500 where try segmentBases(dir).first == 0 { usleep(10_000) }
         let bases = try segmentBases(dir)
         #expect(bases.first! > 0, "retention ran after the sidecar's commit and a roll")
@@ -56,6 +56,28 @@ import Testing
         // The writer never writes the sidecar's offset: it is what the sidecar committed.
         let offset = try #require(try OffsetFile.read(Consumers.path(of: "sidecar", logDirectory: dir.path)))
         #expect(offset.nextSeq == 3_000)
+    }
+
+    /// A writer that opens while a committer in another process is creating its consumer (its
+    /// offset file's temporary file is there, about to be renamed) leaves that file alone; an
+    /// open with no live committer removes such a leftover.
+    @Test func aWriterOpeningBesideALiveCommitterLeavesItsFilesAlone() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let first = try EventLog.open(directory: dir.path)
+        _ = try first.appendBlocking(Array("r".utf8), durability: .synced)
+        try first.close()
+        let sidecar = try DetachedConsumer(directory: dir.path, name: "sidecar", creating: true)
+        let temporary = Consumers.path(of: "sidecar", logDirectory: dir.path) + Format.temporarySuffix
+        let bytes = [UInt8](repeating: 7, count: 40)
+        #expect(FileManager.default.createFile(atPath: temporary, contents: Data(bytes)))
+        let writer = try EventLog.open(directory: dir.path)
+        #expect(FileManager.default.contents(atPath: temporary) == Data(bytes), "the live committer's file was removed or changed")
+        try writer.close()
+        sidecar.close()
+        let reopened = try EventLog.open(directory: dir.path)
+        #expect(!FileManager.default.fileExists(atPath: temporary), "a leftover with no live committer is removed")
+        try reopened.close()
     }
 
     @Test func oneCommitterPerConsumerInAnyProcessOrRole() throws {

@@ -318,7 +318,16 @@ final class DirectoryLock: Sendable {
     /// log; nothing is created. A `LOCK` that cannot be opened (another user's, say) counts as
     /// held: the reader then treats the tail as live, which is never wrong, only cautious.
     static func writerIsLive(directory: String) -> Bool {
-        let path = directory + "/" + Format.lockFileName
+        isHeld(directory + "/" + Format.lockFileName)
+    }
+
+    /// Whether a committer (a ``DetachedConsumer``, in any process) holds consumer `name`'s
+    /// lock now, by the same look as ``writerIsLive(directory:)``.
+    static func committerIsLive(consumer name: String, logDirectory: String) -> Bool {
+        isHeld(Consumers.directory(of: logDirectory) + "/" + name + Format.consumerLockSuffix)
+    }
+
+    private static func isHeld(_ path: String) -> Bool {
         let fd = openFile(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, 0)
         guard fd >= 0 else { return errno != ENOENT }
         defer { close(fd) }
