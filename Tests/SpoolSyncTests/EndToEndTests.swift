@@ -90,7 +90,7 @@ import Testing
         try await rig.append(200, from: 600)
         let report = await worker.flush(retries: 10_000)
         #expect(report.failure == nil)
-        await eventually("everything delivered") { rig.receivedSeqs.count == 800 }
+        try await eventually("everything delivered") { rig.receivedSeqs.count == 800 }
         #expect(rig.receivedSeqs == Array(0..<800))
         // The collector de-duplicates by id, so receivedSeqs cannot show a batch sent twice:
         // its count can. Faults are injected before a batch is stored, so none is.
@@ -271,11 +271,11 @@ import Testing
         }
         await worker.start()
         try await rig.append(25)
-        await eventually("count-triggered flush") { rig.receivedSeqs.count == 25 }
+        try await eventually("count-triggered flush") { rig.receivedSeqs.count == 25 }
 
         await worker.setFlushInterval(.milliseconds(50))
         try await rig.append(3, from: 25)
-        await eventually("interval flush") { rig.receivedSeqs.count == 28 }
+        try await eventually("interval flush") { rig.receivedSeqs.count == 28 }
         #expect(rig.receivedSeqs == Array(0..<28))
         await worker.stop()
         await rig.tearDown()
@@ -290,7 +290,7 @@ import Testing
         try await Task.sleep(for: .milliseconds(200))
         #expect(rig.receivedSeqs.isEmpty)
         await worker.resume()
-        await eventually("flush after resume") { rig.receivedSeqs.count == 5 }
+        try await eventually("flush after resume") { rig.receivedSeqs.count == 5 }
         await worker.stop()
         await rig.tearDown()
     }
@@ -305,7 +305,7 @@ import Testing
         let worker = try SyncWorker(consumer: try reopened.consumer(named: "uploader"), url: rig.url, configuration: .fastForTests)
         await worker.start()
         let consumer = try reopened.consumer(named: "uploader")
-        await eventually("launch flush") { consumer.committed == 40 }
+        try await eventually("launch flush") { consumer.committed == 40 }
         #expect(rig.receivedSeqs == Array(0..<40))
         await worker.stop()
         try reopened.close()

@@ -51,7 +51,7 @@ import Testing
         let source = MemorySource(records: 7)
         let worker = try worker(source, ScriptedUploader(), SyncConfiguration())
         await worker.start()
-        await eventually("launch flush") { source.committedOffset == 7 }
+        try await eventually("launch flush") { source.committedOffset == 7 }
         await worker.stop()
     }
 
@@ -85,7 +85,7 @@ import Testing
         await worker.start()
         source.append(9)
         source.append(1)
-        await eventually("count flush") { source.committedOffset == 10 }
+        try await eventually("count flush") { source.committedOffset == 10 }
         #expect(uploader.sent.count == 1)
         await worker.stop()
     }
@@ -98,14 +98,14 @@ import Testing
         let worker = try worker(source, uploader, configuration)
         await worker.start()
         source.append(3)
-        await eventually("timer armed") { clock.sleepers == 1 }
+        try await eventually("timer armed") { clock.sleepers == 1 }
         clock.advance(by: .seconds(9))
         // A timer armed too early would fire asynchronously: give it the chance to show.
         try await Task.sleep(for: .milliseconds(100))
         #expect(uploader.sent.isEmpty)
         #expect(source.committedOffset == 0)
         clock.advance(by: .seconds(1))
-        await eventually("interval flush") { source.committedOffset == 3 }
+        try await eventually("interval flush") { source.committedOffset == 3 }
         await worker.setFlushInterval(.seconds(60))
         #expect(await worker.flushInterval == .seconds(60))
         await worker.stop()
@@ -117,16 +117,16 @@ import Testing
         let source = MemorySource()
         let worker = try worker(source, ScriptedUploader(), configuration)
         await worker.start()
-        await eventually("timer armed") { clock.sleepers == 1 }
+        try await eventually("timer armed") { clock.sleepers == 1 }
         await worker.pause()
-        await eventually("timer cancelled") { clock.sleepers == 0 }
+        try await eventually("timer cancelled") { clock.sleepers == 0 }
         source.append(2)
         clock.advance(by: .seconds(100))
         #expect(source.committedOffset == 0)
         await worker.resume()
-        await eventually("timer re-armed") { clock.sleepers == 1 }
+        try await eventually("timer re-armed") { clock.sleepers == 1 }
         clock.advance(by: .seconds(10))
-        await eventually("flush after resume") { source.committedOffset == 2 }
+        try await eventually("flush after resume") { source.committedOffset == 2 }
         await worker.stop()
     }
 
@@ -138,7 +138,7 @@ import Testing
         }
         let worker = try worker(source, uploader)
         let flush = Task { await worker.flush(retries: 1) }
-        await eventually("request timeout armed") { clock.sleepers == 1 }
+        try await eventually("request timeout armed") { clock.sleepers == 1 }
         clock.advance(by: .seconds(30))
         let report = await flush.value
         #expect(report.failure == nil)
@@ -186,7 +186,7 @@ import Testing
         }
         let worker = try worker(source, uploader)
         let flush = Task { await worker.flush(retries: 1) }
-        await eventually("backoff armed") { clock.nextDeadline?.offset == .seconds(20) }
+        try await eventually("backoff armed") { clock.nextDeadline?.offset == .seconds(20) }
         clock.advance(by: .seconds(19))
         #expect(uploader.sent.count == 1)
         clock.advance(by: .seconds(1))
@@ -246,7 +246,7 @@ import Testing
         }
         let worker = try worker(source, uploader)
         let flush = Task { await worker.flush() }
-        await eventually("upload started") { uploader.sent.count == 1 }
+        try await eventually("upload started") { uploader.sent.count == 1 }
         await worker.stop()
         #expect(await flush.value.failure?.code == .stopped)
         #expect(source.commits.isEmpty)

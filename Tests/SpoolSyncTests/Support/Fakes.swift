@@ -122,19 +122,30 @@ final class MemoryDeadLetters: DeadLetterSink {
     }
 }
 
-/// Waits (polling, real time) until `condition` holds; records an issue if it never does.
+/// What ``eventually(_:polls:_:)`` throws when its condition never held.
+struct ConditionNeverHeld: Error, CustomStringConvertible {
+    let what: String
+    var description: String { "timed out waiting for \(what)" }
+}
+
+/// Waits, polling every 2 ms, until `condition` holds; records an issue and throws (ending the
+/// test, which would otherwise go on to wait for what never came) if it never does.
+///
+/// The bound counts polls, not seconds: 45,000 polls take at least 90 s, and a poll that waited
+/// for a cooperative thread (the pool busy with other suites) does not count as time the
+/// condition had to come true, so a starved pool cannot fail a test that would pass.
 func eventually(
-    _ what: String = "condition", within limit: Duration = .seconds(90),
+    _ what: String = "condition", polls limit: Int = 45_000,
     _ condition: @Sendable () async -> Bool
-) async {
-    let clock = ContinuousClock()
-    let start = clock.now
+) async throws {
+    var polls = 0
     while !(await condition()) {
-        if start.duration(to: clock.now) > limit {
+        polls += 1
+        if polls > limit {
             Issue.record("timed out waiting for \(what)")
-            return
+            throw ConditionNeverHeld(what: what)
         }
-        try? await Task.sleep(for: .milliseconds(2))
+        try await Task.sleep(for: .milliseconds(2))
     }
 }
 
