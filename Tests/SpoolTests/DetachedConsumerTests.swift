@@ -58,9 +58,11 @@ import Testing
         #expect(offset.nextSeq == 3_000)
     }
 
-    /// A writer that opens while a committer in another process is creating its consumer (its
-    /// offset file's temporary file is there, about to be renamed) leaves that file alone; an
-    /// open with no live committer removes such a leftover.
+    /// A writer that opens while a committer in another process holds a consumer leaves that
+    /// consumer's files alone: its offset file's temporary file (a creation in progress, about
+    /// to be renamed) and its offset file even when unreadable (the committer keeps writing
+    /// slots into the file it has open; a reset would rename a new one over it). Once the
+    /// committer is gone, an open repairs both as leftovers.
     @Test func aWriterOpeningBesideALiveCommitterLeavesItsFilesAlone() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
@@ -68,15 +70,24 @@ import Testing
         _ = try first.appendBlocking(Array("r".utf8), durability: .synced)
         try first.close()
         let sidecar = try DetachedConsumer(directory: dir.path, name: "sidecar", creating: true)
-        let temporary = Consumers.path(of: "sidecar", logDirectory: dir.path) + Format.temporarySuffix
-        let bytes = [UInt8](repeating: 7, count: 40)
-        #expect(FileManager.default.createFile(atPath: temporary, contents: Data(bytes)))
+        let offsetFile = Consumers.path(of: "sidecar", logDirectory: dir.path)
+        let temporary = offsetFile + Format.temporarySuffix
+        let temporaryBytes = Data(repeating: 7, count: 40)
+        let damaged = Data(repeating: 0xAB, count: 1024)
+        #expect(FileManager.default.createFile(atPath: temporary, contents: temporaryBytes))
+        #expect(FileManager.default.createFile(atPath: offsetFile, contents: damaged))
         let writer = try EventLog.open(directory: dir.path)
-        #expect(FileManager.default.contents(atPath: temporary) == Data(bytes), "the live committer's file was removed or changed")
+        #expect(FileManager.default.contents(atPath: temporary) == temporaryBytes, "the live committer's temporary file was removed or changed")
+        #expect(FileManager.default.contents(atPath: offsetFile) == damaged, "the live committer's offset file was reset")
+        #expect(writer.recoveryReport.removedTemporaryFiles.isEmpty)
+        #expect(writer.recoveryReport.resetConsumers.isEmpty)
         try writer.close()
         sidecar.close()
         let reopened = try EventLog.open(directory: dir.path)
         #expect(!FileManager.default.fileExists(atPath: temporary), "a leftover with no live committer is removed")
+        #expect(reopened.recoveryReport.removedTemporaryFiles == ["consumers/sidecar.offset.tmp"])
+        #expect(reopened.recoveryReport.resetConsumers == ["sidecar"])
+        #expect(try OffsetFile.read(offsetFile)?.nextSeq == 0)
         try reopened.close()
     }
 

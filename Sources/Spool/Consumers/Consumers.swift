@@ -25,13 +25,21 @@ enum Consumers {
     /// never a jump forward), and is listed in `report.resetConsumers`; temporary files are
     /// listed in `report.removedTemporaryFiles`. A writing open repairs both afterwards
     /// (`Recovery.repairConsumers`), once nothing else can make it fail.
+    ///
+    /// A consumer whose committer in another process is live (it holds `consumers/<name>.lock`)
+    /// owns its files: its `<name>.offset.tmp` is a creation in progress, not a leftover, and its
+    /// offset file is never reset under it (it keeps writing slots into the file it has open).
+    /// An unreadable one still reads as `firstSeq`, so retention keeps everything meanwhile.
     static func loadOffsets(directory: String, firstSeq: UInt64, report: inout RecoveryReport, logger: Logger) throws -> [String: UInt64] {
         let consumersDirectory = self.directory(of: directory)
         guard DirectoryIO.exists(consumersDirectory) else { return [:] }
         var offsets = [String: UInt64]()
+        let creating = Format.offsetSuffix + Format.temporarySuffix
         for file in try DirectoryIO.list(consumersDirectory) {
             if file.hasSuffix(Format.temporarySuffix) {
-                report.removedTemporaryFiles.append(Format.consumersDirectory + "/" + file)
+                let inProgress = file.hasSuffix(creating)
+                    && DirectoryLock.committerIsLive(consumer: String(file.dropLast(creating.count)), logDirectory: directory)
+                if !inProgress { report.removedTemporaryFiles.append(Format.consumersDirectory + "/" + file) }
                 continue
             }
             guard file.hasSuffix(Format.offsetSuffix) else { continue }  // `<name>.lock` too
@@ -40,6 +48,8 @@ enum Consumers {
             let path = consumersDirectory + "/" + file
             if let slot = try OffsetFile.read(path) {
                 offsets[name] = slot.nextSeq
+            } else if DirectoryLock.committerIsLive(consumer: name, logDirectory: directory) {
+                offsets[name] = firstSeq
             } else {
                 logger.warning("a consumer's offset file is unreadable; it restarts at the oldest stored record", metadata: [
                     "consumer": "\(name)", "path": "\(path)", "restartSeq": "\(firstSeq)",

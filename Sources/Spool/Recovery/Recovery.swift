@@ -151,23 +151,14 @@ enum Recovery {
     /// fail: removes their temporary files, rewrites an unreadable offset file with the oldest
     /// stored record, and makes every other one durable (its last commit may have been `.fast`,
     /// and retention trusts the offset read at open to delete segments).
-    ///
-    /// The files of a consumer whose committer in another process is live (it holds
-    /// `consumers/<name>.lock`) are left alone: that committer may be creating its offset file
-    /// (the temporary file is then its, about to be renamed), and it alone writes the file.
+    /// A live committer's temporary file and unreadable offset file are not listed for repair
+    /// (`Consumers.loadOffsets`): it owns them.
     static func repairConsumers(_ recovered: RecoveredLog, directory: String, permissions: UInt16) throws {
         let consumersDirectory = Consumers.directory(of: directory)
-        let prefix = Format.consumersDirectory + "/"
-        let suffix = Format.offsetSuffix + Format.temporarySuffix
-        for name in recovered.report.removedTemporaryFiles where name.hasPrefix(prefix) {
-            if name.hasSuffix(suffix),
-               DirectoryLock.committerIsLive(consumer: String(name.dropFirst(prefix.count).dropLast(suffix.count)), logDirectory: directory) {
-                continue
-            }
+        for name in recovered.report.removedTemporaryFiles where name.hasPrefix(Format.consumersDirectory + "/") {
             try DirectoryIO.remove(directory + "/" + name)
         }
         for (name, nextSeq) in recovered.consumerOffsets.sorted(by: { $0.key < $1.key }) {
-            if DirectoryLock.committerIsLive(consumer: name, logDirectory: directory) { continue }
             let path = Consumers.path(of: name, logDirectory: directory)
             if recovered.report.resetConsumers.contains(name) {
                 try OffsetFile.create(path, directory: consumersDirectory, nextSeq: nextSeq, permissions: permissions)

@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Synchronization
 import SystemPackage
 
@@ -82,16 +77,6 @@ public enum FaultInjection {
             }
             return nil
         }
-    }
-}
-
-extension FaultInjection {
-    /// Blocks the calling thread for `duration` (a ``Fault/delay(_:)``).
-    static func pause(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
-        var remaining = timespec()
-        while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
     }
 }
 

@@ -63,7 +63,7 @@ struct FileIO {
         switch FaultInjection.check(.write, path: path) {
         case .error(let errno)?: throw SpoolError.system("write", path: path, errno)
         case .shortWrite(let count)?: limit = min(count, bytes.count)
-        case .delay(let duration)?: FaultInjection.pause(duration)
+        case .delay(let duration)?: usleep(useconds_t(clamping: duration.wholeNanoseconds / 1_000))
         case nil: break
         }
         while written < limit {
@@ -116,7 +116,7 @@ struct FileIO {
     func syncData() throws {
         switch FaultInjection.check(.sync, path: path) {
         case .error(let errno)?: throw SpoolError.system("fdatasync", path: path, errno)
-        case .delay(let duration)?: FaultInjection.pause(duration)
+        case .delay(let duration)?: usleep(useconds_t(clamping: duration.wholeNanoseconds / 1_000))
         case .shortWrite?, nil: break
         }
         while true {

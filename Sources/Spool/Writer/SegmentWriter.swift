@@ -79,7 +79,7 @@ final class SegmentWriter {
                     // segment now, so readers see the gap as missing at once, not at the next write.
                     // (The log's open lists the segments from the files after this.)
                     var ignored = Outcome()
-                    try roll(toBase: nextSeq, &ignored, noteSegment: { _ in })
+                    try roll(toBase: nextSeq, &ignored)
                 } else {
                     // Its records will count as synced, but a killed process's written blocks
                     // may be in the page cache only.
@@ -254,7 +254,7 @@ final class SegmentWriter {
     /// Seals the active segment (fdatasync, close) and creates the next one, named `base`;
     /// each is noted as it happens. A roll that failed after sealing still reports the sealed
     /// segment at its final size (the blocks flushed just before the roll changed it).
-    private func roll(toBase base: UInt64, _ outcome: inout Outcome, noteSegment: (SegmentInfo) -> Void) throws {
+    private func roll(toBase base: UInt64, _ outcome: inout Outcome, noteSegment: (SegmentInfo) -> Void = { _ in }) throws {
         if let active {
             if fileEnd > activeSize { try active.truncate(to: activeSize) }
             try remembering { try active.syncData() }
