@@ -144,6 +144,12 @@ extension SyncStateMachine {
     /// first batch to retry, that is: it and everything after it are dropped, to be read again
     /// after the backoff (the accepted ones among them are sent again, with the same ids).
     private mutating func roundFinished(_ round: Round, now: Duration, jitter: Double) -> [Action] {
+        if let error = round.answers.lazy.compactMap({ answer -> SyncError? in
+            if case .fatal(let error) = answer?.outcome { error } else { nil }
+        }).first {
+            count(error)
+            return stop(failure: error)
+        }
         var answered: [SyncBatch] = []
         var retry: SyncError?
         var overloaded = false
@@ -169,6 +175,8 @@ extension SyncStateMachine {
                     answered.append(batch)
                 }
                 continue
+            case .fatal:
+                preconditionFailure("a round with a fatal answer stops before this loop")
             case .tooLarge(let error), .rejected(let error):
                 count(error)
                 if case .tooLarge = answer.outcome {

@@ -218,13 +218,17 @@ extension SyncStateMachine {
         return armTimer(now: now) + (pending > 0 && isIdle ? nextStep(now: now) : [])
     }
 
-    private mutating func stop() -> [Action] {
+    /// Stops for good: by ``SyncWorker/stop()``, or with `failure` when a destination refused
+    /// in a way no retry changes (``UploadOutcome/fatal(_:)``); waiting flushes end with it.
+    mutating func stop(failure: SyncError? = nil) -> [Action] {
         phase = .stopped
         queue.removeAll()
+        stats.fatalError = failure
         var actions: [Action] = [.cancelTimer]
+        if let failure, !waiters.isEmpty { actions.append(.notify(ids: waiters.map(\.id), .error(failure))) }
         for waiter in waiters {
             var report = waiter.report
-            report.failure = SyncError(.stopped, "the sync worker was stopped during the flush")
+            report.failure = failure ?? SyncError(.stopped, "the sync worker was stopped during the flush")
             actions.append(.finishFlush(id: waiter.id, report))
         }
         waiters.removeAll()

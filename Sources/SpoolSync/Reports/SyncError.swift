@@ -13,7 +13,7 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         private enum Kind: String, Sendable {
             case network, timeout, serverError, rateLimited, unexpectedResponse
             case payloadTooLarge, rejected, readFailed, commitFailed, deadLetterFailed
-            case stopped, invalidConfiguration
+            case stopped, invalidConfiguration, destinationRefused
         }
         private let kind: Kind
         private init(_ kind: Kind) { self.kind = kind }
@@ -45,6 +45,10 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         public static let stopped = Code(.stopped)
         /// A `SyncConfiguration` value is out of range; the message names the field.
         public static let invalidConfiguration = Code(.invalidConfiguration)
+        /// The destination refused in a way no retry changes and no record is to blame for:
+        /// credentials, permissions, a missing topic or table. The worker stops; the message
+        /// names the destination and its answer.
+        public static let destinationRefused = Code(.destinationRefused)
 
         /// Whether a failure of this kind is retried with backoff (nothing is committed, nothing lost).
         public var isRetryable: Bool {

@@ -28,6 +28,9 @@ public struct SyncStats: Sendable {
     public var pending: UInt64 = 0
     /// The last failure, if any.
     public var lastError: SyncError?
+    /// The refusal that stopped the worker for good (``SyncError/Code/destinationRefused``:
+    /// credentials, a missing topic or table), if one did; `nil` while it runs.
+    public var fatalError: SyncError?
 
     /// All counters at zero.
     public init() {}

@@ -1,13 +1,22 @@
-/// What an answer means for a batch: the policy of the worker, as a pure function.
-enum UploadOutcome: Sendable {
-    /// 2xx: the server stored the batch; commit it.
+/// What a destination's answer means for the records of one request: the only words a
+/// ``SyncSink`` has to tell the worker's state machine what happened.
+public enum UploadOutcome: Sendable {
+    /// The destination durably took every record of the request (HTTP: a 2xx): commit them.
     case accepted
-    /// Retry later with backoff (network, timeout, 408, 429, 5xx, unexpected statuses).
+    /// Not now: retry later with backoff, honouring the error's `retryAfter` (HTTP: network,
+    /// timeout, 408, 429, 5xx, unexpected statuses). The records may have landed: ids make
+    /// the repeat harmless.
     case retry(SyncError)
-    /// 413: split the batch; a lone record is refused.
+    /// Too large (HTTP: 413): split the request; a lone record is refused (dead-lettered), and
+    /// later requests stay smaller for a while.
     case tooLarge(SyncError)
-    /// Another 4xx: a poison batch; split it until the refused records are alone.
+    /// A poison request (HTTP: another 4xx): split it until the refused records are alone,
+    /// and dead-letter those.
     case rejected(SyncError)
+    /// A refusal no retry can change and no record is to blame for (credentials, permissions,
+    /// a missing topic or table): the worker stops with this error, nothing committed past
+    /// the request, and every waiting flush ends with it.
+    case fatal(SyncError)
 
     /// Classifies a server's answer.
     ///
