@@ -74,6 +74,14 @@ public struct SyncConfiguration: Sendable {
             case .adaptive(let max): max
             }
         }
+
+        /// The same setting allowing at most `limit` requests in flight (a sink's own limit).
+        public func bounded(by limit: Int) -> Concurrency {
+            switch self {
+            case .fixed(let count): .fixed(min(count, max(limit, 1)))
+            case .adaptive(let most): .adaptive(max: min(most, max(limit, 1)))
+            }
+        }
     }
 
     /// Requests in flight at once. The batches of a round go out together and may be answered

@@ -7,8 +7,8 @@ struct SyncBatch: Sendable {
     /// The offset a commit of this batch moves the consumer to: past its last record, and past
     /// any range the read skipped.
     var end: UInt64
-    /// The request, once built (a half made by a split has none until it is sent).
-    var request: UploadRequest?
+    /// The sink's request, once built (a half made by a split has none until it is sent).
+    var request: SinkRequest<any Sendable>?
     /// How the server answered, for a batch answered in a round and waiting in the queue for
     /// the batches before it; `nil` while it is still to be sent.
     var answer: Answer?
@@ -25,7 +25,7 @@ struct SyncBatch: Sendable {
     /// The payload bytes of the records.
     var payloadBytes: Int { records.reduce(0) { $0 + $1.payload.count } }
 
-    init(records: [Record], end: UInt64, request: UploadRequest? = nil) {
+    init(records: [Record], end: UInt64, request: SinkRequest<any Sendable>? = nil) {
         self.records = records
         self.end = end
         self.request = request

@@ -88,7 +88,7 @@ public struct URLSessionUploader: Uploader {
                     for (name, value) in http.allHeaderFields {
                         if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
                     }
-                    continuation.resume(returning: UploadResponse(status: http.statusCode, headers: headers, body: Array((data ?? Data()).prefix(4096))))
+                    continuation.resume(returning: UploadResponse(status: http.statusCode, headers: headers, body: Array((data ?? Data()).prefix(max(0, request.maxResponseBytes)))))
                 }
                 task.delegate = RedirectRefuser.shared
                 handle.start(task)

@@ -26,13 +26,17 @@ public struct UploadRequest: Sendable {
     public var body: [UInt8]
     /// How long the request may take.
     public var timeout: Duration
+    /// How much of the answer's body to keep: the worker needs only a short message, a sink
+    /// that reads the answer (Pub/Sub's message ids) asks for more. The default is 4 KiB.
+    public var maxResponseBytes: Int
 
     /// A request with every field given.
-    public init(batch: BatchID, headers: [String: String], body: [UInt8], timeout: Duration) {
+    public init(batch: BatchID, headers: [String: String], body: [UInt8], timeout: Duration, maxResponseBytes: Int = 4096) {
         self.batch = batch
         self.headers = headers
         self.body = body
         self.timeout = timeout
+        self.maxResponseBytes = maxResponseBytes
     }
 }
 
@@ -65,7 +69,7 @@ public struct UploadResponse: Sendable {
     public var status: Int
     /// The headers, names lowercased.
     public var headers: [String: String]
-    /// The start of the body (the worker keeps at most a short message from it).
+    /// The start of the body: at most the request's ``UploadRequest/maxResponseBytes``.
     public var body: [UInt8]
 
     /// An answer with this status, headers (names lowercased) and start of body.

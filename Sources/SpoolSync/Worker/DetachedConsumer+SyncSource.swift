@@ -51,10 +51,29 @@ extension SyncWorker where C == ContinuousClock {
         detached consumer: DetachedConsumer, uploader: any Uploader, configuration: SyncConfiguration = .init(),
         logConfiguration: Spool.Configuration = .init(), logger: Logger = Logger(label: "spool.sync")
     ) throws(SyncError) {
+        let sink = HTTPSink(uploader: uploader, logID: consumer.logID, configuration: configuration)
+        try self.init(detached: consumer, sink: sink, configuration: configuration, logConfiguration: logConfiguration, logger: logger)
+    }
+
+    /// A worker for a sidecar's consumer delivering to `sink`, as
+    /// ``init(detached:uploader:configuration:logConfiguration:logger:)``.
+    ///
+    /// - Parameters:
+    ///   - consumer: the consumer to drain.
+    ///   - sink: the destination.
+    ///   - configuration: the policies; validated here.
+    ///   - logConfiguration: the log's configuration as this process knows it (keys, file
+    ///     modes), for the dead-letter log.
+    ///   - logger: where the worker logs; never payloads.
+    /// - Throws: ``SyncError/Code/invalidConfiguration`` naming the bad field.
+    public init(
+        detached consumer: DetachedConsumer, sink: some SyncSink, configuration: SyncConfiguration = .init(),
+        logConfiguration: Spool.Configuration = .init(), logger: Logger = Logger(label: "spool.sync")
+    ) throws(SyncError) {
         let deadLetters = DeadLetterLog(logDirectory: consumer.directory, consumer: consumer.name, logID: consumer.logID,
                                         configuration: DeadLetterLog.configuration(from: logConfiguration), logger: logger)
         try self.init(
-            source: consumer, uploader: uploader, configuration: configuration, deadLetters: deadLetters,
+            source: consumer, sink: sink, configuration: configuration, deadLetters: deadLetters,
             clock: ContinuousClock(), logger: logger)
     }
 

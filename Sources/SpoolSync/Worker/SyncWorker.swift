@@ -50,14 +50,12 @@ import Spool
 public actor SyncWorker<C: Clock> where C.Duration == Duration {
     private var machine: SyncStateMachine
     private let source: any SyncSource
-    private let uploader: any Uploader
+    private let sink: AnySink
     private let deadLetters: (any DeadLetterSink)?
     private let clock: C
     private let epoch: C.Instant
     private let random: @Sendable () -> Double
-    private let wallClock: @Sendable () -> Double
     private let logger: Logger
-    private let builder: RequestBuilder
     private let metrics: SyncMetrics
     private var relay: WriteRelay?
     /// The log-write registration; cancelled by ``stop()``.
@@ -74,7 +72,51 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
     /// The requests in flight, by slot.
     private var uploads: [Int: Task<Void, Never>] = [:]
 
-    /// Makes a worker; it does nothing until ``start()`` or a flush.
+    /// Makes a worker that delivers to `sink`; it does nothing until ``start()`` or a flush.
+    ///
+    /// - Parameters:
+    ///   - source: the consumer to drain.
+    ///   - sink: the destination: ``HTTPSink``, `PubSubSink`, `PostgresSink` or your own.
+    ///   - configuration: the policies; validated here. The concurrency is also bounded by the
+    ///     sink's ``SyncSink/maxInFlight``.
+    ///   - deadLetters: where refused records go. When `nil`, refused records are counted,
+    ///     logged and skipped.
+    ///   - clock: the clock of timers, backoffs, deadlines and request timeouts.
+    ///   - random: uniform draws in `0 ..< 1` for the backoff's jitter.
+    ///   - logger: where the worker logs (debug for each batch, info for refusals), never payloads.
+    ///   - metricsFactory: where the `spool_sync_*` metrics go; the process-wide `MetricsSystem` when nil.
+    /// - Throws: ``SyncError/Code/invalidConfiguration`` naming the bad field.
+    public init(
+        source: any SyncSource,
+        sink: some SyncSink,
+        configuration: SyncConfiguration = .init(),
+        deadLetters: (any DeadLetterSink)?,
+        clock: C,
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+        logger: Logger = Logger(label: "spool.sync"),
+        metricsFactory: (any MetricsFactory)? = nil
+    ) throws(SyncError) {
+        try configuration.validate()
+        var configuration = configuration
+        if let limit = sink.maxInFlight { configuration.concurrency = configuration.concurrency.bounded(by: limit) }
+        var logger = logger
+        logger[metadataKey: "spool.consumer"] = "\(source.consumerName)"
+        self.machine = SyncStateMachine(
+            configuration: configuration, committed: source.committedOffset, pending: source.pendingRecords)
+        self.source = source
+        self.sink = AnySink(sink)
+        self.deadLetters = deadLetters
+        self.clock = clock
+        self.epoch = clock.now
+        self.random = random
+        self.logger = logger
+        self.metrics = SyncMetrics(consumer: source.consumerName, factory: metricsFactory)
+        // From nothing to the start: the lag gauge shows what a previous run left.
+        metrics.record(from: SyncStats(), to: machine.stats)
+    }
+
+    /// Makes a worker that posts Spool's envelope through `uploader` (an ``HTTPSink``); it
+    /// does nothing until ``start()`` or a flush.
     ///
     /// - Parameters:
     ///   - source: the consumer to drain.
@@ -99,23 +141,10 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
         logger: Logger = Logger(label: "spool.sync"),
         metricsFactory: (any MetricsFactory)? = nil
     ) throws(SyncError) {
-        try configuration.validate()
-        var logger = logger
-        logger[metadataKey: "spool.consumer"] = "\(source.consumerName)"
-        self.machine = SyncStateMachine(
-            configuration: configuration, committed: source.committedOffset, pending: source.pendingRecords)
-        self.source = source
-        self.uploader = uploader
-        self.deadLetters = deadLetters
-        self.clock = clock
-        self.epoch = clock.now
-        self.random = random
-        self.wallClock = wallClock
-        self.logger = logger
-        self.builder = RequestBuilder(logID: source.logID, configuration: configuration)
-        self.metrics = SyncMetrics(consumer: source.consumerName, factory: metricsFactory)
-        // From nothing to the start: the lag gauge shows what a previous run left.
-        metrics.record(from: SyncStats(), to: machine.stats)
+        let sink = HTTPSink(uploader: uploader, logID: source.logID, configuration: configuration, wallClock: wallClock)
+        try self.init(
+            source: source, sink: sink, configuration: configuration, deadLetters: deadLetters, clock: clock,
+            random: random, logger: logger, metricsFactory: metricsFactory)
     }
 
     // MARK: Lifecycle
@@ -145,6 +174,7 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
         for upload in uploads.values { await upload.value }
         await operation?.value
         await deadLetters?.shutdown()
+        await sink.shutdown()
     }
 
     /// Stops the automatic policies (the app went to the background): no timer, no count
@@ -252,29 +282,23 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
     private func perform(_ action: SyncStateMachine.Action) {
         switch action {
         case .read(let maxCount, let maxBytes, let batches):
-            run { [source, builder] in
+            run { [source, sink] in
                 do {
                     // One read for the round: `batches` times the limits, cut into batches.
                     let read = try await source.nextBatch(maxCount: maxCount * batches, maxBytes: maxBytes * batches)
-                    return .readCompleted(builder.prepare(read, maxCount: maxCount, maxBytes: maxBytes, batches: batches))
+                    return .readCompleted(sink.prepare(read, maxCount: maxCount, maxBytes: maxBytes, batches: batches))
                 } catch {
                     return .readFailed(SyncError(.readFailed, "reading the consumer failed", cause: error))
                 }
             }
         case .upload(let batch, let slot, let timeout):
-            uploads[slot] = Task { [uploader, builder, clock, wallClock, logger, retryable = machine.configuration.retryableStatuses] in
-                var request = batch.request ?? builder.request(for: batch.records)
-                request.timeout = timeout
-                let outcome: UploadOutcome
-                switch await timedUpload(request, with: uploader, clock: clock, timeout: timeout) {
-                case .success(let response):
-                    outcome = UploadOutcome.classify(response, retryableStatuses: retryable, now: wallClock())
-                    logger.debug("upload answered", metadata: ["spool.batch": "\(request.batch)", "spool.status": "\(response.status)", "spool.bytes": "\(request.body.count)"])
-                case .failure(let error):
-                    outcome = UploadOutcome.failed(error)
-                    logger.debug("upload failed", metadata: ["spool.batch": "\(request.batch)", "spool.error": "\(error)"])
-                }
-                self.uploadFinished(slot: slot, outcome, bytes: request.body.count)
+            uploads[slot] = Task { [sink, clock, logger] in
+                let request = sink.request(for: batch)
+                let outcome = await timedSend(clock: clock, timeout: timeout) { await sink.send(request, timeout: timeout) }
+                logger.debug("request answered", metadata: [
+                    "spool.records": "\(batch.records.first?.seq ?? batch.end)..<\(batch.end)", "spool.bytes": "\(request.bytes)",
+                    "spool.outcome": "\(outcome)"])
+                self.uploadFinished(slot: slot, outcome, bytes: request.bytes)
             }
         case .deadLetter(let records, let error):
             run { [deadLetters] in
