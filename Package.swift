@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "Spool", targets: ["Spool"]),
         .library(name: "SpoolSync", targets: ["SpoolSync"]),
         .library(name: "SpoolCollector", targets: ["SpoolCollector"]),
+        .library(name: "SpoolPubSub", targets: ["SpoolPubSub"]),
         .library(name: "SpoolBench", targets: ["SpoolBench"]),
         .executable(name: "spool", targets: ["spool"]),
     ],
@@ -65,6 +66,16 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
+        // Google Cloud Pub/Sub as a destination: its REST publish through SpoolSync's uploaders,
+        // and the service-account token flow (RS256 from swift-crypto's extras).
+        .target(
+            name: "SpoolPubSub",
+            dependencies: [
+                "Spool", "SpoolSync",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         // The reference collector: an HTTP server for tests, the demo and benchmarks.
         .target(
             name: "SpoolCollector",
@@ -83,7 +94,7 @@ let package = Package(
         .executableTarget(
             name: "spool",
             dependencies: [
-                "Spool", "SpoolSync", "SpoolCollector", "SpoolBench",
+                "Spool", "SpoolSync", "SpoolCollector", "SpoolBench", "SpoolPubSub",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `--metrics-port`: the metrics in Prometheus' text format, served by Hummingbird.
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -103,6 +114,14 @@ let package = Package(
             name: "SpoolSyncTests",
             dependencies: ["Spool", "SpoolSync", "SpoolCollector", .product(name: "MetricsTestKit", package: "swift-metrics")]
         ),
+        // Against the Pub/Sub emulator (started by the tests) and servers on 127.0.0.1; runs the
+        // `spool` binary too.
+        .testTarget(name: "SpoolPubSubTests", dependencies: [
+            "Spool", "SpoolSync", "SpoolPubSub", "spool",
+            .product(name: "_CryptoExtras", package: "swift-crypto"),
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        ]),
         .testTarget(name: "SpoolCollectorTests", dependencies: [
             "Spool", "SpoolCollector", "CZstd", "CZlib", .product(name: "AsyncHTTPClient", package: "async-http-client"),
         ]),

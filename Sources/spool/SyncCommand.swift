@@ -8,7 +8,7 @@ import SpoolSync
 struct SyncCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sync",
-        abstract: "Upload a consumer's records to an HTTP collector, committing what it accepts.",
+        abstract: "Deliver a consumer's records to a collector, Pub/Sub or PostgreSQL, committing what it accepts.",
         discussion: """
             Without --once the worker runs until interrupted (SIGINT or SIGTERM): it flushes every \
             --interval seconds, when --count records are pending, and at once for what a previous run \
@@ -25,8 +25,7 @@ struct SyncCommand: AsyncParsableCommand {
 
     @OptionGroup var metrics: MetricsOptions
 
-    @Option(help: "The collector's URL (http or https).")
-    var url: String
+    @OptionGroup var destination: DestinationOptions
 
     @Option(help: "The consumer to drain; it must exist unless --create (which starts it at the oldest record).")
     var consumer = "sync"
@@ -81,10 +80,7 @@ struct SyncCommand: AsyncParsableCommand {
     var maxConcurrency: Int?
 
     func validate() throws {
-        guard let parsed = endpoint?.url, let scheme = parsed.scheme?.lowercased(), ["http", "https"].contains(scheme), parsed.host != nil else {
-            throw ValidationError("--url must be an http or https URL, not '\(Self.redacted(url))'")
-        }
-        if endpoint?.authorization != nil && headers.contains(where: { $0.lowercased().hasPrefix("authorization:") }) {
+        if destination.authorization != nil && headers.contains(where: { $0.lowercased().hasPrefix("authorization:") }) {
             throw ValidationError("--url carries credentials and --header gives an Authorization header too; give one of them")
         }
         guard retries >= 0 else { throw ValidationError("--retries must not be negative") }
@@ -126,7 +122,9 @@ struct SyncCommand: AsyncParsableCommand {
             let create = self.create
             let detached = try await offPool { try logDirectory.detachedConsumer(consumerName, creating: create) }
             do {
-                worker = try SyncWorker(detached: detached, url: endpoint!.url, configuration: try makeConfiguration(),
+                let configuration = try makeConfiguration()
+                let sink = try destination.sink(logID: detached.logID, origins: OriginRecord.storesOrigins(at: directory), configuration: configuration)
+                worker = try SyncWorker(detached: detached, sink: sink, configuration: configuration,
                                         logConfiguration: try log.knownConfiguration(), logger: logger)
             } catch {
                 detached.close()
@@ -137,9 +135,11 @@ struct SyncCommand: AsyncParsableCommand {
             let eventLog = try await offPool { try logDirectory.open() }
             do {
                 if !create { try LogDirectory.requireConsumer(consumerName, in: eventLog.consumerNames) }
+                let configuration = try makeConfiguration()
+                let sink = try destination.sink(logID: eventLog.id, origins: OriginRecord.storesOrigins(at: directory), configuration: configuration)
                 worker = try SyncWorker(
-                    consumer: try await offPool { try eventLog.consumer(named: consumerName) }, url: endpoint!.url,
-                    configuration: try makeConfiguration(), logger: logger)
+                    consumer: try await offPool { try eventLog.consumer(named: consumerName) }, sink: sink,
+                    configuration: configuration, logger: logger)
             } catch {
                 try? await offPool { try eventLog.close() }
                 throw error
@@ -153,7 +153,7 @@ struct SyncCommand: AsyncParsableCommand {
             failure = report.failure
         } else {
             await worker.start()
-            Output.error("spool sync: uploading \(consumer) of \(directory) to \(endpoint!.url); interrupt to stop")
+            Output.error("spool sync: uploading \(consumer) of \(directory) to \(destination); interrupt to stop")
             await Self.waitForInterrupt()
             let stats = await worker.stats
             try Output.write(summary(stats.records, stats.batches, stats.bytes, stats.deadLettered, stats))
@@ -208,7 +208,7 @@ struct SyncCommand: AsyncParsableCommand {
         // A one-shot run is someone waiting (a script, a cron job): a server's Retry-After may
         // hold it a minute per retry, not the service's hour, unless they say otherwise.
         if let seconds = maxRetryAfter ?? (once ? 60 : nil) { configuration.backoff.maxRetryAfter = .seconds(seconds) }
-        if let authorization = endpoint?.authorization { configuration.headers["Authorization"] = authorization }
+        if let authorization = destination.authorization { configuration.headers["Authorization"] = authorization }
         for header in headers {
             guard let colon = header.firstIndex(of: ":") else {
                 throw SyncError(.invalidConfiguration, "--header '\(header)' is not 'Name: value'")
@@ -217,27 +217,6 @@ struct SyncCommand: AsyncParsableCommand {
             configuration.headers[name] = header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
         return configuration
-    }
-
-    /// `--url` without its `user:password@` part, and those credentials as a Basic
-    /// `Authorization` header (RFC 7617): a URL's credentials are sent, and the URL that is
-    /// printed or logged never holds the password. Nil when `--url` does not parse.
-    var endpoint: (url: URL, authorization: String?)? {
-        guard var components = URLComponents(string: url) else { return nil }
-        var authorization: String?
-        if components.user != nil || components.password != nil {
-            let credentials = (components.user ?? "") + ":" + (components.password ?? "")
-            authorization = "Basic " + Data(credentials.utf8).base64EncodedString()
-            components.user = nil
-            components.password = nil
-        }
-        return components.url.map { ($0, authorization) }
-    }
-
-    /// `text` with anything between `//` and an `@` (credentials) replaced by `***`, for messages.
-    static func redacted(_ text: String) -> String {
-        guard let start = text.range(of: "//"), let at = text[start.upperBound...].firstIndex(of: "@") else { return text }
-        return text[..<start.upperBound] + "***" + text[at...]
     }
 
     /// Returns on the first SIGINT or SIGTERM.
