@@ -8,6 +8,11 @@ enum UploadOutcome: Sendable {
     case tooLarge(SyncError)
     /// Another 4xx: a poison batch; split it until the refused records are alone.
     case rejected(SyncError)
+    /// A configuration error that will not go away by retrying (credentials or a destination
+    /// that does not exist, say): the worker stops. Nothing more is sent, nothing past this
+    /// batch is committed, every waiting flush ends with the error, and the worker is stopped
+    /// as by ``SyncWorker/stop()``.
+    case fatal(SyncError)
 
     /// Classifies a server's answer.
     ///

@@ -19,21 +19,23 @@ struct RequestBuilder: Sendable {
         self.extraHeaders = configuration.headers.filter { !reserved.contains($0.key.lowercased()) }
     }
 
-    /// A round of batches from what a read returned, in seq order: at most `batches` of them,
-    /// each of at most `maxCount` records and cut by ``prepare(_:maxBytes:)``. Records left
-    /// over are read again after the commit. A read of no records gives one empty batch that
-    /// carries its `end` (a skipped range, or nothing pending).
-    func prepare(_ read: SourceBatch, maxCount: Int, maxBytes: Int, batches: Int) -> [SyncBatch] {
-        var rest = read.records[...]
-        var round: [SyncBatch] = []
-        while round.count < batches, !rest.isEmpty {
+    /// The batches to add to the window from what a read returned, in seq order: the records
+    /// from `from` on (a read starts at the committed offset, so it returns the window's
+    /// records again: they are dropped), in at most `batches` batches of at most `maxCount`
+    /// records each, each cut by ``prepare(_:maxBytes:)``. Records left over are read again
+    /// later. With no record from `from` on, one empty batch that carries the read's `end`
+    /// (a skipped range, or nothing pending).
+    func prepare(_ read: SourceBatch, from: UInt64, maxCount: Int, maxBytes: Int, batches: Int) -> [SyncBatch] {
+        var rest = read.records[(read.records.firstIndex { $0.seq >= from } ?? read.records.endIndex)...]
+        var cut: [SyncBatch] = []
+        while cut.count < batches, !rest.isEmpty {
             let chunk = Array(rest.prefix(maxCount))
             let end = chunk.count == rest.count ? read.end : chunk[chunk.count - 1].seq + 1
             let batch = prepare(SourceBatch(records: chunk, end: end), maxBytes: maxBytes)
-            round.append(batch)
+            cut.append(batch)
             rest = rest.dropFirst(batch.records.count)
         }
-        return round.isEmpty ? [SyncBatch(records: [], end: read.end)] : round
+        return cut.isEmpty ? [SyncBatch(records: [], end: read.end)] : cut
     }
 
     /// The batch to send from what a read returned: the longest prefix of its records whose
@@ -50,10 +52,10 @@ struct RequestBuilder: Sendable {
         }
         let (body, count) = encoder.encode(read.records, maxBytes: maxBytes)
         if count == read.records.count {
-            return SyncBatch(records: read.records, end: read.end, request: request(read.records, body: body))
+            return SyncBatch(records: read.records, end: read.end, request: request(read.records, body: body), encodedBytes: body.count)
         }
         let records = Array(read.records[..<count])
-        return SyncBatch(records: records, end: records[count - 1].seq + 1, request: request(records, body: body))
+        return SyncBatch(records: records, end: records[count - 1].seq + 1, request: request(records, body: body), encodedBytes: body.count)
     }
 
     /// The index of the first record whose seq does not follow its predecessor's, if any.
