@@ -47,6 +47,7 @@ public struct BenchRunner: Sendable {
         rows += drains
         if options.runs("sync") { rows += try await context.syncRows(drainRows: drains) }
         if options.runs("sync") || options.runs("sync-latency") { rows += try await context.syncLatencyRows() }
+        if options.runs("sync") || options.runs("sync-window") { rows += try await context.syncWindowRows() }
         if options.runs("open") { rows += try await context.openRows() }
         if options.runs("memory") { rows += try await context.memoryRows() }
         if options.runs("trickle") { rows += try await context.trickleRows() }

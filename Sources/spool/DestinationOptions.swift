@@ -82,8 +82,10 @@ struct DestinationOptions: ParsableArguments {
         return components.url.map { ($0, authorization) }
     }
 
-    /// `text` with anything between `//` and an `@` (credentials) replaced by `***`, for messages.
+    /// `text` with anything between `//` and an `@` (credentials) replaced by `***`, and
+    /// without a query or fragment (a token travels there), for messages.
     static func redacted(_ text: String) -> String {
+        let text = String(text.prefix { $0 != "?" && $0 != "#" })
         guard let start = text.range(of: "//"), let at = text[start.upperBound...].firstIndex(of: "@") else { return text }
         return text[..<start.upperBound] + "***" + text[at...]
     }

@@ -12,8 +12,10 @@ struct SyncCommand: AsyncParsableCommand {
         discussion: """
             Without --once the worker runs until interrupted (SIGINT or SIGTERM): it flushes every \
             --interval seconds, when --count records are pending, and at once for what a previous run \
-            left. With --once it drains and exits: 0 when nothing is pending, 1 with the error when an \
-            upload still fails after --retries retries (or a commit fails). Records the server refuses \
+            left. With --once it drains what the log holds when it starts (up to the end it sees then; \
+            records a writer appends meanwhile wait for the next run) and exits: 0 when that is \
+            delivered, 1 with the error when an upload still fails after --retries retries (or a \
+            commit fails). Records the server refuses \
             (4xx) go to the dead-letter log DIR/deadletter/CONSUMER, readable with `spool dump`. \
             Beside a process that has the log open for writing (an app, `spool append`), or always \
             with --sidecar, it never opens the log for writing: it reads and commits the consumer \
@@ -60,7 +62,7 @@ struct SyncCommand: AsyncParsableCommand {
     @Flag(help: "Never open the log for writing, even when no other process has it open (run beside an app that appends).")
     var sidecar = false
 
-    @Flag(help: "Drain once and exit instead of running until interrupted.")
+    @Flag(help: "Drain up to the end of the log seen at start, then exit, instead of running until interrupted.")
     var once = false
 
     @Option(name: .customLong("max-retry-after"),
@@ -148,7 +150,10 @@ struct SyncCommand: AsyncParsableCommand {
         }
         let failure: SyncError?
         if once {
-            let report = await worker.flush(retries: retries)
+            // Up to the end seen now: beside a writer that keeps appending, a one-shot run
+            // (a cron job) must end.
+            let start = await worker.stats
+            let report = await worker.flush(through: start.committed + start.pending, retries: retries)
             try Output.write(summary(report.records, report.batches, report.bytes, report.deadLettered, await worker.stats))
             failure = report.failure
         } else {
@@ -180,12 +185,12 @@ struct SyncCommand: AsyncParsableCommand {
         }
     }
 
-    /// One line: what was delivered, then how: requests sent (accepted or not), retries, and
-    /// the concurrency reached.
+    /// One line: what was delivered, then how: requests sent (accepted or not), failed
+    /// requests sent again, and the most requests that were in flight at once.
     private func summary(_ records: Int, _ batches: Int, _ bytes: Int, _ deadLettered: Int, _ stats: SyncStats) -> String {
         var text = "sent \(records) records in \(batches) requests (\(formatBytes(Int64(bytes))))"
         if deadLettered > 0 { text += "; \(deadLettered) refused records moved to the dead-letter log" }
-        text += "; \(stats.requests) requests made, \(stats.retries) retried, up to \(stats.peakConcurrency) in flight"
+        text += "; \(stats.requests) requests made, \(stats.retries) retried, up to \(stats.peakInFlight) in flight"
         return text + "\n"
     }
 

@@ -184,22 +184,28 @@ extension SyncBatch {
         #expect(body.count > 5000)
     }
 
-    /// A round is cut in seq order by count and by encoded bytes, at most `batches` of them;
+    /// A read is cut in seq order by count and by encoded bytes, at most `batches` of them;
     /// only a batch that takes the read's last record carries the read's end.
-    @Test func aRoundIsCutInSeqOrderWithinEachLimit() {
+    @Test func aReadIsCutInSeqOrderWithinEachLimit() {
         let builder = httpSink(SyncConfiguration())
         let records = (0..<10).map { record(UInt64($0), "\($0)") }
-        let round = builder.prepare(SourceBatch(records: records, end: 12), maxCount: 3, maxBytes: 1024, batches: 8)
-        #expect(round.map { $0.records.map(\.seq) } == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]])
-        #expect(round.map(\.end) == [3, 6, 9, 12])
-        let short = builder.prepare(SourceBatch(records: records, end: 12), maxCount: 3, maxBytes: 1024, batches: 2)
+        let cut = builder.prepare(SourceBatch(records: records, end: 12), from: 0, maxCount: 3, maxBytes: 1024, batches: 8)
+        #expect(cut.map { $0.records.map(\.seq) } == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]])
+        #expect(cut.map(\.end) == [3, 6, 9, 12])
+        let short = builder.prepare(SourceBatch(records: records, end: 12), from: 0, maxCount: 3, maxBytes: 1024, batches: 2)
         #expect(short.map(\.end) == [3, 6])
         let big = (0..<4).map { record(UInt64($0), "\"" + String(repeating: "x", count: 600) + "\"") }
-        let bytes = builder.prepare(SourceBatch(records: big, end: 4), maxCount: 50, maxBytes: 1024, batches: 8)
+        let bytes = builder.prepare(SourceBatch(records: big, end: 4), from: 0, maxCount: 50, maxBytes: 1024, batches: 8)
         #expect(bytes.map { $0.records.count } == [1, 1, 1, 1])
         #expect(bytes.allSatisfy { ($0.http?.body.count ?? .max) <= 1024 })
-        let nothing = builder.prepare(SourceBatch(records: [], end: 7), maxCount: 50, maxBytes: 1024, batches: 8)
+        let nothing = builder.prepare(SourceBatch(records: [], end: 7), from: 0, maxCount: 50, maxBytes: 1024, batches: 8)
         #expect(nothing.map(\.end) == [7] && nothing[0].records.isEmpty)
+        // The window's records, read again from the committed offset, are dropped.
+        let beyond = builder.prepare(SourceBatch(records: records, end: 12), from: 7, maxCount: 2, maxBytes: 1024, batches: 8)
+        #expect(beyond.map { $0.records.map(\.seq) } == [[7, 8], [9]])
+        #expect(beyond.map(\.end) == [9, 12])
+        let caughtUp = builder.prepare(SourceBatch(records: records, end: 10), from: 10, maxCount: 2, maxBytes: 1024, batches: 8)
+        #expect(caughtUp.map(\.end) == [10] && caughtUp[0].records.isEmpty)
     }
 
     @Test func requestsCarryTheBatchHeaderAndContentType() {
@@ -238,10 +244,10 @@ extension SyncBatch {
         #expect(second.records.map(\.seq) == [6, 7])
         #expect(second.end == 9)
         #expect(second.http?.headers["Spool-Batch"] == "\(Self.id):6-7")
-        // A round cuts the same two requests from one read, the gap committed with the second.
-        let round = builder.prepare(read, maxCount: 50, maxBytes: 1024, batches: 8)
-        #expect(round.map { $0.records.map(\.seq) } == [[3, 4], [6, 7]])
-        #expect(round.map(\.end) == [5, 9])
+        // One read cuts the same two requests, the gap committed with the second.
+        let cut = builder.prepare(read, from: 0, maxCount: 50, maxBytes: 1024, batches: 8)
+        #expect(cut.map { $0.records.map(\.seq) } == [[3, 4], [6, 7]])
+        #expect(cut.map(\.end) == [5, 9])
 
         configuration.encoding = .json
         let json = httpSink(configuration).prepare(read, maxBytes: 1024)

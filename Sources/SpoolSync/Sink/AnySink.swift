@@ -15,11 +15,11 @@ struct AnySink: Sendable {
         prepareNext = { records, maxBytes in
             let request = sink.prepare(records, maxBytes: maxBytes)
             precondition((1...records.count).contains(request.count), "a sink's request carries 1 to \(records.count) records")
-            return SinkRequest(body: request.body, count: request.count, bytes: request.bytes)
+            return SinkRequest(body: request.body, count: request.count, bytes: request.bytes, measuredBytes: request.measuredBytes)
         }
         prepareExactly = { records in
             let request = sink.prepare(exactly: records)
-            return SinkRequest(body: request.body, count: request.count, bytes: request.bytes)
+            return SinkRequest(body: request.body, count: request.count, bytes: request.bytes, measuredBytes: request.measuredBytes)
         }
         sendRequest = { body, timeout in
             // Only this closure's own sink made `body`: a mismatch is a programming error.
@@ -41,12 +41,14 @@ struct AnySink: Sendable {
         return SyncBatch(records: records, end: records[records.count - 1].seq + 1, request: request)
     }
 
-    /// Batches from what a read returned, in seq order: at most `batches` of them, each of at
-    /// most `maxCount` records and cut by ``prepare(_:maxBytes:)``. Records left over are read
-    /// again after the commit. A read of no records gives one empty batch that carries its
-    /// `end` (a skipped range, or nothing pending).
-    func prepare(_ read: SourceBatch, maxCount: Int, maxBytes: Int, batches: Int) -> [SyncBatch] {
-        var rest = read.records[...]
+    /// The batches to add to the window from what a read returned, in seq order: the records
+    /// from `from` on (a read starts at the committed offset, so it returns the window's
+    /// records again: they are dropped), in at most `batches` batches of at most `maxCount`
+    /// records each, each cut by ``prepare(_:maxBytes:)``. Records left over are read again
+    /// later. With no record from `from` on, one empty batch that carries the read's `end`
+    /// (a skipped range, or nothing pending).
+    func prepare(_ read: SourceBatch, from: UInt64, maxCount: Int, maxBytes: Int, batches: Int) -> [SyncBatch] {
+        var rest = read.records[(read.records.firstIndex { $0.seq >= from } ?? read.records.endIndex)...]
         var cut: [SyncBatch] = []
         while cut.count < batches, !rest.isEmpty {
             let chunk = Array(rest.prefix(maxCount))

@@ -39,8 +39,8 @@ public struct HTTPSink: SyncSink {
         if builder.encoder.encoding == .raw, let gap = RequestBuilder.firstGap(in: records) {
             records = records[..<gap]
         }
-        let (request, count) = builder.request(records, maxBytes: maxBytes)
-        return SinkRequest(body: request, count: count, bytes: request.body.count)
+        let (request, count, encoded) = builder.request(records, maxBytes: maxBytes)
+        return SinkRequest(body: request, count: count, bytes: request.body.count, measuredBytes: encoded)
     }
 
     /// The request for exactly `records`.

@@ -20,11 +20,11 @@ struct RequestBuilder: Sendable {
     }
 
     /// The request for the longest prefix of `records` whose body fits `maxBytes` (at least
-    /// one record), and how many records it holds.
-    func request(_ records: ArraySlice<Record>, maxBytes: Int) -> (UploadRequest, count: Int) {
+    /// one record), how many records it holds, and its body's size before compression.
+    func request(_ records: ArraySlice<Record>, maxBytes: Int) -> (UploadRequest, count: Int, encodedBytes: Int) {
         let (body, count) = encoder.encode(records, maxBytes: maxBytes)
         let taken = records.prefix(count)
-        return (request(taken, body: body), count)
+        return (request(taken, body: body), count, body.count)
     }
 
     /// The index of the first record whose seq does not follow its predecessor's, if any.
