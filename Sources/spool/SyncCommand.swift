@@ -120,32 +120,17 @@ struct SyncCommand: AsyncParsableCommand {
         let directory = log.directory
         let logDirectory = log
         let consumerName = consumer
+        let create = self.create
+        let beside = sidecar
+        let opened = try await offPool { try logDirectory.openConsumer(consumerName, creating: create, beside: beside) }
         let worker: SyncWorker<ContinuousClock>
-        let close: @Sendable () async throws -> Void
-        if sidecar || log.hasLiveWriter {
-            let create = self.create
-            let detached = try await offPool { try logDirectory.detachedConsumer(consumerName, creating: create) }
-            do {
-                worker = try SyncWorker(detached: detached, url: endpoint!.url, configuration: try makeConfiguration(),
-                                        logConfiguration: try log.knownConfiguration(), logger: logger)
-            } catch {
-                detached.close()
-                throw error
-            }
-            close = { detached.close() }
-        } else {
-            let eventLog = try await offPool { try logDirectory.open() }
-            do {
-                if !create { try LogDirectory.requireConsumer(consumerName, in: eventLog.consumerNames) }
-                worker = try SyncWorker(
-                    consumer: try await offPool { try eventLog.consumer(named: consumerName) }, url: endpoint!.url,
-                    configuration: try makeConfiguration(), logger: logger)
-            } catch {
-                try? await offPool { try eventLog.close() }
-                throw error
-            }
-            close = { try await offPool { try eventLog.close() } }
+        do {
+            worker = try SyncWorker(consumer: opened.consumer, url: endpoint!.url, configuration: try makeConfiguration(), logger: logger)
+        } catch {
+            try? await offPool { try opened.close() }
+            throw error
         }
+        let close: @Sendable () async throws -> Void = { try await offPool { try opened.close() } }
         let failure: SyncError?
         if once {
             let report = await worker.flush(retries: retries)

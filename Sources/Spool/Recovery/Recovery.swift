@@ -29,7 +29,7 @@ enum Recovery {
             } else if name.hasSuffix(Format.temporarySuffix) {
                 report.removedTemporaryFiles.append(name)  // removed below, once the keys checked
             } else if name != Format.metaFileName && name != Format.lockFileName && name != Format.consumersDirectory
-                        && name != "deadletter" && name != Format.dictionariesDirectory && name != Format.keysDirectory {
+                        && name != Format.deadLetterDirectory && name != Format.dictionariesDirectory && name != Format.keysDirectory {
                 report.ignoredFiles.append(name)
             }
         }
@@ -50,7 +50,7 @@ enum Recovery {
 
         var segments = [SegmentInfo]()
         for base in bases {
-            let size = try fileSize(directory + "/" + Format.segmentName(base))
+            let size = try FileIO.size(of: directory + "/" + Format.segmentName(base))
             segments.append(SegmentInfo(baseSeq: base, size: size))
         }
         segments = try setAsideMisfits(segments, directory: directory, repairing: repairing, report: &report, logger: logger)
@@ -179,14 +179,6 @@ enum Recovery {
                 try file.syncData()
             }
         }
-    }
-
-    /// A segment's size, learned by opening it: a segment this process cannot read (or that
-    /// is not a regular file) fails the open here, naming it, rather than a later read.
-    static func fileSize(_ path: String) throws -> Int64 {
-        let file = try FileIO.open(path, .readOnly)
-        defer { file.close() }
-        return try file.size()
     }
 
     /// Reads META; recreates it from a segment header when it is missing or damaged (without
