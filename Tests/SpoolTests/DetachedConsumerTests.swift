@@ -160,4 +160,39 @@ import Testing
         let second = try sidecar.read(maxCount: 10)
         #expect(second.notices.map(\.range) == [100_000..<120_000])
     }
+
+    /// Issue #27: both consumers are a `LogConsumer` with one offset convention (exclusive
+    /// ends): an empty batch commits as a no-op, even at offset 0, and a batch's `endSeq` is
+    /// what it commits to, in the writing process and beside it alike.
+    @Test func bothConsumersCommitBatchesByTheirExclusiveEndAndAnEmptyBatchIsANoOp() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let log = try EventLog.open(directory: dir.path)
+        defer { try? log.close() }
+        let sidecar = try DetachedConsumer(directory: dir.path, name: "sidecar", creating: true)
+        defer { sidecar.close() }
+        let consumers: [any LogConsumer] = [try log.consumer(named: "own"), sidecar]
+        for consumer in consumers {
+            let empty = try consumer.read(maxCount: 10, maxBytes: 1024)
+            #expect(empty.isEmpty && empty.endSeq == 0)
+            try consumer.commit(empty)
+            #expect(consumer.committed == 0)
+        }
+        for i in 0..<5 { _ = try log.append("r\(i)") }
+        try log.syncBlocking()
+        for consumer in consumers {
+            let batch = try consumer.read(maxCount: 3, maxBytes: 1024)
+            #expect(batch.records.map(\.seq) == [0, 1, 2] && batch.endSeq == 3)
+            try consumer.commit(batch)
+            #expect(consumer.committed == 3)
+            try consumer.commit(upTo: 5)
+            #expect(consumer.committed == 5)
+            let atEnd = try consumer.read(maxCount: 3, maxBytes: 1024)
+            #expect(atEnd.isEmpty && atEnd.endSeq == 5)
+            try consumer.commit(atEnd)
+            #expect(consumer.committed == 5)
+            #expect { try consumer.commit(upTo: 6) } throws: { ($0 as? SpoolError)?.code == .invalidCommit }
+            #expect { try consumer.commit(upTo: 4) } throws: { ($0 as? SpoolError)?.code == .invalidCommit }
+        }
+    }
 }
