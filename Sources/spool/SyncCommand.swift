@@ -118,36 +118,19 @@ struct SyncCommand: AsyncParsableCommand {
         let directory = log.directory
         let logDirectory = log
         let consumerName = consumer
+        let create = self.create
+        let beside = sidecar
+        let opened = try await offPool { try logDirectory.openConsumer(consumerName, creating: create, beside: beside) }
         let worker: SyncWorker<ContinuousClock>
-        let close: @Sendable () async throws -> Void
-        if sidecar || log.hasLiveWriter {
-            let create = self.create
-            let detached = try await offPool { try logDirectory.detachedConsumer(consumerName, creating: create) }
-            do {
-                let configuration = try makeConfiguration()
-                let sink = try destination.sink(logID: detached.logID, origins: OriginRecord.storesOrigins(at: directory), configuration: configuration)
-                worker = try SyncWorker(detached: detached, sink: sink, configuration: configuration,
-                                        logConfiguration: try log.knownConfiguration(), logger: logger)
-            } catch {
-                detached.close()
-                throw error
-            }
-            close = { detached.close() }
-        } else {
-            let eventLog = try await offPool { try logDirectory.open() }
-            do {
-                if !create { try LogDirectory.requireConsumer(consumerName, in: eventLog.consumerNames) }
-                let configuration = try makeConfiguration()
-                let sink = try destination.sink(logID: eventLog.id, origins: OriginRecord.storesOrigins(at: directory), configuration: configuration)
-                worker = try SyncWorker(
-                    consumer: try await offPool { try eventLog.consumer(named: consumerName) }, sink: sink,
-                    configuration: configuration, logger: logger)
-            } catch {
-                try? await offPool { try eventLog.close() }
-                throw error
-            }
-            close = { try await offPool { try eventLog.close() } }
+        do {
+            let configuration = try makeConfiguration()
+            let sink = try destination.sink(logID: opened.consumer.logID, origins: OriginRecord.storesOrigins(at: directory), configuration: configuration)
+            worker = try SyncWorker(consumer: opened.consumer, sink: sink, configuration: configuration, logger: logger)
+        } catch {
+            try? await offPool { try opened.close() }
+            throw error
         }
+        let close: @Sendable () async throws -> Void = { try await offPool { try opened.close() } }
         let failure: SyncError?
         if once {
             // Up to the end seen now: beside a writer that keeps appending, a one-shot run

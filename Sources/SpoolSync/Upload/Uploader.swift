@@ -10,7 +10,8 @@ import Spool
 /// cancellation (the worker cancels a request that outlives `request.timeout`) and must never
 /// log or put a payload into an error.
 ///
-/// Thread safety: `upload` may be called from any task, one request at a time per worker.
+/// Thread safety: `upload` may be called from any task, and concurrently: a worker keeps up to
+/// ``SyncConfiguration/concurrency`` requests in flight at once (one with `.fixed(1)`).
 public protocol Uploader: Sendable {
     /// Sends `request` and returns the server's answer.
     func upload(_ request: UploadRequest) async throws -> UploadResponse

@@ -83,7 +83,7 @@ public final class DeadLetterLog: DeadLetterSink {
     /// `<log directory>/deadletter/<consumer name>`.
     public static func directory(logDirectory: String, consumer: String) -> String {
         let base = logDirectory.hasSuffix("/") ? String(logDirectory.dropLast()) : logDirectory
-        return "\(base)/deadletter/\(consumer)"
+        return "\(base)/\(EventLog.deadLetterDirectory)/\(consumer)"
     }
 
     /// Appends each record's envelope (see ``DeadLetterLog``) at `synced` durability, opening
@@ -123,7 +123,7 @@ public final class DeadLetterLog: DeadLetterSink {
         let (logDirectory, consumer, configuration, logger) = (logDirectory, consumer, configuration, logger)
         let log = try await offPool {
             // Neither `deadletter/` nor `deadletter/<consumer>` may be a link (SpoolError .io).
-            let directory = try EventLog.createDirectories(["deadletter", consumer], inside: logDirectory, permissions: configuration.directoryMode)
+            let directory = try EventLog.createDirectories([EventLog.deadLetterDirectory, consumer], inside: logDirectory, permissions: configuration.directoryMode)
             return try EventLog.open(directory: directory, configuration: configuration, logger: logger)
         }
         opened.withLock { $0 = log }
