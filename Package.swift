@@ -89,7 +89,11 @@ let package = Package(
         // The Spool half of the benchmark scenarios, shared by `spool bench` and Benchmarks/.
         .target(
             name: "SpoolBench",
-            dependencies: ["Spool", "SpoolSync", "SpoolCollector", "CZstd", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "Spool", "SpoolSync", "SpoolCollector", "SpoolPubSub", "CZstd", .product(name: "Logging", package: "swift-log"),
+                // The Pub/Sub emulator's administration and the plain publisher the Pub/Sub row is compared with.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
         ),
         .executableTarget(
             name: "spool",
@@ -117,7 +121,7 @@ let package = Package(
         // Against the Pub/Sub emulator (started by the tests) and servers on 127.0.0.1; runs the
         // `spool` binary too.
         .testTarget(name: "SpoolPubSubTests", dependencies: [
-            "Spool", "SpoolSync", "SpoolPubSub", "spool",
+            "Spool", "SpoolSync", "SpoolPubSub", "SpoolBench", "spool",
             .product(name: "_CryptoExtras", package: "swift-crypto"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -67,6 +67,17 @@ extension SpoolSide {
         to url: URL, batch: Int, batchBytes: Int?, count: Int, directory: String,
         concurrency: SyncConfiguration.Concurrency, backoff: Backoff?
     ) async throws -> Run {
+        try await drain(batch: batch, batchBytes: batchBytes, count: count, directory: directory, concurrency: concurrency,
+                        backoff: backoff) { log, configuration in
+            HTTPSink(uploader: platformUploader(url: url), logID: log, configuration: configuration)
+        }
+    }
+
+    /// Stores `count` events (untimed) and times one flush of them into the sink `sink` makes.
+    func drain(
+        batch: Int, batchBytes: Int?, count: Int, directory: String, concurrency: SyncConfiguration.Concurrency,
+        backoff: Backoff?, sink: (LogID, SyncConfiguration) throws -> any SyncSink
+    ) async throws -> Run {
         try await blocking { try fill(count: count, directory: directory) }
         let log = try await blocking { try open(directory) }
         var configuration = SyncConfiguration()
@@ -75,7 +86,8 @@ extension SpoolSide {
         configuration.concurrency = concurrency
         if let backoff { configuration.backoff = backoff }
         let worker = try SyncWorker(
-            consumer: try log.consumer(named: "uploader"), url: url, configuration: configuration, logger: quietLogger)
+            consumer: try log.consumer(named: "uploader"), sink: try sink(log.id, configuration), configuration: configuration,
+            logger: quietLogger)
         let start = monotonicNanos()
         let report = await worker.flush(retries: 1_000)
         let nanos = monotonicNanos() - start

@@ -2,6 +2,7 @@ import _CryptoExtras
 import Crypto
 import Foundation
 import Spool
+import SpoolBench
 import SpoolPubSub
 import Synchronization
 import Testing

@@ -8,17 +8,21 @@ import Synchronization
 import Spool
 import SpoolSync
 
-/// The Google Cloud CLI's Pub/Sub emulator, started once per test process on a free port of
-/// 127.0.0.1 in a data directory of its own, and stopped (its whole process group) at exit.
+/// The Google Cloud CLI's Pub/Sub emulator, started once per process (the Pub/Sub tests, the
+/// benchmark) on a free port of 127.0.0.1 in a data directory of its own, and stopped (its
+/// whole process group) at exit.
 ///
-/// If it cannot start, every test that asks for it fails with the reason: nothing is skipped.
-final class PubSubEmulator: Sendable {
-    let port: Int
-    let root: URL
+/// If it cannot start, ``shared()`` throws the reason, with the end of its output: a test that
+/// needs it fails, it is never skipped.
+public final class PubSubEmulator: Sendable {
+    /// The port it listens on, on 127.0.0.1.
+    public let port: Int
+    /// `http://127.0.0.1:<port>`: the root of its REST API.
+    public let root: URL
     private let pid: pid_t
 
-    /// The one emulator of this test process.
-    static func shared() async throws -> PubSubEmulator {
+    /// The one emulator of this process, started on first use.
+    public static func shared() async throws -> PubSubEmulator {
         try await Shared.instance.emulator()
     }
 
@@ -35,8 +39,10 @@ final class PubSubEmulator: Sendable {
         }
     }
 
-    struct StartFailed: Error, CustomStringConvertible {
-        var description: String
+    /// Why the emulator could not start, or a call to it failed.
+    public struct StartFailed: Error, CustomStringConvertible {
+        /// What went wrong, with the end of the emulator's output when it did not start.
+        public var description: String
     }
 
     private init(port: Int, pid: pid_t) {
@@ -75,10 +81,11 @@ final class PubSubEmulator: Sendable {
         throw StartFailed(description: "the Pub/Sub emulator did not answer on 127.0.0.1:\(port) within 60 s; its output ends:\n\(output.suffix(2000))")
     }
 
-    func stop() { ProcessGroups.stop(pid) }
+    /// Stops the emulator's process group.
+    public func stop() { ProcessGroups.stop(pid) }
 
     /// Creates `topic` (`projects/P/topics/T`) and a subscription to it, with message ordering when asked.
-    func createTopic(_ topic: String, subscription: String, ordering: Bool = false) async throws {
+    public func createTopic(_ topic: String, subscription: String, ordering: Bool = false) async throws {
         let made = try await request("PUT", "/v1/\(topic)", body: nil)
         guard made.status == 200 else { throw StartFailed(description: "creating \(topic) answered \(made.status)") }
         let body = #"{"topic":"\#(topic)","enableMessageOrdering":\#(ordering)}"#
@@ -87,16 +94,20 @@ final class PubSubEmulator: Sendable {
     }
 
     /// A message as a subscriber receives it.
-    struct Message: Decodable {
-        var data: String?
-        var attributes: [String: String]?
-        var orderingKey: String?
-        var bytes: [UInt8] { Array(Data(base64Encoded: data ?? "") ?? Data()) }
+    public struct Message: Decodable, Sendable {
+        /// The data, in base64.
+        public var data: String?
+        /// The attributes.
+        public var attributes: [String: String]?
+        /// The ordering key, if any.
+        public var orderingKey: String?
+        /// The data's bytes.
+        public var bytes: [UInt8] { Array(Data(base64Encoded: data ?? "") ?? Data()) }
     }
 
     /// Pulls (and acknowledges) everything the subscription holds now, in delivery order,
     /// until a pull comes back empty.
-    func pullAll(_ subscription: String) async throws -> [Message] {
+    public func pullAll(_ subscription: String) async throws -> [Message] {
         struct Pulled: Decodable {
             struct Received: Decodable {
                 var ackId: String
@@ -116,13 +127,14 @@ final class PubSubEmulator: Sendable {
         }
     }
 
-    func request(_ method: String, _ path: String, body: [UInt8]?) async throws -> (status: Int, body: [UInt8]) {
+    /// Sends `method path` with a JSON `body` to the emulator; returns the status and the body.
+    public func request(_ method: String, _ path: String, body: [UInt8]?) async throws -> (status: Int, body: [UInt8]) {
         try await HTTP.request(method, root.appendingPathComponent(path).absoluteString.replacingOccurrences(of: "%3A", with: ":"), body: body)
     }
 }
 
 /// A free TCP port on 127.0.0.1 (bound, read, released).
-func freePort() throws -> Int {
+public func freePort() throws -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
     var address = sockaddr_in()
@@ -136,7 +148,7 @@ func freePort() throws -> Int {
     return Int(UInt16(bigEndian: address.sin_port))
 }
 
-/// Process groups a test process started, stopped when it exits (a failed test included).
+/// Process groups this process started, stopped when it exits (a failed test included).
 enum ProcessGroups {
     private static let groups = Mutex<[pid_t]>([])
     private static let registered = Mutex(false)
@@ -157,9 +169,10 @@ enum ProcessGroups {
     }
 }
 
-/// Plain HTTP requests for the tests' own calls (creating topics, pulling).
-enum HTTP {
-    static func request(_ method: String, _ url: String, body: [UInt8]?, headers: [String: String] = [:]) async throws -> (status: Int, body: [UInt8]) {
+/// Plain HTTP requests: the emulator's administration (topics, pulls) and the plain publisher.
+public enum HTTP {
+    /// Sends `method url` with a JSON `body`; returns the status and the whole answer.
+    public static func request(_ method: String, _ url: String, body: [UInt8]?, headers: [String: String] = [:]) async throws -> (status: Int, body: [UInt8]) {
         var request = HTTPClientRequest(url: url)
         request.method = .init(rawValue: method)
         request.headers.add(name: "Content-Type", value: "application/json")
