@@ -59,7 +59,9 @@ struct DestinationOptions: ParsableArguments {
     }
 
     /// Where records go, for people: never credentials or a query string (it may hold a token).
-    var description: String {
+    /// (Not `description`: string interpolation of the options would print their fields, the
+    /// query's token among them.)
+    var printable: String {
         if let pubsubTopic { return "Pub/Sub topic \(pubsubTopic)" }
         guard let url = endpoint?.url, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return "the collector" }
         components.query = nil

@@ -141,7 +141,7 @@ struct SyncCommand: AsyncParsableCommand {
             failure = report.failure
         } else {
             await worker.start()
-            Output.error("spool sync: uploading \(consumer) of \(directory) to \(destination); interrupt to stop")
+            Output.error("spool sync: uploading \(consumer) of \(directory) to \(destination.printable); interrupt to stop")
             await Self.waitForInterrupt()
             let stats = await worker.stats
             try Output.write(summary(stats.records, stats.batches, stats.bytes, stats.deadLettered, stats))
