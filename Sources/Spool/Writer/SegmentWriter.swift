@@ -30,8 +30,6 @@ final class SegmentWriter {
     private(set) var syncFailed = false
     /// Encoded blocks waiting for one `write` call.
     private var out: [UInt8] = []
-    /// What `out` holds: blocks, stored and raw bytes (counted into the outcome once written).
-    private var encoded = (blocks: 0, stored: 0, raw: 0)
     /// The active segment file's size on disk: at least `activeSize`; more once synced writes
     /// preallocated zeros past the data (see ``preallocate(through:)``).
     private var fileEnd: Int64 = 0
@@ -81,8 +79,7 @@ final class SegmentWriter {
                     // segment now, so readers see the gap as missing at once, not at the next write.
                     // (The log's open lists the segments from the files after this.)
                     var ignored = Outcome()
-                    _ = try seal(&ignored)
-                    _ = try startSegment(at: nextSeq)
+                    try roll(toBase: nextSeq, &ignored)
                 } else {
                     // Its records will count as synced, but a killed process's written blocks
                     // may be in the page cache only.
@@ -105,7 +102,7 @@ final class SegmentWriter {
         active = nil
     }
 
-    /// What writing one batch achieved (``EventLog/write(_:sync:)``, step by step).
+    /// What one call to ``write(_:sync:)`` achieved.
     struct Outcome {
         /// Blocks now in a segment file (a prefix of the batch).
         var blocksWritten = 0
@@ -122,42 +119,57 @@ final class SegmentWriter {
         var error: SpoolError?
     }
 
-    /// Sets the encoder's dictionary and key for the next batch, before its first ``encode(_:)``.
-    func beginBatch() { codec.prepare(encoder) }
-
-    /// Encodes blocks from the front of `blocks` into the output buffer, up to the first one
-    /// that must start a new segment (the active one is full or too old, or seqs skip ahead);
-    /// returns how many it took, 0 when the first one must. The caller then writes them
-    /// (``flush(_:preallocating:)``) and, if blocks remain, rolls (``seal(_:)``,
-    /// ``startSegment(at:)``): the writer loop decides, between those steps, what else happens
-    /// (the cap), and this type knows nothing of it.
-    func encode(_ blocks: ArraySlice<PendingBlock>) throws -> Int {
-        var taken = 0
-        for block in blocks {
-            if needsRoll(before: block) { break }
-            let header = try encoder.encode(block, in: SegmentContext(baseSeq: activeBase, createdMillis: activeCreatedMillis, version: activeVersion), into: &out)
-            codec.didEncode(block, header: header, segment: activeBase)
-            encoded.blocks += 1
-            encoded.stored += header.totalSize
-            encoded.raw += block.raw.count
-            activeEndSeq = block.firstSeq + UInt64(block.count)
-            taken += 1
-        }
-        return taken
+    /// What ``write(_:sync:hooks:)`` tells its caller while it writes, so that the shared
+    /// state follows the segment files within one batch.
+    struct Hooks {
+        /// Before each write: the size the active segment will have once it is done (stored,
+        /// compressed bytes: the cap is enforced on what reaches the disk, not on the
+        /// records' uncompressed size).
+        var beforeWriting: (_ activeSizeAfter: Int64) -> Void = { _ in }
+        /// After each roll: the segment just sealed, at its final size, then the new active
+        /// one. A batch can roll many times; the cap must see each sealed segment as it is
+        /// sealed to be able to drop it before the batch's next write.
+        var noteSegment: (SegmentInfo) -> Void = { _ in }
     }
 
-    /// Whether ``encode(_:)`` left blocks in the output buffer, not yet written.
-    var hasEncoded: Bool { !out.isEmpty }
-
-    /// The active segment's size (stored, compressed bytes) once the encoded blocks are written.
-    var sizeAfterFlush: Int64 { activeSize + Int64(out.count) }
-
-    /// Forgets the encoded blocks after a failed step: the file holds only whole blocks (a
-    /// failed write is cut back), and a retry continues the segment instead of rolling.
-    func discardEncoded() {
-        out.removeAll(keepingCapacity: true)
-        activeEndSeq = flushedEndSeq
-        encoded = (0, 0, 0)
+    /// Encodes and writes `batch` in as few system calls as segment boundaries allow, rolling
+    /// segments as they fill, then makes it durable if `sync`.
+    func write(_ batch: ArraySlice<PendingBlock>, sync: Bool, hooks: Hooks = Hooks()) -> Outcome {
+        var outcome = Outcome()
+        var encodedInOut = 0
+        var storedInOut = 0
+        var rawInOut = 0
+        codec.prepare(encoder)
+        do {
+            for block in batch {
+                if needsRoll(before: block) {
+                    try flush(&outcome, &encodedInOut, &storedInOut, &rawInOut, preallocating: false, beforeWriting: hooks.beforeWriting)
+                    try roll(toBase: block.firstSeq, &outcome, noteSegment: hooks.noteSegment)
+                }
+                let header = try encoder.encode(block, in: SegmentContext(baseSeq: activeBase, createdMillis: activeCreatedMillis, version: activeVersion), into: &out)
+                codec.didEncode(block, header: header, segment: activeBase)
+                encodedInOut += 1
+                storedInOut += header.totalSize
+                rawInOut += block.raw.count
+                activeEndSeq = block.firstSeq + UInt64(block.count)
+            }
+            try flush(&outcome, &encodedInOut, &storedInOut, &rawInOut, preallocating: sync, beforeWriting: hooks.beforeWriting)
+        } catch {
+            out.removeAll(keepingCapacity: true)
+            activeEndSeq = flushedEndSeq
+            outcome.error = error as? SpoolError ?? SpoolError(.io, "\(error)")
+            return outcome
+        }
+        if sync, active != nil {
+            do {
+                try syncActive()
+                outcome.fsyncs += 1
+                outcome.synced = true
+            } catch {
+                outcome.error = error as? SpoolError ?? SpoolError(.io, "\(error)")
+            }
+        }
+        return outcome
     }
 
     /// `fdatasync` of the active segment (for a `sync()` with nothing new to write).
@@ -189,8 +201,10 @@ final class SegmentWriter {
 
     /// Writes the output buffer to the active segment with one call (after zeros ahead of it
     /// when `preallocating`). On failure the file is cut back so no partial block is left behind.
-    func flush(_ outcome: inout Outcome, preallocating: Bool) throws {
+    private func flush(_ outcome: inout Outcome, _ blocks: inout Int, _ stored: inout Int, _ raw: inout Int,
+                       preallocating: Bool, beforeWriting: (Int64) -> Void) throws {
         guard !out.isEmpty, let active else { return }
+        beforeWriting(activeSize + Int64(out.count))
         if preallocating && preallocates {
             do {
                 try preallocate(through: activeSize + Int64(out.count))
@@ -212,10 +226,12 @@ final class SegmentWriter {
         fileEnd = max(fileEnd, activeSize)
         flushedEndSeq = activeEndSeq
         out.removeAll(keepingCapacity: true)
-        outcome.blocksWritten += encoded.blocks
-        outcome.storedBytes += encoded.stored
-        outcome.rawBytes += encoded.raw
-        encoded = (0, 0, 0)
+        outcome.blocksWritten += blocks
+        outcome.storedBytes += stored
+        outcome.rawBytes += raw
+        blocks = 0
+        stored = 0
+        raw = 0
     }
 
     /// Makes sure zeros are written up to past `end` (in whole steps, never past the segment
@@ -238,24 +254,19 @@ final class SegmentWriter {
     /// Seals the active segment (fdatasync, close) and creates the next one, named `base`;
     /// each is noted as it happens. A roll that failed after sealing still reports the sealed
     /// segment at its final size (the blocks flushed just before the roll changed it).
-    /// Seals the active segment: cut to its last block and `fdatasync`ed. Returns it at its
-    /// final size (nil when there is none: a roll failed after sealing the last one).
-    func seal(_ outcome: inout Outcome) throws -> SegmentInfo? {
-        guard let active else { return nil }
-        if fileEnd > activeSize { try active.truncate(to: activeSize) }
-        try remembering { try active.syncData() }
-        outcome.fsyncs += 1
-        active.close()
-        self.active = nil
-        let sealed = SegmentInfo(baseSeq: activeBase, size: activeSize)
-        outcome.sealed.append(sealed)
-        return sealed
-    }
-
-    /// Starts a new active segment named `base`, after ``seal(_:)``; returns it.
-    func startSegment(at base: UInt64) throws -> SegmentInfo {
+    private func roll(toBase base: UInt64, _ outcome: inout Outcome, noteSegment: (SegmentInfo) -> Void = { _ in }) throws {
+        if let active {
+            if fileEnd > activeSize { try active.truncate(to: activeSize) }
+            try remembering { try active.syncData() }
+            outcome.fsyncs += 1
+            active.close()
+            self.active = nil
+            let sealed = SegmentInfo(baseSeq: activeBase, size: activeSize)
+            outcome.sealed.append(sealed)
+            noteSegment(sealed)
+        }
         try createSegment(baseSeq: base)
-        return SegmentInfo(baseSeq: activeBase, size: activeSize)
+        noteSegment(SegmentInfo(baseSeq: activeBase, size: activeSize))
     }
 
     /// Creates a segment file with its header and makes its directory entry durable before any

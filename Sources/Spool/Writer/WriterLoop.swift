@@ -92,7 +92,10 @@ extension EventLog {
         state.writing = true
         lock.unlock()
         let started = monotonicNanos()
-        let outcome = write(batch[...], sync: sync)
+        let hooks = SegmentWriter.Hooks(
+            beforeWriting: { self.enforceCapBeforeWriting(activeSizeAfter: $0) },
+            noteSegment: { segment in self.lock.withLock { self.state.noteSegment(segment) } })
+        let outcome = writer.write(batch[...], sync: sync, hooks: hooks)
         lock.lock()
         state.writing = false
         publish(outcome, batch: &batch)
@@ -265,46 +268,6 @@ extension EventLog {
             }
         }
         state.removeAllWaiters()
-    }
-
-    /// Encodes and writes `batch` in as few system calls as segment boundaries allow, rolling
-    /// segments as they fill, then makes it durable if `sync`. The segment writer does each
-    /// step; this loop decides what happens between them, as leveldb's `DBImpl` does around its
-    /// `log::Writer`: before each write the cap makes room for it (stored, compressed bytes: the
-    /// cap is enforced on what reaches the disk), and each roll is noted in the shared state as
-    /// it happens (a batch can roll many segments, and the cap must see each sealed one to drop
-    /// it before the batch's next write). Write token held, lock not held.
-    func write(_ batch: ArraySlice<PendingBlock>, sync: Bool) -> SegmentWriter.Outcome {
-        var outcome = SegmentWriter.Outcome()
-        var rest = batch
-        writer.beginBatch()
-        do {
-            while true {
-                rest = rest.dropFirst(try writer.encode(rest))
-                if writer.hasEncoded {
-                    enforceCapBeforeWriting(activeSizeAfter: writer.sizeAfterFlush)
-                    try writer.flush(&outcome, preallocating: sync && rest.isEmpty)
-                }
-                guard let next = rest.first else { break }
-                if let sealed = try writer.seal(&outcome) { lock.withLock { state.noteSegment(sealed) } }
-                let active = try writer.startSegment(at: next.firstSeq)
-                lock.withLock { state.noteSegment(active) }
-            }
-        } catch {
-            writer.discardEncoded()
-            outcome.error = error as? SpoolError ?? SpoolError(.io, "\(error)")
-            return outcome
-        }
-        if sync, writer.activeSegment != nil {
-            do {
-                try writer.syncActive()
-                outcome.fsyncs += 1
-                outcome.synced = true
-            } catch {
-                outcome.error = error as? SpoolError ?? SpoolError(.io, "\(error)")
-            }
-        }
-        return outcome
     }
 
     /// Tells the write observers how far the log is written, outside the lock, on the thread
