@@ -1,16 +1,3 @@
-
-/// How a commit is made durable.
-public enum CommitMode: String, Sendable, CaseIterable {
-    /// One `pwrite` and one `fdatasync` of the offset file (after making the log's data through
-    /// the committed record durable). After any crash, even a power loss, the offset is this
-    /// commit or a later one. The default, and what the sync worker uses.
-    case durable
-    /// One `pwrite`, no `fdatasync`: survives a killed process; a power loss can roll the offset
-    /// back to an earlier commit (re-delivery, made harmless by event ids), never forward.
-    /// Retention only deletes segments passed by a durable commit.
-    case fast
-}
-
 /// Records and bytes a consumer has not committed yet.
 public struct ConsumerLag: Sendable, Equatable {
     /// Records appended at or after the committed offset.
@@ -30,22 +17,6 @@ extension ConsumerLag {
         }
         self.bytes = records == 0 ? 0 : bytes
     }
-}
-
-/// A batch read by a consumer: records, the notices met on the way, and where it ends.
-public struct ConsumerBatch: Sendable, Equatable {
-    /// The records, in seq order (expired records are left out and reported in `notices`).
-    public var records: [Record]
-    /// Ranges skipped instead of returned: corrupt, dropped, expired, missing.
-    public var notices: [ReadNotice]
-    /// The seq just past the last record or notice of the batch: committing up to it
-    /// (`commit(batch)`) acknowledges the whole batch, skipped ranges included.
-    public var endSeq: UInt64
-    /// The seq the batch started at (the committed offset when it was read).
-    public var startSeq: UInt64
-
-    /// Whether the batch holds nothing: no record and no notice.
-    public var isEmpty: Bool { records.isEmpty && notices.isEmpty }
 }
 
 /// A consumer of a log this process writes: a named reader with an offset committed
@@ -116,98 +87,5 @@ public final class Consumer: LogConsumer, @unchecked Sendable {
     /// seq just past the last written record, on the thread that wrote it. Never throws.
     public func watchWrites(_ handler: @escaping @Sendable (UInt64) -> Void) throws -> WriteObservation {
         log.observeWrites(handler)
-    }
-}
-
-/// Limits and tallies of one consumer read (``Consumer`` and ``DetachedConsumer``): fills a
-/// batch from a cursor until it holds `maxCount` records or `maxBytes` of payload, or has
-/// examined `max(maxCount, 100,000)` items (so a long run of expired records cannot make one
-/// read walk the whole log or hold a notice per record: consecutive expired records are one
-/// notice).
-struct BatchFill {
-    let maxCount: Int
-    let maxBytes: Int
-    let expiry: Expiry
-    var bytes = 0
-    var examined = 0
-    /// Expired records counted by this read (not counted by an earlier one).
-    var newlyExpired: UInt64 = 0
-    /// Set when the next record would pass `maxBytes`.
-    var stoppedForBytes = false
-
-    func isFull(_ batch: ConsumerBatch) -> Bool {
-        stoppedForBytes || batch.records.count >= maxCount || examined >= max(maxCount, 100_000)
-    }
-
-    /// Reads from `cursor` into `batch` until it is full or the cursor has nothing more.
-    /// `countedThrough`: expired records below it were counted by an earlier read.
-    mutating func fill(_ batch: inout ConsumerBatch, from cursor: LogCursor, countingExpiry countedThrough: inout UInt64) throws {
-        while !isFull(batch) {
-            let before = cursor.position
-            guard let item = try cursor.next() else { return }
-            examined += 1
-            switch item {
-            case .notice(let notice):
-                Self.append(notice, to: &batch.notices)
-                batch.endSeq = notice.range.upperBound
-            case .record(let record):
-                if expiry.isExpired(record.timestamp) {
-                    Self.append(ReadNotice(kind: .expired, range: record.seq..<record.seq + 1, detail: expiry.reason), to: &batch.notices)
-                    if record.seq >= countedThrough {
-                        newlyExpired += 1
-                        countedThrough = record.seq + 1
-                    }
-                    batch.endSeq = record.seq + 1
-                    continue
-                }
-                if !batch.records.isEmpty && bytes + record.payload.count > maxBytes {
-                    cursor.seek(to: before)
-                    stoppedForBytes = true
-                    return
-                }
-                bytes += record.payload.count
-                batch.records.append(record)
-                batch.endSeq = record.seq + 1
-            }
-        }
-    }
-
-    /// Merges consecutive notices of one kind so a long expired run is one notice.
-    private static func append(_ notice: ReadNotice, to notices: inout [ReadNotice]) {
-        if let last = notices.last, last.kind == notice.kind, last.range.upperBound == notice.range.lowerBound,
-           notice.kind == .expired {
-            notices[notices.count - 1].range = last.range.lowerBound..<notice.range.upperBound
-        } else {
-            notices.append(notice)
-        }
-    }
-}
-
-/// The expiry rules of a configuration, evaluated at one instant.
-struct Expiry {
-    let cutoff: Int64?
-    let deadline: ReportingDeadline?
-    let now: Int64
-
-    init(configuration: Configuration, now: Int64) {
-        self.now = now
-        if let age = configuration.maxAge {
-            let (seconds, attoseconds) = age.components
-            cutoff = now - (seconds * 1000 + attoseconds / 1_000_000_000_000_000)
-        } else {
-            cutoff = nil
-        }
-        deadline = configuration.reportingDeadline
-    }
-
-    @inline(__always)
-    func isExpired(_ timestamp: Int64) -> Bool {
-        if let cutoff, timestamp < cutoff { return true }
-        if let deadline, now >= deadline.expiry(ofRecordAt: timestamp) { return true }
-        return false
-    }
-
-    var reason: String {
-        cutoff != nil ? "older than Configuration.maxAge" : "past Configuration.reportingDeadline"
     }
 }

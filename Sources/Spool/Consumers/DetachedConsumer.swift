@@ -26,9 +26,9 @@ import Synchronization
 /// Expiry (`maxAge`, `reportingDeadline`) follows the `configuration` given here.
 ///
 /// It shares everything but its side with ``Consumer`` (one committer): what differs is that
-/// its segment list comes from ``LiveSegments`` and that it makes records durable itself.
-/// Commits are always durable (a `.fast` one is made durable too: the writer's retention
-/// trusts the offset file).
+/// its segment list comes from what is whole on disk (`LiveSegments`) and that it makes records
+/// durable itself. Commits are always durable (a `.fast` one is made durable too: the writer's
+/// retention trusts the offset file).
 ///
 /// Thread-safety: every method may be called from any thread; calls are serialised.
 public final class DetachedConsumer: LogConsumer, @unchecked Sendable {

@@ -86,6 +86,35 @@ extension LogConsumer {
     public func eventID(of seq: UInt64) -> String { logID.eventID(seq: seq) }
 }
 
+/// How a commit is made durable.
+public enum CommitMode: String, Sendable, CaseIterable {
+    /// One `pwrite` and one `fdatasync` of the offset file (after making the log's data below
+    /// the new offset durable). After any crash, even a power loss, the offset is this
+    /// commit or a later one. The default, and what the sync worker uses.
+    case durable
+    /// One `pwrite`, no `fdatasync`: survives a killed process; a power loss can roll the offset
+    /// back to an earlier commit (re-delivery, made harmless by event ids), never forward.
+    /// Retention only deletes segments passed by a durable commit. A ``DetachedConsumer``
+    /// commits durably whatever the mode (the writer's retention trusts its offset file).
+    case fast
+}
+
+/// A batch read by a consumer: records, the notices met on the way, and where it ends.
+public struct ConsumerBatch: Sendable, Equatable {
+    /// The records, in seq order (expired records are left out and reported in `notices`).
+    public var records: [Record]
+    /// Ranges skipped instead of returned: corrupt, dropped, expired, missing.
+    public var notices: [ReadNotice]
+    /// The seq just past the last record or notice of the batch: committing up to it
+    /// (`commit(batch)`) acknowledges the whole batch, skipped ranges included.
+    public var endSeq: UInt64
+    /// The seq the batch started at (the committed offset when it was read).
+    public var startSeq: UInt64
+
+    /// Whether the batch holds nothing: no record and no notice.
+    public var isEmpty: Bool { records.isEmpty && notices.isEmpty }
+}
+
 /// The queue consumers' `async` methods run their blocking file I/O on.
 private let blockingWork = DispatchQueue(label: "spool.consumers", attributes: .concurrent)
 

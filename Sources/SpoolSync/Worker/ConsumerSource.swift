@@ -1,8 +1,8 @@
 import Logging
 import Spool
 
-/// A Spool consumer as the worker's source, whichever process writes the log (``Consumer`` in
-/// this one, ``DetachedConsumer`` beside another): reads and commits run off the cooperative
+/// A Spool consumer as the worker's source, whichever process writes the log (`Consumer` in
+/// this one, `DetachedConsumer` beside another): reads and commits run off the cooperative
 /// pool; commits are durable.
 struct ConsumerSource: SyncSource {
     let consumer: any LogConsumer

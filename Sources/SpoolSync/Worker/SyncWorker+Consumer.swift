@@ -3,8 +3,8 @@ import Logging
 import Spool
 
 extension SyncWorker where C == ContinuousClock {
-    /// A worker for a Spool consumer (``Consumer`` of a log this process writes, or
-    /// ``DetachedConsumer`` beside another process) on the system's continuous clock,
+    /// A worker for a Spool consumer (`Consumer` of a log this process writes, or
+    /// `DetachedConsumer` beside another process) on the system's continuous clock,
     /// delivering to `sink` and dead-lettering refused records into
     /// `<log directory>/deadletter/<consumer name>` (see ``DeadLetterLog``), a log with the
     /// consumer's configuration's encryption and file modes (the consumer's lock keeps any
