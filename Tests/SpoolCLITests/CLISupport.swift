@@ -109,6 +109,9 @@ final class AppenderChild: @unchecked Sendable {
             while case let chunk = reader.availableData, !chunk.isEmpty { self.printed.withLock { $0.append(chunk) } }
         }
         let writer = input.fileHandleForWriting
+        // The child is killed while this writes: the write then fails with EPIPE instead of
+        // killing the test process (run alone, no other test has ignored SIGPIPE yet).
+        signal(SIGPIPE, SIG_IGN)
         Thread.detachNewThread { [self] in
             var n = 0
             while !self.stop.withLock({ $0 }) {

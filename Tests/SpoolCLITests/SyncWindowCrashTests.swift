@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 /// `spool sync` with many requests in flight, killed with SIGKILL while its window is full.
@@ -71,14 +72,32 @@ extension SyncCollectorTests {
         let (collector, port, _) = try startCollector(out: out, fileSizeBlocks: nil, arguments: ["--latency-ms", "20"])
         defer { if collector.isRunning { collector.terminate(); collector.waitUntilExit() } }
 
-        // A writer that keeps appending, as long as the test runs.
+        // A writer that keeps appending until the test ends: `spool append` fed line after line
+        // from this process; closing its input ends it.
         let writer = Process()
-        writer.executableURL = URL(fileURLWithPath: "/bin/sh")
-        writer.arguments = ["-c", "i=0; while :; do echo \"{\\\"w\\\":$i}\"; i=$((i+1)); done | exec \"$0\" append \"$1\"", SpoolBinary.path, log]
+        writer.executableURL = URL(fileURLWithPath: SpoolBinary.path)
+        writer.arguments = ["append", log]
+        let input = Pipe()
+        writer.standardInput = input
         writer.standardOutput = FileHandle.nullDevice
         writer.standardError = FileHandle.nullDevice
         try writer.run()
-        defer { writer.terminate(); writer.waitUntilExit() }
+        signal(SIGPIPE, SIG_IGN)  // a write after the writer ended fails with EPIPE instead
+        let writing = Atomic<Bool>(true)
+        let feeder = Thread {
+            var line = 0
+            while writing.load(ordering: .relaxed) {
+                try? input.fileHandleForWriting.write(contentsOf: Data((#"{"w":\#(line)}"# + "\n").utf8))
+                line += 1
+                if line % 50 == 0 { Thread.sleep(forTimeInterval: 0.01) }
+            }
+            try? input.fileHandleForWriting.close()
+        }
+        feeder.start()
+        defer {
+            writing.store(false, ordering: .relaxed)
+            writer.waitUntilExit()
+        }
         Thread.sleep(forTimeInterval: 0.5)
 
         let sync = Process()

@@ -130,15 +130,15 @@ import Testing
         simulation.epochs(1)
         #expect(simulation.controller.limit == 64)
         #expect(simulation.controller.fastStart)
-        // The round trip triples (a server that queues): once that epoch is judged (at the
+        // The round trip quadruples (a server that queues): once that epoch is judged (at the
         // next answers), the fast start ends at half.
-        simulation.epoch(rtt: Self.rtt * 3)
+        simulation.epoch(rtt: Self.rtt * 4)
         simulation.epochs(1)
         #expect(simulation.controller.limit == 32)
         #expect(!simulation.controller.fastStart)
         // Later rises take a tenth.
         for _ in 0..<30 { simulation.epochs(1) }
-        simulation.epoch(rtt: Self.rtt * 4)
+        simulation.epoch(rtt: Self.rtt * 8)
         let before = simulation.controller.limit
         simulation.epochs(2)
         #expect(simulation.controller.limit < before)

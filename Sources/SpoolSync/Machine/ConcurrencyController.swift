@@ -37,9 +37,10 @@ struct ConcurrencyController: Sendable {
     static let probeInterval = 20
     /// The longest wait between two probes, in healthy round trips.
     static let maximumProbeInterval = 1280
-    /// Round trips this far above the rising threshold's other terms are still noise on a
-    /// fast path (a scheduler's hiccup), not strain.
-    static let latencySlack: Duration = .milliseconds(10)
+    /// Round trips this far above the rising threshold's other terms are still noise (a busy
+    /// machine's scheduler, a garbage-collecting server), not strain. 10 ms let a loaded
+    /// 2-core machine's hiccups hold adaptive at 1–2 in flight; a dropped SYN costs 1 s.
+    static let latencySlack: Duration = .milliseconds(50)
     /// The weight of the newest epoch in the moving average (Vector's `ewma_alpha`).
     static let smoothing = 0.4
     /// How many deviations above the average a round trip must be to count as rising, when
