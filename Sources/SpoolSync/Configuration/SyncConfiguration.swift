@@ -49,10 +49,10 @@ public struct SyncConfiguration: Sendable {
     public var encoding: Encoding = .json
     /// The body compression. The default is ``Compression/none``.
     public var compression: Compression = .none
-    /// Whether the log's records are ``OriginRecord``s (a collector's log, FORMAT.md §11): each
+    /// Whether the log's records are `OriginRecord`s (a collector's log, FORMAT.md §11): each
     /// envelope then carries the record's origin id, seq and time (``BatchEncoder``), so the
     /// next collector or sink keeps the device's id. `spool sync` sets it when the log's
-    /// directory is marked (``OriginRecord/storesOrigins(at:)``). Not with ``Encoding/raw``,
+    /// directory is marked (`OriginRecord.storesOrigins(at:)`). Not with ``Encoding/raw``,
     /// which has no envelope. The default is `false`.
     public var forwardsOrigins: Bool = false
     /// The compression level: zlib's 1 ... 9 for gzip, zstd's -7 ... 22 for zstd.

@@ -20,7 +20,7 @@ import Spool
 /// is exactly the record's bytes. `<base64>` is the record's exact bytes in standard base64
 /// (RFC 4648 §4, padded). So no record is changed on the way: a server gets every byte back.
 ///
-/// With ``forwardsOrigins`` (the log is a collector's, its records ``OriginRecord``s), an
+/// With ``forwardsOrigins`` (the log is a collector's, its records `OriginRecord`s), an
 /// envelope also carries the record's origin, after `time`:
 /// `"origin_id":"<device log id>-<seq>","origin_seq":<seq>,"origin_time":<ms>` (`origin_time`
 /// only when the origin has a time), and `data` is the origin's payload when it is one valid
@@ -32,7 +32,7 @@ import Spool
 public struct BatchEncoder: Sendable {
     /// The body layout.
     public let encoding: SyncConfiguration.Encoding
-    /// Whether the records are ``OriginRecord``s whose origin each envelope carries.
+    /// Whether the records are `OriginRecord`s whose origin each envelope carries.
     public let forwardsOrigins: Bool
     private let idPrefix: [UInt8]
 
@@ -41,7 +41,7 @@ public struct BatchEncoder: Sendable {
     /// - Parameters:
     ///   - logID: the log the records come from (their ids are `"<log id>-<seq>"`).
     ///   - encoding: the body layout.
-    ///   - forwardsOrigins: the records are ``OriginRecord``s (a collector's log): each
+    ///   - forwardsOrigins: the records are `OriginRecord`s (a collector's log): each
     ///     envelope carries its origin. The default is `false`. Traps with the raw encoding,
     ///     which has no envelope to carry it (a programmer error; ``SyncConfiguration/validate()``
     ///     refuses that pair).
