@@ -16,7 +16,7 @@ import Testing
         var killedMidway = 0
         for round in 0..<5 {
             let collector = try CollectorChild(["--log", collectorLog], stderrPath: dir + "/collector.err")
-            let sync = try SpoolChild(["sync", device, "--url", collector.url, "--create", "--interval", "0.1", "--count", "1",
+            let sync = try SidecarTests.Child(["sync", device, "--url", collector.url, "--create", "--interval", "0.1", "--count", "1",
                                        "--batch-count", "25", "--max-concurrency", "8"])
             usleep(UInt32(150_000 + random.next() % 500_000))
             collector.kill()

@@ -68,30 +68,6 @@ struct CollectorStartFailure: Error, CustomStringConvertible {
     var description: String { message }
 }
 
-/// A `spool` child running in the background (a sync), output discarded.
-final class SpoolChild: @unchecked Sendable {
-    let process = Process()
-
-    init(_ arguments: [String]) throws {
-        process.executableURL = URL(fileURLWithPath: SpoolBinary.path)
-        process.arguments = arguments
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-    }
-
-    func kill() {
-        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-    }
-
-    func stop() {
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-    }
-}
-
 /// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released).
 func freePort() throws -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -152,8 +152,8 @@ import Testing
         var collectors = try ports.enumerated().map { index, port in
             try CollectorChild(["--log", dir + "/c\(index)", "--auth-token-file", tokens], port: port, stderrPath: dir + "/c\(index).err")
         }
-        func forwarder(_ index: Int) throws -> SpoolChild {
-            try SpoolChild(["sync", dir + "/c\(index)", "--sidecar", "--create", "--url", final.url, "--interval", "0.2", "--count", "1",
+        func forwarder(_ index: Int) throws -> SidecarTests.Child {
+            try SidecarTests.Child(["sync", dir + "/c\(index)", "--sidecar", "--create", "--url", final.url, "--interval", "0.2", "--count", "1",
                             "--batch-count", "200", "--encoding", "ndjson"])
         }
         var forwarders = try (0..<3).map(forwarder)
@@ -173,7 +173,7 @@ import Testing
         let feeders = try devices.enumerated().map { try Feeder(directory: $0.element, device: $0.offset) }
         defer { feeders.forEach { $0.finish() } }
         let syncs = try devices.map { device in
-            try SpoolChild(["sync", device, "--sidecar", "--create", "--url", entry, "--header", "Authorization: Bearer fleet-token",
+            try SidecarTests.Child(["sync", device, "--sidecar", "--create", "--url", entry, "--header", "Authorization: Bearer fleet-token",
                             "--interval", "0.2", "--count", "1", "--batch-count", "20"])
         }
         defer { syncs.forEach { $0.kill() } }
