@@ -177,6 +177,7 @@ struct CollectorCommand: AsyncParsableCommand {
             }
         }
         source.resume()
+        TerminationSignals.waitUntilCaught([SIGHUP])
         return source
     }
 
@@ -225,6 +226,24 @@ final class TerminationSignals: @unchecked Sendable {
         }
         self.received = received
         self.sources = sources
+        Self.waitUntilCaught([SIGINT, SIGTERM])
+    }
+
+    /// Returns once `signals` have a handler (at most 2 s). libdispatch on Linux installs a
+    /// signal source's handler asynchronously, on its manager thread; until it has, a signal
+    /// turned to SIG_IGN would be lost (a SIGTERM sent right after the listening line left the
+    /// collector running on a loaded machine). On Apple platforms kqueue sees ignored signals.
+    static func waitUntilCaught(_ signals: [Int32]) {
+        #if os(Linux)
+        let mask = signals.reduce(UInt64(0)) { $0 | UInt64(1) << UInt64($1 - 1) }
+        for _ in 0..<2000 {
+            let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+            let caught = status.split(separator: "\n").first { $0.hasPrefix("SigCgt:") }
+                .flatMap { UInt64($0.dropFirst(7).trimmingCharacters(in: .whitespaces), radix: 16) }
+            guard let caught, caught & mask != mask else { return }
+            usleep(1000)
+        }
+        #endif
     }
 
     /// The first signal received (SIGTERM if the stream ends).
