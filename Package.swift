@@ -84,6 +84,8 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                // SHA-256 of bearer tokens, compared in constant time (`--auth-token-file`).
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // The Spool half of the benchmark scenarios, shared by `spool bench` and Benchmarks/.

@@ -91,27 +91,36 @@ enum BatchDecoder {
     private static func envelopes(_ body: [UInt8], _ ranges: [Range<Int>], header: BatchHeader) throws -> [ReceivedRecord] {
         var records: [ReceivedRecord] = []
         records.reserveCapacity(ranges.count)
+        // The seqs of the envelopes themselves (of the sending log): a forwarded record's own
+        // seq is its origin's.
+        var last: UInt64?
         for (index, range) in ranges.enumerated() {
-            let record = try envelope(body, range, header: header, index: index)
-            if let previous = records.last {
-                guard record.seq > previous.seq else { throw BatchRejection.badRequest("record \(index): seq \(record.seq) does not follow \(previous.seq)") }
+            let (seq, record) = try envelope(body, range, header: header, index: index)
+            if let previous = last {
+                guard seq > previous else { throw BatchRejection.badRequest("record \(index): seq \(seq) does not follow \(previous)") }
             } else {
-                guard record.seq == header.seqs.lowerBound else {
-                    throw BatchRejection.badRequest("the first record has seq \(record.seq); Spool-Batch starts at \(header.seqs.lowerBound)")
+                guard seq == header.seqs.lowerBound else {
+                    throw BatchRejection.badRequest("the first record has seq \(seq); Spool-Batch starts at \(header.seqs.lowerBound)")
                 }
             }
-            guard header.seqs.contains(record.seq) else {
-                throw BatchRejection.badRequest("record \(index): seq \(record.seq) is outside Spool-Batch \(header.seqs)")
+            guard header.seqs.contains(seq) else {
+                throw BatchRejection.badRequest("record \(index): seq \(seq) is outside Spool-Batch \(header.seqs)")
             }
             records.append(record)
+            last = seq
         }
-        guard let last = records.last, last.seq == header.seqs.upperBound else {
-            throw BatchRejection.badRequest("the body holds \(records.count) records ending at seq \(records.last.map { String($0.seq) } ?? "none"); Spool-Batch ends at \(header.seqs.upperBound)")
+        guard let last, last == header.seqs.upperBound else {
+            throw BatchRejection.badRequest("the body holds \(records.count) records ending at seq \(last.map { String($0) } ?? "none"); Spool-Batch ends at \(header.seqs.upperBound)")
         }
         return records
     }
 
-    private static func envelope(_ body: [UInt8], _ range: Range<Int>, header: BatchHeader, index: Int) throws -> ReceivedRecord {
+    /// The members that carry a forwarded record's origin (a collector's log, FORMAT.md §11).
+    static let originMembers = (id: "origin_id", seq: "origin_seq", time: "origin_time")
+
+    /// One envelope: its own seq, and the record it carries (its origin's id, seq and time
+    /// when it has `origin_id`).
+    private static func envelope(_ body: [UInt8], _ range: Range<Int>, header: BatchHeader, index: Int) throws -> (UInt64, ReceivedRecord) {
         let members = try JSONScanner.objectMembers(of: body, in: range)
         func member(_ name: String) throws -> Range<Int> {
             guard let found = members.first(where: { body[$0.key].elementsEqual(name.utf8) }) else {
@@ -130,18 +139,52 @@ enum BatchDecoder {
         guard body[id].elementsEqual(expectedID.utf8) else {
             throw BatchRejection.badRequest("record \(index): id is not \(expectedID)")
         }
+        let (logID, recordSeq, recordTime) = try origin(body, members, index: index) ?? (header.logID, seq, Optional(time))
         let data = members.first { body[$0.key].elementsEqual("data".utf8) }
         let base64 = members.first { body[$0.key].elementsEqual(base64Member.utf8) }
         switch (data, base64) {
         case (let data?, nil):
-            return ReceivedRecord(logID: header.logID, seq: seq, time: time, data: text(body, data.value))
+            return (seq, ReceivedRecord(logID: logID, seq: recordSeq, time: recordTime, data: text(body, data.value)))
         case (nil, let base64?):
-            return ReceivedRecord(logID: header.logID, seq: seq, time: time, binary: try decodeBase64(body, base64.value, index: index))
+            return (seq, ReceivedRecord(logID: logID, seq: recordSeq, time: recordTime, binary: try decodeBase64(body, base64.value, index: index)))
         case (nil, nil):
             throw BatchRejection.badRequest("record \(index) has no \"data\" (nor \"\(base64Member)\")")
         case (_?, _?):
             throw BatchRejection.badRequest("record \(index) has both \"data\" and \"\(base64Member)\"")
         }
+    }
+
+    /// A forwarded record's origin: `origin_id` (`"<32 lowercase hex digits>-<seq>"`),
+    /// `origin_seq` (the same seq) and `origin_time` (optional); nil when the envelope has no
+    /// `origin_id` (and then it may have neither of the others).
+    private static func origin(_ body: [UInt8], _ members: [(key: Range<Int>, value: Range<Int>)], index: Int) throws -> (String, UInt64, Int64?)? {
+        func member(_ name: String) -> Range<Int>? {
+            members.first { body[$0.key].elementsEqual(name.utf8) }?.value
+        }
+        guard let id = member(originMembers.id) else {
+            guard member(originMembers.seq) == nil, member(originMembers.time) == nil else {
+                throw BatchRejection.badRequest("record \(index) has an origin seq or time but no \"\(originMembers.id)\"")
+            }
+            return nil
+        }
+        let invalid = BatchRejection.badRequest("record \(index): \(originMembers.id) is not \"<32 lowercase hex digits>-<seq>\"")
+        let text = body[id]
+        guard text.count >= 36, text.first == UInt8(ascii: "\""), text.last == UInt8(ascii: "\"") else { throw invalid }
+        let inner = text.dropFirst().dropLast()
+        let logID = inner.prefix(32)
+        guard logID.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }),
+              inner.dropFirst(32).first == UInt8(ascii: "-"), let seq = BatchHeader.decimal(inner.dropFirst(33)) else { throw invalid }
+        guard let seqText = member(originMembers.seq), BatchHeader.decimal(body[seqText]) == seq else {
+            throw BatchRejection.badRequest("record \(index): \(originMembers.seq) is missing or differs from \(originMembers.id)")
+        }
+        var time: Int64?
+        if let timeText = member(originMembers.time) {
+            guard let value = signedInteger(body[timeText]) else {
+                throw BatchRejection.badRequest("record \(index): \(originMembers.time) is not an integer")
+            }
+            time = value
+        }
+        return (String(decoding: logID, as: UTF8.self), seq, time)
     }
 
     /// The member that carries a record's bytes, base64-encoded, when they are not valid UTF-8.

@@ -1,5 +1,6 @@
 import Hummingbird
 import Logging
+import Spool
 import Synchronization
 
 extension Collector {
@@ -7,6 +8,11 @@ extension Collector {
     /// already being handled: each may hold a whole body, raw and decompressed, so a burst of
     /// uploaders must not hold them all at once.
     func handle(_ request: Request, context: CollectorRequestContext) async -> Response {
+        // Before admission: a load balancer's probe must not be refused for being one too many.
+        if request.method == .get || request.method == .head, request.uri.path == "/healthz" {
+            guard let problem = health else { return Self.answer(200, json: #"{"status":"ok"}"#) }
+            return Self.answer(503, json: #"{"status":"unavailable","reason":"\#(Self.jsonEscaped(problem))"}"#)
+        }
         guard admit() else {
             tallies.withLock { tallies in
                 tallies.stats.requests += 1
@@ -28,12 +34,14 @@ extension Collector {
         }
     }
 
-    /// Answers one admitted request. In order: injected latency; the body is read (413 past
+    /// Answers one admitted request. In order: 405 for a method other than `POST`; 401
+    /// without a valid bearer token (with ``CollectorConfiguration/authTokenFile``), before
+    /// the body is read; injected latency; the body is read (413 past
     /// ``CollectorConfiguration/maxBodyBytes``); an injected reset, 429 or failure; the
     /// payload-size rule; headers, decompression (413 past
     /// ``CollectorConfiguration/maxDecodedBytes``) and records are checked (400 or 415);
-    /// the poison rule; then new records are recorded and the answer is
-    /// `{"accepted":N,"duplicates":M}`.
+    /// the poison rule; then new records are recorded (with a log, synced: 503 when it cannot
+    /// be) and the answer is `{"accepted":N,"duplicates":M}`.
     private func handleAdmitted(_ request: Request, context: CollectorRequestContext) async -> Response {
         let draw = tallies.withLock { tallies in
             tallies.stats.requests += 1
@@ -41,6 +49,11 @@ extension Collector {
         }
         guard request.method == .post else {
             return Self.answer(405, error: "only POST is accepted", extra: [.allow: "POST"])
+        }
+        if let tokens, !tokens.authorizes(request.headers[.authorization]) {
+            tallies.withLock { $0.stats.unauthorized += 1 }
+            logger.debug("unauthorized request")
+            return Self.answer(401, error: "a valid Authorization: Bearer token is required", extra: [.wwwAuthenticate: "Bearer"])
         }
         let header = Self.header(BatchHeader.name, in: request).flatMap(BatchHeader.init)
         if draw.delay > .zero {
@@ -90,10 +103,11 @@ extension Collector {
         }
 
         let retains = configuration.retainsRecords
-        let outcome: Result<(accepted: Int, duplicates: Int), any Error>
+        let outcome: Result<(accepted: Int, duplicates: Int, syncTarget: UInt64?), any Error>
         do {
             outcome = .success(try await onLedgerQueue { ledger in
-                let (fresh, duplicates, forgotten) = try ledger.record(records)
+                let recorded = try ledger.record(records)
+                let (fresh, duplicates, forgotten) = (recorded.fresh, recorded.duplicates, recorded.forgotten)
                 if forgotten > 0 {
                     self.logger.warning("forgot the received seqs of the least recently seen logs: a batch they re-send is recorded again",
                                         metadata: ["forgotten": "\(forgotten)", "maxTrackedLogs": "\(self.configuration.maxTrackedLogs)"])
@@ -106,19 +120,39 @@ extension Collector {
                     tallies.stats.forgottenLogs += forgotten
                     if retains { tallies.records += fresh }
                 }
-                return (fresh.count, duplicates)
+                return (fresh.count, duplicates, recorded.syncTarget)
             })
+        } catch let rejection as BatchRejection {
+            return reject(rejection, header: header)
         } catch {
             outcome = .failure(error)
         }
         switch outcome {
         case .success(let counts):
+            // Group commit: the requests waiting here share the log's next fdatasync.
+            if let target = counts.syncTarget, let log = collectorLog.withLock({ $0 }) {
+                do {
+                    try await log.waitUntil(target, is: .synced)
+                } catch {
+                    return logFailed(error)
+                }
+            }
             logger.trace("batch recorded", metadata: ["accepted": "\(counts.accepted)", "duplicates": "\(counts.duplicates)"])
             return Self.answer(200, json: #"{"accepted":\#(counts.accepted),"duplicates":\#(counts.duplicates)}"#)
         case .failure(let error):
+            if configuration.logDirectory != nil, error is SpoolError { return logFailed(error) }
             logger.error("collector output write failed", metadata: ["error": "\(error)"])
             return Self.answer(500, error: "the collector could not write its output")
         }
+    }
+
+    /// 503 for a batch the log could not take or make durable (a full disk, a failed sync, a
+    /// closed log): the sender retries, here or, behind a load balancer, at another collector.
+    private func logFailed(_ error: any Error) -> Response {
+        tallies.withLock { $0.stats.unstored += 1 }
+        let code = (error as? SpoolError)?.code.description ?? "io"
+        logger.error("collector log write failed", metadata: ["error": "\(error)"])
+        return Self.answer(503, error: "the collector could not store the batch (\(code))", extra: [.retryAfter: "1"])
     }
 
     /// The body, at most ``CollectorConfiguration/maxBodyBytes`` long, arrived within

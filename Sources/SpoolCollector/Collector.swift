@@ -9,8 +9,9 @@ import Spool
 import Synchronization
 
 /// The reference collector: an HTTP server that accepts Spool batches, drops duplicates by
-/// event id, and records what it received (in memory, and optionally in an NDJSON file),
-/// with seeded fault injection for testing uploaders.
+/// event id, and records what it received (in memory, optionally in an NDJSON file, and
+/// optionally in a Spool log of ``OriginRecord``s, synced before the answer), with seeded
+/// fault injection for testing uploaders, bearer tokens, and a health check.
 ///
 /// ```swift
 /// let collector = Collector(configuration: .init())
@@ -27,7 +28,15 @@ import Synchronization
 ///   `application/x-ndjson`: the same envelopes, one per line; `application/json` with
 ///   `Spool-Encoding: raw`: a JSON array of the records themselves, element `i` being seq `first + i`.
 /// - `Content-Encoding`: none, `gzip` or `zstd`.
-/// - Answers: 200 `{"accepted":N,"duplicates":M}`; 400 `{"error":"…"}` for a malformed batch;
+/// - An envelope of a forwarded collector's log may add `"origin_id":"<log id>-<seq>"`,
+///   `"origin_seq"` and `"origin_time"`: the record is then recorded under its origin (its
+///   id, seq and time), not the envelope's.
+/// - `GET /healthz`: 200 `{"status":"ok"}` while the collector can store, else 503 with the
+///   reason (``health``); no token needed, never refused for load.
+/// - Answers: 200 `{"accepted":N,"duplicates":M}` (with ``CollectorConfiguration/logDirectory``,
+///   once the records are synced); 401 without a valid bearer token when
+///   ``CollectorConfiguration/authTokenFile`` is set; 503 `Retry-After: 1` when the log cannot
+///   store the batch; 400 `{"error":"…"}` for a malformed batch;
 ///   413 for a body past ``CollectorConfiguration/maxBodyBytes`` or, decompressed, past
 ///   ``CollectorConfiguration/maxDecodedBytes``; 415 for an unknown type or coding; 405 for
 ///   other methods; 503 with `Retry-After: 1` past ``CollectorConfiguration/maxConcurrentRequests``
@@ -46,6 +55,11 @@ public final class Collector: Sendable {
     /// Requests being handled, at most ``CollectorConfiguration/maxConcurrentRequests``.
     let inFlight = Mutex(0)
     private let lifecycle = Mutex(Lifecycle.idle)
+    /// The tokens of ``CollectorConfiguration/authTokenFile``, if any.
+    let tokens: TokenFile?
+    /// The collector's log while it is open (the ledger owns it; the health check and the
+    /// requests waiting for durability read it here, without the ledger's queue).
+    let collectorLog = Mutex<EventLog?>(nil)
 
     private enum Lifecycle {
         case idle
@@ -72,16 +86,20 @@ public final class Collector: Sendable {
         self.logger = logger
         self.tallies = Mutex(Tallies(faults: FaultInjector(faults: configuration.faults, seed: configuration.seed)))
         self.ledger = Mutex(Ledger(maxLogs: configuration.maxTrackedLogs))
+        self.tokens = configuration.authTokenFile.map { TokenFile(path: $0, logger: logger) }
     }
 
-    /// Validates the configuration, opens the output file, and starts serving in a
-    /// background task.
+    /// Validates the configuration, reads the token file, opens the output file and the log,
+    /// and starts serving in a background task.
     ///
     /// - Returns: the port the server listens on (the one the system chose when
     ///   ``CollectorConfiguration/port`` is 0).
-    /// - Throws: ``SpoolError`` with `.invalidConfiguration` for a bad configuration, or `.io`
-    ///   (or `.diskFull`) when the output file cannot be opened or the address cannot be bound.
-    ///   A collector whose start failed is stopped.
+    /// - Throws: ``SpoolError`` with `.invalidConfiguration` for a bad configuration or a token
+    ///   file with no token or a bad line (named by its number), or `.io` (or `.diskFull`) when
+    ///   the token file cannot be read, the output file or the log cannot be opened, or the
+    ///   address cannot be bound; `.invalidArgument` when the log directory holds a log of other
+    ///   records; `.locked` when another process has it open. A collector whose start failed is
+    ///   stopped, with nothing left open.
     /// - Precondition: called once per collector (a programmer error otherwise).
     public func start() async throws -> Int {
         try lifecycle.withLock { state in
@@ -89,9 +107,28 @@ public final class Collector: Sendable {
             state = .stopped
             try configuration.validate()
         }
-        if let path = configuration.outputPath {
-            try await onLedgerQueue { ledger in try ledger.open(path: path) }
+        if let tokens {
+            guard try await tokens.reload() > 0 else {
+                throw SpoolError(.invalidConfiguration, "the token file holds no token: every request would be refused", path: tokens.path)
+            }
         }
+        do {
+            if let path = configuration.outputPath {
+                try await onLedgerQueue { ledger in try ledger.open(path: path) }
+            }
+            if let directory = configuration.logDirectory {
+                let (logConfiguration, logger) = (configuration.logConfiguration, logger)
+                let log = try await onLedgerQueue { ledger in
+                    try ledger.openLog(directory: directory, configuration: logConfiguration, logger: logger)
+                }
+                collectorLog.withLock { $0 = log }
+            }
+        } catch {
+            collectorLog.withLock { $0 = nil }
+            _ = try? await onLedgerQueue { ledger in try ledger.close() }
+            throw error
+        }
+        if let tokens { tokens.watch(every: configuration.authTokenCheckInterval) }
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let application = Application(
             responder: CollectorResponder(collector: self),
@@ -128,11 +165,13 @@ public final class Collector: Sendable {
         throw SpoolError(.io, "the collector could not listen on \(configuration.host):\(configuration.port): \(reason)")
     }
 
-    /// Stops the server gracefully: it stops accepting connections, requests in flight get up
-    /// to ``CollectorConfiguration/shutdownGracePeriod`` to be answered, then every connection
-    /// is closed and the output file is synced and closed. Does nothing if not running.
+    /// Stops the server gracefully: it stops accepting connections (``health`` says so from
+    /// the start), requests in flight get up to ``CollectorConfiguration/shutdownGracePeriod``
+    /// to be answered, then every connection is closed and the output file and the log are
+    /// synced and closed. Does nothing if not running.
     ///
-    /// When it returns, every record of every batch answered 200 is in the output file, durably.
+    /// When it returns, every record of every batch answered 200 is in the output file and the
+    /// log, durably.
     public func stop() async {
         let running: (ServiceGroup, Task<Void, any Error>)? = lifecycle.withLock { state in
             guard case .running(let group, let task) = state else { return nil }
@@ -152,13 +191,42 @@ public final class Collector: Sendable {
             logger.debug("collector server ended with an error", metadata: ["error": "\(error)"])
         }
         deadline.cancel()
+        tokens?.stopWatching()
+        collectorLog.withLock { $0 = nil }
         do {
             try await onLedgerQueue { ledger in try ledger.close() }
         } catch {
-            logger.error("collector output could not be synced", metadata: ["error": "\(error)"])
+            logger.error("collector output or log could not be synced", metadata: ["error": "\(error)"])
         }
         lifecycle.withLock { $0 = .stopped }
         logger.debug("collector stopped")
+    }
+
+    /// Re-reads ``CollectorConfiguration/authTokenFile`` and puts its tokens in force
+    /// (`spool collector` calls it on SIGHUP). The file is also re-read when it changes.
+    ///
+    /// - Returns: how many tokens are now in force (0 without a token file).
+    /// - Throws: ``SpoolError`` `.io` when the file cannot be read, `.invalidConfiguration`
+    ///   naming a bad line; the tokens in force then stay.
+    @discardableResult
+    public func reloadAuthTokens() async throws -> Int {
+        guard let tokens else { return 0 }
+        return try await tokens.reload()
+    }
+
+    /// Nil while the collector can take records, else why not: it is not running (or is
+    /// stopping), or its log is closed or cannot be written (``EventLog/writeError``: a full
+    /// disk, a failed sync). `GET /healthz` answers 200 or 503 from it, so a load balancer
+    /// takes a collector that cannot store out of rotation. Takes a lock; no I/O.
+    public var health: String? {
+        let running = lifecycle.withLock { state -> Bool in
+            if case .running = state { return true }
+            return false
+        }
+        guard running else { return "the collector is not running" }
+        guard configuration.logDirectory != nil else { return nil }
+        guard let log = collectorLog.withLock({ $0 }) else { return "the log is not open" }
+        return log.writeError.map { "the log cannot be written: \($0.code)" }
     }
 
     /// What the collector has seen so far.

@@ -19,6 +19,35 @@ public struct CollectorConfiguration: Sendable {
     /// or `data_base64` for a record sent that way: its exact bytes in standard base64),
     /// created with mode 0600 if missing and appended to otherwise. The default is `nil` (no file).
     public var outputPath: String? = nil
+    /// A Spool log directory (created, mode 0700, if missing) that receives every unique record
+    /// as an ``OriginRecord`` (FORMAT.md §11), durably before the answer: a batch is answered
+    /// 200 only once its records are synced (`fdatasync`, shared by the requests in flight:
+    /// group commit), so a crash after a 200 loses nothing. A log that cannot be written (a
+    /// full disk, a failed sync) answers 503 with `Retry-After: 1`, never 200. The directory is
+    /// marked (`ORIGINS`) so `spool sync` forwards each record with its origin id; a directory
+    /// whose log holds other records is refused at ``Collector/start()``. The default is `nil`
+    /// (no log).
+    public var logDirectory: String? = nil
+    /// The settings of the log in ``logDirectory``. The default is Spool's, with
+    /// `maxRecordSize` raised to 64 MiB (the largest record a log holds; a larger one is
+    /// answered 413) and `maxPendingBytes` to 128 MiB to match.
+    public var logConfiguration: Configuration = {
+        var configuration = Configuration()
+        configuration.maxRecordSize = 64 * 1024 * 1024
+        configuration.maxPendingBytes = 128 * 1024 * 1024
+        return configuration
+    }()
+    /// A file of the bearer tokens the collector accepts: one per line, `#` starting a comment
+    /// that runs to the end of the line, blank lines ignored. With it, every `POST` without
+    /// `Authorization: Bearer <a token of the file>` is answered 401 (compared in constant time;
+    /// a token never appears in a log or an answer). The file is re-read when it changes
+    /// (checked every ``authTokenCheckInterval``) and on ``Collector/reloadAuthTokens()``
+    /// (`spool collector` calls it on SIGHUP); a re-read that fails keeps the tokens in force.
+    /// The default is `nil`: every request is accepted.
+    public var authTokenFile: String? = nil
+    /// How often the ``authTokenFile`` is checked for a change (its size, times and inode).
+    /// The default is 1 second. Range: 10 ms ... 1 hour.
+    public var authTokenCheckInterval: Duration = .seconds(1)
     /// The largest request body accepted, as sent (before decompression); larger bodies are
     /// answered 413. The default is 16 MiB.
     public var maxBodyBytes: Int = 16 * 1024 * 1024
@@ -78,6 +107,18 @@ public struct CollectorConfiguration: Sendable {
         guard !host.isEmpty else { throw fail("host", "is empty") }
         guard (0...65535).contains(port) else { throw fail("port", "is \(port); it must be between 0 and 65535") }
         if let outputPath, outputPath.isEmpty { throw fail("outputPath", "is empty; use nil for no file") }
+        if let logDirectory, logDirectory.isEmpty { throw fail("logDirectory", "is empty; use nil for no log") }
+        if let authTokenFile, authTokenFile.isEmpty { throw fail("authTokenFile", "is empty; use nil for no authentication") }
+        guard authTokenCheckInterval >= .milliseconds(10), authTokenCheckInterval <= .seconds(3600) else {
+            throw fail("authTokenCheckInterval", "is \(authTokenCheckInterval); it must be between 10 ms and 1 hour")
+        }
+        if logDirectory != nil {
+            do {
+                try logConfiguration.validate()
+            } catch {
+                throw fail("logConfiguration", "is invalid: \(error)")
+            }
+        }
         guard maxBodyBytes > 0 else { throw fail("maxBodyBytes", "is \(maxBodyBytes); it must be positive") }
         guard maxDecodedBytes > 0 else { throw fail("maxDecodedBytes", "is \(maxDecodedBytes); it must be positive") }
         guard maxTrackedLogs > 0 else { throw fail("maxTrackedLogs", "is \(maxTrackedLogs); it must be positive") }

@@ -22,6 +22,11 @@ public struct CollectorStats: Sendable, Hashable {
     /// The records those refused batches said they held (their `Spool-Batch` range; 0 when
     /// that header was missing or invalid).
     public var rejectedRecords: Int = 0
+    /// `POST`s answered 401: no valid bearer token (``CollectorConfiguration/authTokenFile``).
+    public var unauthorized: Int = 0
+    /// Batches answered 503 because the collector's log could not take them or make them
+    /// durable (``CollectorConfiguration/logDirectory``).
+    public var unstored: Int = 0
     /// Request body bytes read, as sent.
     public var bodyBytes: Int = 0
     /// Body bytes after decompression, for the bodies that were decoded.

@@ -1,7 +1,11 @@
-/// The collector's memory of what it recorded: the seqs received per log, and the output file.
+import Logging
+import Spool
+
+/// The collector's memory of what it recorded: the seqs received per log, the output file and
+/// the collector's log.
 ///
-/// Its calls block on the file: the collector only touches it from its serial dispatch queue,
-/// which also fixes the order of the output. Not thread-safe.
+/// Its calls block on the files: the collector only touches it from its serial dispatch queue,
+/// which also fixes the order of the output and of the log. Not thread-safe.
 struct Ledger {
     private var logs: [String: ReceivedSeqs] = [:]
     /// When each log was last seen, as a count of batches: the least recently seen are
@@ -10,6 +14,23 @@ struct Ledger {
     private var batches: UInt64 = 0
     private let maxLogs: Int
     private var output: OutputFile?
+    /// The collector's log (``CollectorConfiguration/logDirectory``): every new record is
+    /// appended to it as an ``OriginRecord``.
+    private(set) var log: EventLog?
+
+    /// What one batch did to the ledger.
+    struct Outcome {
+        /// The records not received before, in batch order.
+        var fresh: [ReceivedRecord] = []
+        /// How many records were received before.
+        var duplicates = 0
+        /// How many logs were forgotten to make room.
+        var forgotten = 0
+        /// The seq of the collector log's newest record once the batch is appended: when it is
+        /// durable, so is every record of the batch, the repeats' first copies included. Nil
+        /// without a log, or when the log holds nothing.
+        var syncTarget: UInt64?
+    }
 
     /// - Parameter maxLogs: how many logs' received seqs are kept (``CollectorConfiguration/maxTrackedLogs``).
     init(maxLogs: Int) {
@@ -24,43 +45,96 @@ struct Ledger {
         output = try OutputFile(path: path)
     }
 
-    /// Records the records of one batch (all from one log) that were not received before, with
-    /// one write of the output file. If the write fails, nothing is marked received, so a
-    /// retry records them.
+    /// Opens (creating if needed) the collector's log and marks it as a log of origin records
+    /// (``OriginRecord/markStoresOrigins(_:)``).
+    mutating func openLog(directory: String, configuration: Configuration, logger: Logger) throws -> EventLog {
+        let log = try EventLog.open(directory: directory, configuration: configuration, logger: logger)
+        do {
+            try OriginRecord.markStoresOrigins(log)
+        } catch {
+            try? log.close()
+            throw error
+        }
+        self.log = log
+        return log
+    }
+
+    /// Records the records of one batch (from one log, or from many for a batch a collector
+    /// forwarded) that were not received before: one write of the output file, and one
+    /// `buffered` append per record to the collector's log (whose durability the caller then
+    /// awaits up to ``Outcome/syncTarget``). If a write or an append fails, nothing is marked
+    /// received, so a retry records them (again, in the log, for those appended before the
+    /// failure: repeats are harmless downstream, where the origin id is the key).
     ///
     /// Past `maxLogs` logs, the least recently seen tenth (at least one) is forgotten, so memory
     /// stays bounded whatever number of log ids clients send: a batch re-sent later from a
     /// forgotten log is recorded again.
-    ///
-    /// - Returns: the new records, in batch order, how many were duplicates, and how many logs
-    ///   were forgotten to make room.
-    mutating func record(_ records: [ReceivedRecord]) throws -> (fresh: [ReceivedRecord], duplicates: Int, forgotten: Int) {
-        guard let logID = records.first?.logID else { return ([], 0, 0) }
-        var seqs = logs[logID] ?? ReceivedSeqs()
-        let fresh = records.filter { seqs.insert($0.seq) }
-        if let output, !fresh.isEmpty {
+    mutating func record(_ records: [ReceivedRecord]) throws -> Outcome {
+        guard !records.isEmpty else { return Outcome(syncTarget: Self.newest(log)) }
+        // Copies of the logs' seqs, stored back only once the batch is written.
+        var touched: [String: ReceivedSeqs] = [:]
+        var order: [String] = []
+        var outcome = Outcome()
+        for record in records {
+            if touched[record.logID] == nil {
+                touched[record.logID] = logs[record.logID] ?? ReceivedSeqs()
+                order.append(record.logID)
+            }
+            if touched[record.logID]!.insert(record.seq) { outcome.fresh.append(record) }
+        }
+        outcome.duplicates = records.count - outcome.fresh.count
+        if let log, !outcome.fresh.isEmpty {
+            // Checked before any append: a batch no retry can store is refused whole (413, 400).
+            let stored = try outcome.fresh.map { record -> [UInt8] in
+                guard record.seq < OriginRecord.seqLimit else {
+                    throw BatchRejection.badRequest("seq \(record.seq) is past the 2^62 a Spool log can hold")
+                }
+                guard let origin = LogID(hex: record.logID) else { throw BatchRejection.badRequest("invalid log id") }
+                let bytes = OriginRecord(log: origin, seq: record.seq, time: record.time, payload: record.payload).encoded()
+                guard bytes.count <= log.configuration.maxRecordSize else {
+                    throw BatchRejection(status: 413, message: "a record of \(bytes.count) bytes, with its origin, is past the collector log's \(log.configuration.maxRecordSize)")
+                }
+                return bytes
+            }
+            for bytes in stored { try log.append(bytes) }
+        }
+        if let output, !outcome.fresh.isEmpty {
             var lines = ""
-            for record in fresh { lines += record.ndjsonLine }
+            for record in outcome.fresh { lines += record.ndjsonLine }
             try output.append(Array(lines.utf8))
         }
-        var forgotten = 0
-        if logs[logID] == nil && logs.count >= maxLogs {
-            let oldest = lastSeen.sorted { $0.value < $1.value }.prefix(max(1, maxLogs / 10))
-            for (id, _) in oldest {
-                logs[id] = nil
-                lastSeen[id] = nil
+        for logID in order {
+            if logs[logID] == nil && logs.count >= maxLogs {
+                let oldest = lastSeen.sorted { $0.value < $1.value }.prefix(max(1, maxLogs / 10))
+                for (id, _) in oldest {
+                    logs[id] = nil
+                    lastSeen[id] = nil
+                }
+                outcome.forgotten += oldest.count
             }
-            forgotten = oldest.count
+            batches += 1
+            logs[logID] = touched[logID]
+            lastSeen[logID] = batches
         }
-        batches += 1
-        logs[logID] = seqs
-        lastSeen[logID] = batches
-        return (fresh, records.count - fresh.count, forgotten)
+        outcome.syncTarget = Self.newest(log)
+        return outcome
     }
 
-    /// Syncs and closes the output file, if any. Later calls do nothing.
+    /// The seq of the newest record of `log`, if it has one.
+    private static func newest(_ log: EventLog?) -> UInt64? {
+        guard let next = log?.nextSeq, next > 0 else { return nil }
+        return next - 1
+    }
+
+    /// Syncs and closes the output file and the log, if any. Later calls do nothing.
     mutating func close() throws {
-        defer { output = nil }
-        try output?.close()
+        defer {
+            output = nil
+            log = nil
+        }
+        var failure: (any Error)?
+        do { try output?.close() } catch { failure = error }
+        do { try log?.close() } catch { failure = failure ?? error }
+        if let failure { throw failure }
     }
 }

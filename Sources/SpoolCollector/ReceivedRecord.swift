@@ -34,6 +34,9 @@ public struct ReceivedRecord: Sendable, Hashable {
     /// The record's globally unique id: `"<log id>-<seq>"`.
     public var id: String { "\(logID)-\(seq)" }
 
+    /// The record's bytes: its JSON text, or its binary bytes.
+    var payload: [UInt8] { binary ?? Array((data ?? "null").utf8) }
+
     /// Whether the record holds `marker`: in its JSON text, or in its bytes.
     func contains(_ marker: String) -> Bool {
         if let data { return data.contains(marker) }

@@ -2,14 +2,16 @@
 ///
 /// Uploads from one log arrive in seq order, so the set is a contiguous watermark (every seq
 /// below it was received) plus a few disjoint ranges received above it (after a gap: records
-/// the log expired or dead-lettered, or a batch still being retried). When more than
-/// ``maxRanges`` ranges pile up, the oldest gap is given up: the watermark jumps past it, and
-/// a seq arriving later inside it is counted as a duplicate. Not thread-safe.
+/// the log expired or dead-lettered, or a batch still being retried; many more for records a
+/// fleet of collectors forwards, each from its own log, in its own order). When more than
+/// ``maxRanges`` ranges pile up, the lowest range is forgotten: a seq of it that arrives again
+/// is recorded again (a repeat, which the destination's id makes harmless), and a seq that
+/// never arrived is never taken for a duplicate, so nothing is dropped. Not thread-safe.
 struct ReceivedSeqs: Sendable, Equatable {
     /// The most ranges kept above the watermark.
     static let maxRanges = 1024
 
-    /// Every seq below this was received (or given up on).
+    /// Every seq below this was received.
     private(set) var watermark: UInt64 = 0
     /// Received seqs above the watermark: sorted, disjoint, not adjacent, each above the watermark.
     private(set) var ranges: [Range<UInt64>] = []
@@ -48,7 +50,7 @@ struct ReceivedSeqs: Sendable, Equatable {
         case (false, false):
             ranges.insert(seq..<seq + 1, at: index)
             if ranges.count > Self.maxRanges {
-                watermark = ranges.removeFirst().upperBound
+                ranges.removeFirst()
             }
         }
         return true

@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import Logging
+import Spool
 import SpoolCollector
 
 /// `spool collector`: runs the reference collector until SIGINT or SIGTERM.
@@ -11,8 +12,14 @@ struct CollectorCommand: AsyncParsableCommand {
         abstract: "Run the reference collector: an HTTP server that records uploaded batches.",
         discussion: """
             Accepts POSTed Spool batches on any path, drops duplicates by event id, and appends \
-            each unique record to --out as one NDJSON line. Prints the address it listens on, \
-            and its counts when stopped with SIGINT or SIGTERM.
+            each unique record to --out as one NDJSON line and/or to the Spool log --log, where \
+            a batch is synced (fdatasync, shared by concurrent requests) before its 200, and \
+            answered 503 when it cannot be. Forward that log with `spool sync DIR --sidecar`: \
+            each record keeps its device's id. With --auth-token-file, a POST without \
+            'Authorization: Bearer <a token of the file>' is answered 401; the file is re-read \
+            on SIGHUP and when it changes. GET /healthz answers 200 while the collector can \
+            store, else 503. Prints the address it listens on, and its counts when stopped with \
+            SIGINT or SIGTERM.
             """
     )
 
@@ -24,6 +31,16 @@ struct CollectorCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("out"), help: ArgumentHelp("The NDJSON file that receives each unique record (created with mode 0600).", valueName: "file"))
     var output: String?
+
+    @Option(name: .customLong("log"), help: ArgumentHelp(
+        "A Spool log directory that receives each unique record with its origin, synced before the answer (created with mode 0700).",
+        valueName: "dir"))
+    var logDirectory: String?
+
+    @Option(name: .customLong("auth-token-file"), help: ArgumentHelp(
+        "A file of the bearer tokens accepted, one per line ('#' starts a comment); re-read on SIGHUP and when it changes.",
+        valueName: "file"))
+    var authTokenFile: String?
 
     @Option(help: "The largest request body accepted, in bytes, before decompression.")
     var maxBody = CollectorConfiguration().maxBodyBytes
@@ -85,6 +102,8 @@ struct CollectorCommand: AsyncParsableCommand {
         configuration.host = host
         configuration.port = port
         configuration.outputPath = output
+        configuration.logDirectory = logDirectory
+        configuration.authTokenFile = authTokenFile
         configuration.maxBodyBytes = maxBody
         configuration.maxDecodedBytes = maxDecoded
         configuration.maxConcurrentRequests = maxConcurrent
@@ -111,10 +130,18 @@ struct CollectorCommand: AsyncParsableCommand {
             // `mirror` is made at the first scrape, after the metrics system is bootstrapped.
             Self.mirror.update(Self.totals(collector.stats))
         }
+        if authTokenFile == nil && !Self.isLoopback(host) {
+            Output.error("spool collector: warning: listening on \(host) without --auth-token-file: anyone who can reach it can write records")
+        }
         let port = try await collector.start()
+        let hangup = Self.reloadTokensOnHangup(collector)
+        defer { hangup.cancel() }
+        // Before the listening line: a parent that reads it may signal at once, and a SIGTERM
+        // between the line and the handler would be ignored (lost), leaving the process running.
+        let termination = TerminationSignals()
         Self.emit("listening on \(host):\(port)")
 
-        let signal = await Self.waitForTerminationSignal()
+        let signal = await termination.next()
         logger.debug("stopping", metadata: ["signal": "\(signal)"])
         await collector.stop()
         await endpoint?.stop()
@@ -124,6 +151,34 @@ struct CollectorCommand: AsyncParsableCommand {
                 + "requests \(stats.requests), faults \(stats.faults.total) (failures \(stats.faults.failures), rate limited \(stats.faults.rateLimited), "
                 + "resets \(stats.faults.resets), too large \(stats.faults.payloadTooLarge), poisoned \(stats.faults.poisoned))"
         )
+    }
+
+    /// Whether `host` names a loopback address only (`127.0.0.0/8`, `::1`, `localhost`).
+    static func isLoopback(_ host: String) -> Bool {
+        let name = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        return name == "localhost" || name == "::1" || name.hasPrefix("127.")
+    }
+
+    /// Re-reads the token file on each SIGHUP (whose default action, ending the process, is
+    /// turned off), saying on standard error how many tokens are in force (never one of them).
+    static func reloadTokensOnHangup(_ collector: Collector) -> any DispatchSourceSignal {
+        signal(SIGHUP, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: DispatchQueue(label: "spool.collector.hangup"))
+        source.setEventHandler {
+            Task {
+                do {
+                    let count = try await collector.reloadAuthTokens()
+                    if collector.configuration.authTokenFile != nil {
+                        Output.error("spool collector: SIGHUP: \(count) tokens in force")
+                    }
+                } catch {
+                    Output.error("spool collector: SIGHUP: the token file could not be re-read; the tokens in force stay: \(error)")
+                }
+            }
+        }
+        source.resume()
+        TerminationSignals.waitUntilCaught([SIGHUP])
+        return source
     }
 
     /// The collector's counters as `--metrics-port` serves them, brought up to date at each scrape.
@@ -141,6 +196,8 @@ struct CollectorCommand: AsyncParsableCommand {
             "spool_collector_body_bytes_total": stats.bodyBytes,
             "spool_collector_faults_total": stats.faults.total,
             "spool_collector_forgotten_logs_total": stats.forgottenLogs,
+            "spool_collector_unauthorized_total": stats.unauthorized,
+            "spool_collector_unstored_batches_total": stats.unstored,
         ]
     }
 
@@ -148,9 +205,15 @@ struct CollectorCommand: AsyncParsableCommand {
     static func emit(_ line: String) {
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
+}
 
-    /// Waits for SIGINT or SIGTERM (whose default actions are turned off) and returns it.
-    static func waitForTerminationSignal() async -> Int32 {
+/// SIGINT and SIGTERM, their default actions turned off from ``init()`` on, so one that comes
+/// before ``next()`` is waited for is kept, not lost.
+final class TerminationSignals: @unchecked Sendable {
+    private let received: AsyncStream<Int32>
+    private let sources: [any DispatchSourceSignal]
+
+    init() {
         let (received, continuation) = AsyncStream.makeStream(of: Int32.self)
         let queue = DispatchQueue(label: "spool.collector.signals")
         var sources: [any DispatchSourceSignal] = []
@@ -161,6 +224,30 @@ struct CollectorCommand: AsyncParsableCommand {
             source.resume()
             sources.append(source)
         }
+        self.received = received
+        self.sources = sources
+        Self.waitUntilCaught([SIGINT, SIGTERM])
+    }
+
+    /// Returns once `signals` have a handler (at most 2 s). libdispatch on Linux installs a
+    /// signal source's handler asynchronously, on its manager thread; until it has, a signal
+    /// turned to SIG_IGN would be lost (a SIGTERM sent right after the listening line left the
+    /// collector running on a loaded machine). On Apple platforms kqueue sees ignored signals.
+    static func waitUntilCaught(_ signals: [Int32]) {
+        #if os(Linux)
+        let mask = signals.reduce(UInt64(0)) { $0 | UInt64(1) << UInt64($1 - 1) }
+        for _ in 0..<2000 {
+            let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+            let caught = status.split(separator: "\n").first { $0.hasPrefix("SigCgt:") }
+                .flatMap { UInt64($0.dropFirst(7).trimmingCharacters(in: .whitespaces), radix: 16) }
+            guard let caught, caught & mask != mask else { return }
+            usleep(1000)
+        }
+        #endif
+    }
+
+    /// The first signal received (SIGTERM if the stream ends).
+    func next() async -> Int32 {
         var iterator = received.makeAsyncIterator()
         let number = await iterator.next() ?? SIGTERM
         sources.forEach { $0.cancel() }

@@ -186,6 +186,8 @@ struct SyncCommand: AsyncParsableCommand {
         if let interval { configuration.flushInterval = .seconds(interval) }
         if let count { configuration.flushCount = count }
         if let encoding { configuration.encoding = encoding }
+        // A collector's log (marked by `spool collector --log`): its records carry their origin.
+        configuration.forwardsOrigins = OriginRecord.storesOrigins(at: log.directory)
         if let compression { configuration.compression = compression }
         if let timeout { configuration.requestTimeout = .seconds(timeout) }
         if once { configuration.flushInterval = .zero }

@@ -77,16 +77,19 @@ import Testing
         #expect(!seqs.contains(8))
     }
 
-    @Test func receivedSeqsMemoryIsBoundedByGivingUpTheOldestGap() {
+    @Test func receivedSeqsMemoryIsBoundedByForgettingTheLowestRangeNeverAGap() {
         var seqs = ReceivedSeqs()
         // Every other seq: each one opens a new gap.
         for index in 0...UInt64(ReceivedSeqs.maxRanges) { seqs.insert(1 + 2 * index) }
         #expect(seqs.ranges.count == ReceivedSeqs.maxRanges)
-        #expect(seqs.watermark == 2, "the oldest gap (seq 0) was given up")
-        #expect(seqs.contains(0))
+        #expect(seqs.watermark == 0, "no gap is given up: seq 0 never arrived")
+        #expect(!seqs.contains(0))
+        #expect(!seqs.contains(1), "the lowest range (seq 1) was forgotten: recorded again if it comes back")
+        #expect(seqs.contains(3))
         #expect(!seqs.contains(4))
-        let inserted4 = seqs.insert(4)
-        #expect(inserted4)
+        let inserted = (seqs.insert(0), seqs.insert(1), seqs.insert(2))
+        #expect(inserted == (true, true, true))
+        #expect(seqs.watermark == 4, "the watermark moves once the gaps are filled")
     }
 
     /// Duplicate tracking is bounded by ``CollectorConfiguration/maxTrackedLogs``: one-record

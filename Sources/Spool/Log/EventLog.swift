@@ -115,6 +115,11 @@ public final class EventLog: @unchecked Sendable {
     public var writtenThrough: UInt64 { lock.withLock { state.writtenThrough } }
     /// Every record below this seq is durable.
     public var syncedThrough: UInt64 { lock.withLock { state.syncedThrough } }
+    /// Why the log does not take appends now, or nil while it does: the write error the writer
+    /// is retrying (`.diskFull`, `.io`: nil again once a retry succeeds), `.failed` after an
+    /// `fdatasync` failed (until the log is reopened), or `.closed`. A health check reads it
+    /// (`spool collector`'s `/healthz`). Takes the log's lock; no I/O.
+    public var writeError: SpoolError? { lock.withLock { state.error } }
 
     /// Registers `handler`, called after each batch of blocks is written, with the seq just
     /// past the last written record, on the thread that wrote the batch (the writer thread, or

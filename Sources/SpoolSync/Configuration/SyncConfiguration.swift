@@ -49,6 +49,12 @@ public struct SyncConfiguration: Sendable {
     public var encoding: Encoding = .json
     /// The body compression. The default is ``Compression/none``.
     public var compression: Compression = .none
+    /// Whether the log's records are `OriginRecord`s (a collector's log, FORMAT.md §11): each
+    /// envelope then carries the record's origin id, seq and time (``BatchEncoder``), so the
+    /// next collector or sink keeps the device's id. `spool sync` sets it when the log's
+    /// directory is marked (`OriginRecord.storesOrigins(at:)`). Not with ``Encoding/raw``,
+    /// which has no envelope. The default is `false`.
+    public var forwardsOrigins: Bool = false
     /// The compression level: zlib's 1 ... 9 for gzip, zstd's -7 ... 22 for zstd.
     /// The default is 1 (fastest for both).
     public var compressionLevel: Int32 = 1
@@ -152,6 +158,9 @@ public struct SyncConfiguration: Sendable {
         }
         guard (1024...256 * 1024 * 1024).contains(maxBatchBytes) else {
             throw fail("maxBatchBytes", "is \(maxBatchBytes); it must be between 1 KiB and 256 MiB")
+        }
+        if forwardsOrigins && encoding == .raw {
+            throw fail("encoding", "is raw, which cannot carry the origin ids of a collector's records (forwardsOrigins); use json or ndjson")
         }
         switch compression {
         case .gzip where !(1...9).contains(compressionLevel):

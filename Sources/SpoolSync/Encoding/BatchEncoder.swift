@@ -20,10 +20,20 @@ import Spool
 /// is exactly the record's bytes. `<base64>` is the record's exact bytes in standard base64
 /// (RFC 4648 §4, padded). So no record is changed on the way: a server gets every byte back.
 ///
+/// With ``forwardsOrigins`` (the log is a collector's, its records `OriginRecord`s), an
+/// envelope also carries the record's origin, after `time`:
+/// `"origin_id":"<device log id>-<seq>","origin_seq":<seq>,"origin_time":<ms>` (`origin_time`
+/// only when the origin has a time), and `data` is the origin's payload when it is one valid
+/// JSON text, else `data_base64` (never a JSON string: the payload is already JSON text or
+/// bytes). A record that does not decode as an origin record (damage) goes out as any other
+/// record would, without origin members.
+///
 /// Thread safety: a value type; use freely from any task.
 public struct BatchEncoder: Sendable {
     /// The body layout.
     public let encoding: SyncConfiguration.Encoding
+    /// Whether the records are `OriginRecord`s whose origin each envelope carries.
+    public let forwardsOrigins: Bool
     private let idPrefix: [UInt8]
 
     /// An encoder for the records of one log.
@@ -31,8 +41,14 @@ public struct BatchEncoder: Sendable {
     /// - Parameters:
     ///   - logID: the log the records come from (their ids are `"<log id>-<seq>"`).
     ///   - encoding: the body layout.
-    public init(logID: LogID, encoding: SyncConfiguration.Encoding) {
+    ///   - forwardsOrigins: the records are `OriginRecord`s (a collector's log): each
+    ///     envelope carries its origin. The default is `false`. Traps with the raw encoding,
+    ///     which has no envelope to carry it (a programmer error; ``SyncConfiguration/validate()``
+    ///     refuses that pair).
+    public init(logID: LogID, encoding: SyncConfiguration.Encoding, forwardsOrigins: Bool = false) {
+        precondition(!(forwardsOrigins && encoding == .raw), "the raw encoding cannot carry origin records' ids")
         self.encoding = encoding
+        self.forwardsOrigins = forwardsOrigins
         self.idPrefix = Array("{\"id\":\"\(logID)-".utf8)
     }
 
@@ -105,6 +121,10 @@ public struct BatchEncoder: Sendable {
     /// Appends the envelope `{"id":…,"seq":…,"time":…,["status":…,]"data":…}` (or
     /// `"data_base64":…` last), with `status` when given (the dead-letter log's).
     func appendEnvelope(_ record: Record, to body: inout [UInt8], oneLine: Bool, status: Int? = nil) {
+        if forwardsOrigins, status == nil, let origin = try? OriginRecord.decode(record.payload) {
+            appendOriginEnvelope(record, origin, to: &body, oneLine: oneLine)
+            return
+        }
         body.append(contentsOf: idPrefix)
         appendDecimal(record.seq, to: &body)
         body.append(contentsOf: #"","seq":"#.utf8)
@@ -125,6 +145,40 @@ public struct BatchEncoder: Sendable {
             Self.appendBase64Member(record.payload, to: &body)
         }
         body.append(UInt8(ascii: "}"))
+    }
+
+    /// Appends the envelope of a collector's record: its own id, seq and time, then its
+    /// origin's id, seq and time, then the origin's payload as `data` when it is one valid
+    /// JSON text, else as `data_base64`.
+    private func appendOriginEnvelope(_ record: Record, _ origin: OriginRecord, to body: inout [UInt8], oneLine: Bool) {
+        body.append(contentsOf: idPrefix)
+        appendDecimal(record.seq, to: &body)
+        body.append(contentsOf: #"","seq":"#.utf8)
+        appendDecimal(record.seq, to: &body)
+        body.append(contentsOf: #","time":"#.utf8)
+        appendSigned(record.timestamp, to: &body)
+        body.append(contentsOf: #","origin_id":""#.utf8)
+        body.append(contentsOf: origin.id.utf8)
+        body.append(contentsOf: #"","origin_seq":"#.utf8)
+        appendDecimal(origin.seq, to: &body)
+        if let time = origin.time {
+            body.append(contentsOf: #","origin_time":"#.utf8)
+            appendSigned(time, to: &body)
+        }
+        body.append(UInt8(ascii: ","))
+        let isJSON = origin.payload.withUnsafeBufferPointer(JSONValidator.isValid)
+        if isJSON {
+            body.append(contentsOf: #""data":"#.utf8)
+            for byte in origin.payload { body.append(oneLine && (byte == 0x0A || byte == 0x0D) ? 0x20 : byte) }
+        } else {
+            Self.appendBase64Member(origin.payload, to: &body)
+        }
+        body.append(UInt8(ascii: "}"))
+    }
+
+    private func appendSigned(_ value: Int64, to body: inout [UInt8]) {
+        if value < 0 { body.append(UInt8(ascii: "-")) }
+        appendDecimal(value.magnitude, to: &body)
     }
 
     /// The member a record that is not valid UTF-8 travels in, in every encoding.

@@ -11,7 +11,7 @@ struct RequestBuilder: Sendable {
 
     init(logID: LogID, configuration: SyncConfiguration) {
         self.logID = logID
-        self.encoder = BatchEncoder(logID: logID, encoding: configuration.encoding)
+        self.encoder = BatchEncoder(logID: logID, encoding: configuration.encoding, forwardsOrigins: configuration.forwardsOrigins)
         self.compressor = BodyCompressor(compression: configuration.compression, level: configuration.compressionLevel)
         self.timeout = configuration.requestTimeout
         // The worker's own headers win, whatever the case of the caller's names.

@@ -1,0 +1,142 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Spool
+import Testing
+
+/// A `spool collector` child on 127.0.0.1: started through /bin/sh (`exec`, so signals reach
+/// the collector itself) with SIGXFSZ ignored, so a file-size limit set later (`prlimit`)
+/// makes writes fail with EFBIG as on a full disk instead of killing it. Its standard error
+/// goes to a file, read by ``stderr``.
+final class CollectorChild: @unchecked Sendable {
+    let process = Process()
+    let port: Int
+    let stderrPath: String
+
+    /// Starts `spool collector --port port arguments…` and waits for its listening line.
+    init(_ arguments: [String], port: Int = 0, stderrPath: String) throws {
+        self.stderrPath = stderrPath
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "trap '' XFSZ; exec \"$0\" collector --port \(port) \"$@\"", SpoolBinary.path] + arguments
+        let output = Pipe()
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        let errors = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+        errors.seekToEndOfFile()
+        process.standardOutput = output
+        process.standardError = errors
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        var printed = Data()
+        while !printed.contains(0x0A) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            printed.append(chunk)
+        }
+        let listening = String(decoding: printed, as: UTF8.self)
+        guard listening.hasPrefix("listening on "),
+              let found = listening.split(separator: ":").last.flatMap({ Int($0.prefix { $0.isNumber }) }) else {
+            process.waitUntilExit()
+            throw CollectorStartFailure(message: "the collector did not start: \(listening) \((try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "")")
+        }
+        self.port = found
+        // Keep reading standard output (the final counts) so the pipe never fills.
+        Thread.detachNewThread { while !output.fileHandleForReading.availableData.isEmpty {} }
+    }
+
+    var url: String { "http://127.0.0.1:\(port)/batch" }
+    var pid: Int32 { process.processIdentifier }
+
+    /// SIGKILL, as a crash (nothing once it has ended: its pid may be another's by then).
+    func kill() {
+        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    /// SIGTERM, and waits for the graceful stop.
+    func stop() {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+
+    /// What it wrote on standard error so far.
+    var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+}
+
+struct CollectorStartFailure: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+}
+
+/// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released).
+func freePort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw CollectorStartFailure(message: "socket failed") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    guard bound else { throw CollectorStartFailure(message: "bind failed") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// `GET url`: the status and body (status 0 when no answer came).
+func httpGet(_ url: String) -> (status: Int, body: String) {
+    let done = DispatchSemaphore(value: 0)
+    let result = Mutexed<(Int, String)>((0, ""))
+    var request = URLRequest(url: URL(string: url)!)
+    request.timeoutInterval = 10
+    URLSession.shared.dataTask(with: request) { data, response, _ in
+        result.set(((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data ?? Data(), as: UTF8.self)))
+        done.signal()
+    }.resume()
+    done.wait()
+    return result.get()
+}
+
+/// A value handed between threads.
+final class Mutexed<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: T
+    init(_ value: T) { self.value = value }
+    func set(_ new: T) { lock.withLock { value = new } }
+    func get() -> T { lock.withLock { value } }
+}
+
+/// The origin records of a collector's log, read with `spool dump` (which prints each, being
+/// binary, as `base64:`), in the log's order.
+func dumpOrigins(_ directory: String) throws -> [OriginRecord] {
+    let dump = try SpoolBinary.run(["dump", directory])
+    guard dump.status == 0 else { throw CollectorStartFailure(message: "spool dump failed: \(dump.stderr)") }
+    return try dump.stdout.split(separator: "\n").map { line in
+        let payload = line.split(separator: "\t", maxSplits: 1).last ?? ""
+        guard payload.hasPrefix("base64:"), let bytes = Data(base64Encoded: String(payload.dropFirst(7))) else {
+            throw CollectorStartFailure(message: "not an origin record: \(line.prefix(80))")
+        }
+        return try OriginRecord.decode(Array(bytes))
+    }
+}
+
+/// The `--out` file of a collector: each line's `id`, and its object.
+func collectedLines(_ path: String) throws -> [(id: String, object: [String: Any])] {
+    let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+    return try text.split(separator: "\n").map { line in
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        return (try #require(object["id"] as? String), object)
+    }
+}
+
+/// Appends `count` JSON records `{"device":d,"n":i,…}` to a new device log (synced) and
+/// returns its id.
+@discardableResult
+func makeDeviceLog(_ directory: String, device: Int, count: Int) throws -> LogID {
+    let lines = (0..<count).map { #"{"device":\#(device),"n":\#($0),"event":"screen_view","pad":"\#(String(repeating: "x", count: $0 % 97))"}"# }
+    let appended = try SpoolBinary.run(["append", directory, "--durability", "synced"], input: Data((lines.joined(separator: "\n") + "\n").utf8))
+    guard appended.status == 0 else { throw CollectorStartFailure(message: "spool append failed: \(appended.stderr)") }
+    return try withEventLog(directory: directory) { $0.id }
+}
