@@ -85,6 +85,7 @@ import Testing
         case .retry(let error): "retry(\(error.code))"
         case .tooLarge: "tooLarge"
         case .rejected: "rejected"
+        case .fatal(let error): "fatal(\(error.code))"
         }
     }
 
