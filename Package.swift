@@ -13,14 +13,15 @@ let package = Package(
     // Why these versions: Spool's locks and counters are the standard library's `Mutex` and
     // `Atomic` (the Synchronization module), which need macOS 15 / iOS 18. That is the only
     // reason. Lowering to iOS 16 (the floor of `Duration` and `Clock`, used throughout) means
-    // replacing them (14 declarations in 9 files today) with `OSAllocatedUnfairLock` and
-    // swift-atomics; below iOS 16, replacing the clocks as well.
+    // replacing them (22 declarations in 14 files of Spool and SpoolSync today) with
+    // `OSAllocatedUnfairLock` and swift-atomics; below iOS 16, replacing the clocks as well.
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .library(name: "Spool", targets: ["Spool"]),
         .library(name: "SpoolSync", targets: ["SpoolSync"]),
         .library(name: "SpoolCollector", targets: ["SpoolCollector"]),
         .library(name: "SpoolPostgres", targets: ["SpoolPostgres"]),
+        .library(name: "SpoolPubSub", targets: ["SpoolPubSub"]),
         .library(name: "SpoolBench", targets: ["SpoolBench"]),
         .executable(name: "spool", targets: ["spool"]),
     ],
@@ -77,6 +78,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Google Cloud Pub/Sub as a destination: its REST publish through SpoolSync's uploaders,
+        // and the service-account token flow (RS256 from swift-crypto's extras).
+        .target(
+            name: "SpoolPubSub",
+            dependencies: [
+                "Spool", "SpoolSync",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         // The reference collector: an HTTP server for tests, the demo and benchmarks.
         .target(
             name: "SpoolCollector",
@@ -90,12 +101,16 @@ let package = Package(
         // The Spool half of the benchmark scenarios, shared by `spool bench` and Benchmarks/.
         .target(
             name: "SpoolBench",
-            dependencies: ["Spool", "SpoolSync", "SpoolCollector", "CZstd", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "Spool", "SpoolSync", "SpoolCollector", "SpoolPubSub", "CZstd", .product(name: "Logging", package: "swift-log"),
+                // The Pub/Sub emulator's administration and the plain publisher the Pub/Sub row is compared with.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
         ),
         .executableTarget(
             name: "spool",
             dependencies: [
-                "Spool", "SpoolSync", "SpoolCollector", "SpoolBench", "SpoolPostgres",
+                "Spool", "SpoolSync", "SpoolCollector", "SpoolBench", "SpoolPubSub", "SpoolPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `--metrics-port`: the metrics in Prometheus' text format, served by Hummingbird.
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -115,6 +130,14 @@ let package = Package(
             name: "SpoolSyncTests",
             dependencies: ["Spool", "SpoolSync", "SpoolCollector", .product(name: "MetricsTestKit", package: "swift-metrics")]
         ),
+        // Against the Pub/Sub emulator (started by the tests) and servers on 127.0.0.1; runs the
+        // `spool` binary too.
+        .testTarget(name: "SpoolPubSubTests", dependencies: [
+            "Spool", "SpoolSync", "SpoolPubSub", "SpoolBench", "spool",
+            .product(name: "_CryptoExtras", package: "swift-crypto"),
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        ]),
         .testTarget(name: "SpoolCollectorTests", dependencies: [
             "Spool", "SpoolCollector", "CZstd", "CZlib", .product(name: "AsyncHTTPClient", package: "async-http-client"),
         ]),

@@ -34,7 +34,8 @@ public struct BenchOptions: Sendable {
 
     /// Scenario groups to run (`append`, `seal`, `drain`, `sync`, `open`, `memory`, `trickle`, `follow`, or
     /// `synced`: only the synced appends of `append`; `sync-latency`: only the drains through a
-    /// collector 0, 10 and 50 ms away, which `sync` includes); nil runs them all. For profiling one group. The default is nil.
+    /// collector 0, 10 and 50 ms away, which `sync` includes; `sync-window`: only issue #26's rows, slow
+    /// outliers, fast start, 503s and a full accept queue, which `sync` includes too); nil runs them all. For profiling one group. The default is nil.
     public var groups: Set<String>? = nil
 
     /// Records appended one at a time (0.5 ms apart) per follow measurement. The default is 2,000.

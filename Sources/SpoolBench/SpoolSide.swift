@@ -162,7 +162,7 @@ public struct SpoolSide: Sendable {
             let batch = try consumer.read(maxCount: batch, maxBytes: 16 << 20)
             if batch.isEmpty { break }
             bodyBytes += encoder.encode(batch.records, maxBytes: .max).body.count
-            try consumer.commit(through: batch.endSeq - 1, mode: mode)
+            try consumer.commit(batch, mode: mode)
             drained += batch.records.count
         }
         try log.close()

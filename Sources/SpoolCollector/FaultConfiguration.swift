@@ -23,6 +23,11 @@ public struct FaultConfiguration: Sendable, Hashable {
     public var latency: Duration = .zero
     /// A random extra delay, uniform in `0 ..< latencyJitter`, added to ``latency``. The default is zero.
     public var latencyJitter: Duration = .zero
+    /// The chance that an answer is slow: ``slowLatency`` more (a real link's outliers). Drawn
+    /// apart from the faults above. The default is 0.
+    public var slowRate: Double = 0
+    /// The extra delay of a slow answer. The default is 1 s.
+    public var slowLatency: Duration = .seconds(1)
     /// Bodies larger than this many bytes (as sent) are answered 413. The default is `nil` (no rule).
     public var payloadTooLargeAbove: Int? = nil
     /// Every `failEvery`-th request (the 3rd, 6th, 9th… when 3) is answered ``failureStatus``,
@@ -72,6 +77,8 @@ public struct FaultConfiguration: Sendable, Hashable {
             throw fail("retryAfterSeconds", "is \(seconds); it must not be negative")
         }
         guard latency >= .zero else { throw fail("latency", "is \(latency); it must not be negative") }
+        guard slowRate >= 0, slowRate <= 1 else { throw fail("slowRate", "is \(slowRate); it must be between 0 and 1") }
+        guard slowLatency >= .zero else { throw fail("slowLatency", "is \(slowLatency); it must not be negative") }
         guard latencyJitter >= .zero else { throw fail("latencyJitter", "is \(latencyJitter); it must not be negative") }
         if let limit = payloadTooLargeAbove, limit < 0 {
             throw fail("payloadTooLargeAbove", "is \(limit); it must not be negative")

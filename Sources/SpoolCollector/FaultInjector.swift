@@ -37,6 +37,8 @@ struct FaultInjector: Sendable {
         let jitterRoll = random.nextUnit()
         var fault: InjectedFault?
         requests += 1
+        // A third number only when slow answers are asked for: other seeds' sequences stay.
+        let slow = faults.slowRate > 0 && random.nextUnit() < faults.slowRate
         if let every = faults.failEvery, requests % every == 0 {
             fault = .failure
         } else if roll < faults.resetRate {
@@ -46,6 +48,6 @@ struct FaultInjector: Sendable {
         } else if roll < faults.resetRate + faults.rateLimitRate + faults.failureRate {
             fault = .failure
         }
-        return Draw(fault: fault, delay: faults.latency + faults.latencyJitter * jitterRoll)
+        return Draw(fault: fault, delay: faults.latency + faults.latencyJitter * jitterRoll + (slow ? faults.slowLatency : .zero))
     }
 }

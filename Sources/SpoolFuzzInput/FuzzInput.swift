@@ -78,7 +78,7 @@ public func runFuzzInput(_ input: [UInt8], directory: String) -> FuzzOutcome {
             _ = try log.verify()
             let consumer = try log.consumer(named: "f")
             let batch = try consumer.read(maxCount: 10)
-            if let last = batch.records.last { try consumer.commit(through: last.seq) }
+            if let last = batch.records.last { try consumer.commit(upTo: last.seq + 1) }
             return .read(records: records, notices: notices)
         }
     } catch let error as SpoolError {

@@ -24,31 +24,26 @@ struct CommitCommand: ParsableCommand {
     var through: UInt64
 
     func run() throws {
-        if log.hasLiveWriter {
-            let detached = try log.detachedConsumer(consumer, creating: create)
-            defer { detached.close() }
-            try detached.commit(through: through)
-            try Output.write("\(consumer): committed through \(through); next seq \(detached.committed)\n")
-            return
-        }
-        let eventLog = try log.open()
-        defer { try? eventLog.close() }
-        if !eventLog.consumerNames.contains(consumer) {
-            if !create { try LogDirectory.requireConsumer(consumer, in: eventLog.consumerNames) }
+        // `--through` is the last seq consumed, as people say it; the offset is the next one.
+        guard through < UInt64.max else { throw SpoolError(.invalidCommit, "cannot commit \(consumer) through \(through)") }
+        let opened = try log.openConsumer(consumer, creating: create) { first, next in
             // Checked before the consumer is made: a refused commit must not leave a new
             // consumer behind, holding retention back.
-            guard through < eventLog.nextSeq else {
-                let last = eventLog.nextSeq == 0 ? "none" : String(eventLog.nextSeq - 1)
-                throw SpoolError(.invalidCommit, "cannot commit \(consumer) through \(through); the last appended record is \(last)")
+            guard through < next else {
+                throw SpoolError(.invalidCommit, "cannot commit \(consumer) through \(through); the last appended record is \(next == 0 ? "none" : String(next - 1))")
             }
             // A new consumer starts at the oldest stored record: a commit below it goes backwards.
-            guard through &+ 1 >= eventLog.firstSeq else {
-                throw SpoolError(.invalidCommit, "cannot commit \(consumer) through \(through): a new consumer starts at the oldest stored record, \(eventLog.firstSeq), and an offset never moves backwards")
+            guard through + 1 >= first else {
+                throw SpoolError(.invalidCommit, "cannot commit \(consumer) through \(through): a new consumer starts at the oldest stored record, \(first), and an offset never moves backwards")
             }
         }
-        let named = try eventLog.consumer(named: consumer)
-        try named.commit(through: through)
-        try Output.write("\(consumer): committed through \(through); next seq \(named.committed)\n")
-        try eventLog.close()
+        do {
+            try opened.consumer.commit(upTo: through + 1)
+            try Output.write("\(consumer): committed through \(through); next seq \(opened.consumer.committed)\n")
+        } catch {
+            try? opened.close()
+            throw error
+        }
+        try opened.close()
     }
 }

@@ -1,5 +1,4 @@
 import ArgumentParser
-import Dispatch
 import Spool
 
 /// `spool dump DIR`: every record as `seq<TAB>payload`.
@@ -48,23 +47,19 @@ struct DumpCommand: ParsableCommand {
     }
 
     func run() throws {
-        if follow, commit, let consumer {
-            try followAndCommit(consumer)
-            return
-        }
-        if commit, let consumer, log.hasLiveWriter {
-            let detached = try log.detachedConsumer(consumer, creating: false)
-            defer { detached.close() }
-            try consume(read: { try detached.read(maxCount: $0) }, commit: { try detached.commit(through: $0) })
-            return
-        }
         if commit, let consumer {
-            let eventLog = try log.open()
-            defer { try? eventLog.close() }
-            try LogDirectory.requireConsumer(consumer, in: eventLog.consumerNames)
-            let named = try eventLog.consumer(named: consumer)
-            try consume(read: { try named.read(maxCount: $0) }, commit: { try named.commit(through: $0) })
-            try eventLog.close()
+            if follow {
+                try followAndCommit(consumer)
+                return
+            }
+            let opened = try log.openConsumer(consumer, creating: false)
+            do {
+                try consume(opened.consumer)
+            } catch {
+                try? opened.close()
+                throw error
+            }
+            try opened.close()
             return
         }
         if follow {
@@ -101,17 +96,7 @@ struct DumpCommand: ParsableCommand {
     private func followAndCommit(_ consumer: String) throws {
         let detached = try log.detachedConsumer(consumer, creating: false)
         defer { detached.close() }
-        let written = DispatchSemaphore(value: 0)
-        let watch = try detached.watchWrites { _ in written.signal() }
-        defer { watch.cancel() }
-        try consume(read: { count in
-            while true {
-                let next = try detached.read(maxCount: count)
-                if !next.isEmpty { return next }
-                // Nothing new: wait for the log to change (a look every second besides).
-                _ = written.wait(timeout: .now() + 1)
-            }
-        }, commit: { try detached.commit(through: $0) })
+        try consume(detached, waitingWith: detached.waitForChange)
     }
 
     /// Prints each batch the follower hands out as soon as it has it, for ever (or --limit).
@@ -135,21 +120,23 @@ struct DumpCommand: ParsableCommand {
 
     /// Reads the consumer's batches, prints each, then commits it durably: only once the
     /// output took it (and, for a file, made it durable), so a full disk never commits records
-    /// that were not delivered.
-    /// `read` and `commit` are the consumer's: the writer's own (``Consumer``), or a committer
-    /// beside a writing process (``DetachedConsumer``).
-    private func consume(read: (Int) throws -> ConsumerBatch, commit: (UInt64) throws -> Void) throws {
+    /// that were not delivered. At the end it stops, or, given `wait`, waits for more.
+    private func consume(_ consumer: any LogConsumer, waitingWith wait: (() throws -> Void)? = nil) throws {
         var printed = 0
         while printed < (limit ?? Int.max) {
-            let next = try read(min(batch, (limit ?? Int.max) - printed))
-            if next.isEmpty { break }
+            let next = try consumer.read(maxCount: min(batch, (limit ?? Int.max) - printed), maxBytes: 512 * 1024)
+            if next.isEmpty {
+                guard let wait else { break }
+                try wait()
+                continue
+            }
             var out = ""
             for record in next.records { out += Printer.line(record) }
             for notice in next.notices { Output.error("# \(notice)") }
             try Output.write(out)
             try Output.sync()
-            try commit(next.endSeq - 1)
-            try Output.write("# committed through \(next.endSeq - 1)\n")
+            try consumer.commit(next)
+            try Output.write("# committed through \(next.endSeq - 1)\n")  // the last seq, as people say it
             printed += next.records.count
         }
     }

@@ -34,9 +34,40 @@ struct LogDirectory: ParsableArguments {
         return try LogFollower(directory: directory, from: seq, configuration: withKeys(Configuration()), logger: commandLogger())
     }
 
-    /// Whether another process has the log open for writing now (commands that commit then
-    /// work beside it as a ``DetachedConsumer`` instead of opening the log).
+    /// Whether another process has the log open for writing now.
     var hasLiveWriter: Bool { LogSnapshot.writerIsLive(directory: directory) }
+
+    /// Consumer `name` for a command that reads and commits it. When another process has the
+    /// log open for writing (asked once, here), or with `beside`, it is a ``DetachedConsumer``,
+    /// a committer beside the writer that never takes the writer's lock; otherwise the log is
+    /// opened (recovery applied) and it is the log's own ``Consumer``.
+    ///
+    /// A missing consumer is refused unless `creating`; before one is made, `checkNew` is given
+    /// the log's oldest stored record and the seq past its last one, so that a command refusing
+    /// what it was asked leaves no new consumer behind (holding retention back).
+    func openConsumer(_ name: String, creating: Bool, beside: Bool = false,
+                      checkNew: ((_ first: UInt64, _ next: UInt64) throws -> Void)? = nil) throws -> OpenConsumer {
+        if beside || hasLiveWriter {
+            if creating, let checkNew {
+                let snapshot = try self.snapshot(reportingRecovery: false)
+                defer { snapshot.close() }
+                if !snapshot.consumerNames.contains(name) { try checkNew(snapshot.firstSeq, snapshot.endSeq) }
+            }
+            let detached = try detachedConsumer(name, creating: creating)
+            return OpenConsumer(consumer: detached, close: { detached.close() })
+        }
+        let eventLog = try open()
+        do {
+            if !eventLog.consumerNames.contains(name) {
+                if !creating { try Self.requireConsumer(name, in: eventLog.consumerNames) }
+                try checkNew?(eventLog.firstSeq, eventLog.nextSeq)
+            }
+            return OpenConsumer(consumer: try eventLog.consumer(named: name), close: { try eventLog.close() })
+        } catch {
+            try? eventLog.close()
+            throw error
+        }
+    }
 
     /// The consumer `name` as a committer beside the writing process: it never takes the
     /// writer's lock. A missing consumer is refused unless `creating`.
@@ -53,9 +84,6 @@ struct LogDirectory: ParsableArguments {
             throw error
         }
     }
-
-    /// The configuration this command knows for the log: the keys of --key-file.
-    func knownConfiguration() throws -> Configuration { try withKeys(Configuration()) }
 
     func snapshot(reportingRecovery: Bool = true) throws -> LogSnapshot {
         try requireLog()
@@ -130,6 +158,14 @@ struct LogDirectory: ParsableArguments {
         }
         return lines
     }
+}
+
+/// A consumer a command opened (``LogDirectory/openConsumer(_:creating:beside:checkNew:)``),
+/// and how to let it go: close the log it opened, or release the committer beside the writer.
+struct OpenConsumer: Sendable {
+    let consumer: any LogConsumer
+    /// Closes what was opened; the error of a log that could not write everything it had.
+    let close: @Sendable () throws -> Void
 }
 
 /// The logger for command-line tools: warnings and errors on standard error, or more with SPOOL_LOG_LEVEL.

@@ -8,12 +8,14 @@ import SpoolSync
 struct SyncCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sync",
-        abstract: "Upload a consumer's records to an HTTP collector, committing what it accepts.",
+        abstract: "Deliver a consumer's records to a collector, Pub/Sub or PostgreSQL, committing what it accepts.",
         discussion: """
             Without --once the worker runs until interrupted (SIGINT or SIGTERM): it flushes every \
             --interval seconds, when --count records are pending, and at once for what a previous run \
-            left. With --once it drains and exits: 0 when nothing is pending, 1 with the error when an \
-            upload still fails after --retries retries (or a commit fails). Records the server refuses \
+            left. With --once it drains what the log holds when it starts (up to the end it sees then; \
+            records a writer appends meanwhile wait for the next run) and exits: 0 when that is \
+            delivered, 1 with the error when an upload still fails after --retries retries (or a \
+            commit fails). Records the server refuses \
             (4xx) go to the dead-letter log DIR/deadletter/CONSUMER, readable with `spool dump`. \
             Beside a process that has the log open for writing (an app, `spool append`), or always \
             with --sidecar, it never opens the log for writing: it reads and commits the consumer \
@@ -25,8 +27,7 @@ struct SyncCommand: AsyncParsableCommand {
 
     @OptionGroup var metrics: MetricsOptions
 
-    @Option(help: "The collector's URL (http or https).")
-    var url: String
+    @OptionGroup var destination: DestinationOptions
 
     @Option(help: "The consumer to drain; it must exist unless --create (which starts it at the oldest record).")
     var consumer = "sync"
@@ -61,7 +62,7 @@ struct SyncCommand: AsyncParsableCommand {
     @Flag(help: "Never open the log for writing, even when no other process has it open (run beside an app that appends).")
     var sidecar = false
 
-    @Flag(help: "Drain once and exit instead of running until interrupted.")
+    @Flag(help: "Drain up to the end of the log seen at start, then exit, instead of running until interrupted.")
     var once = false
 
     @Option(name: .customLong("max-retry-after"),
@@ -81,10 +82,7 @@ struct SyncCommand: AsyncParsableCommand {
     var maxConcurrency: Int?
 
     func validate() throws {
-        guard let parsed = endpoint?.url, let scheme = parsed.scheme?.lowercased(), ["http", "https"].contains(scheme), parsed.host != nil else {
-            throw ValidationError("--url must be an http or https URL, not '\(Self.redacted(url))'")
-        }
-        if endpoint?.authorization != nil && headers.contains(where: { $0.lowercased().hasPrefix("authorization:") }) {
+        if destination.authorization != nil && headers.contains(where: { $0.lowercased().hasPrefix("authorization:") }) {
             throw ValidationError("--url carries credentials and --header gives an Authorization header too; give one of them")
         }
         guard retries >= 0 else { throw ValidationError("--retries must not be negative") }
@@ -120,40 +118,30 @@ struct SyncCommand: AsyncParsableCommand {
         let directory = log.directory
         let logDirectory = log
         let consumerName = consumer
+        let create = self.create
+        let beside = sidecar
+        let opened = try await offPool { try logDirectory.openConsumer(consumerName, creating: create, beside: beside) }
         let worker: SyncWorker<ContinuousClock>
-        let close: @Sendable () async throws -> Void
-        if sidecar || log.hasLiveWriter {
-            let create = self.create
-            let detached = try await offPool { try logDirectory.detachedConsumer(consumerName, creating: create) }
-            do {
-                worker = try SyncWorker(detached: detached, url: endpoint!.url, configuration: try makeConfiguration(),
-                                        logConfiguration: try log.knownConfiguration(), logger: logger)
-            } catch {
-                detached.close()
-                throw error
-            }
-            close = { detached.close() }
-        } else {
-            let eventLog = try await offPool { try logDirectory.open() }
-            do {
-                if !create { try LogDirectory.requireConsumer(consumerName, in: eventLog.consumerNames) }
-                worker = try SyncWorker(
-                    consumer: try await offPool { try eventLog.consumer(named: consumerName) }, url: endpoint!.url,
-                    configuration: try makeConfiguration(), logger: logger)
-            } catch {
-                try? await offPool { try eventLog.close() }
-                throw error
-            }
-            close = { try await offPool { try eventLog.close() } }
+        do {
+            let configuration = try makeConfiguration()
+            let sink = try destination.sink(logID: opened.consumer.logID, origins: OriginRecord.storesOrigins(at: directory), configuration: configuration)
+            worker = try SyncWorker(consumer: opened.consumer, sink: sink, configuration: configuration, logger: logger)
+        } catch {
+            try? await offPool { try opened.close() }
+            throw error
         }
+        let close: @Sendable () async throws -> Void = { try await offPool { try opened.close() } }
         let failure: SyncError?
         if once {
-            let report = await worker.flush(retries: retries)
+            // Up to the end seen now: beside a writer that keeps appending, a one-shot run
+            // (a cron job) must end.
+            let start = await worker.stats
+            let report = await worker.flush(through: start.committed + start.pending, retries: retries)
             try Output.write(summary(report.records, report.batches, report.bytes, report.deadLettered, await worker.stats))
             failure = report.failure
         } else {
             await worker.start()
-            Output.error("spool sync: uploading \(consumer) of \(directory) to \(endpoint!.url); interrupt to stop")
+            Output.error("spool sync: uploading \(consumer) of \(directory) to \(destination); interrupt to stop")
             await Self.waitForInterrupt()
             let stats = await worker.stats
             try Output.write(summary(stats.records, stats.batches, stats.bytes, stats.deadLettered, stats))
@@ -180,12 +168,12 @@ struct SyncCommand: AsyncParsableCommand {
         }
     }
 
-    /// One line: what was delivered, then how: requests sent (accepted or not), retries, and
-    /// the concurrency reached.
+    /// One line: what was delivered, then how: requests sent (accepted or not), failed
+    /// requests sent again, and the most requests that were in flight at once.
     private func summary(_ records: Int, _ batches: Int, _ bytes: Int, _ deadLettered: Int, _ stats: SyncStats) -> String {
         var text = "sent \(records) records in \(batches) requests (\(formatBytes(Int64(bytes))))"
         if deadLettered > 0 { text += "; \(deadLettered) refused records moved to the dead-letter log" }
-        text += "; \(stats.requests) requests made, \(stats.retries) retried, up to \(stats.peakConcurrency) in flight"
+        text += "; \(stats.requests) requests made, \(stats.retries) retried, up to \(stats.peakInFlight) in flight"
         return text + "\n"
     }
 
@@ -208,7 +196,7 @@ struct SyncCommand: AsyncParsableCommand {
         // A one-shot run is someone waiting (a script, a cron job): a server's Retry-After may
         // hold it a minute per retry, not the service's hour, unless they say otherwise.
         if let seconds = maxRetryAfter ?? (once ? 60 : nil) { configuration.backoff.maxRetryAfter = .seconds(seconds) }
-        if let authorization = endpoint?.authorization { configuration.headers["Authorization"] = authorization }
+        if let authorization = destination.authorization { configuration.headers["Authorization"] = authorization }
         for header in headers {
             guard let colon = header.firstIndex(of: ":") else {
                 throw SyncError(.invalidConfiguration, "--header '\(header)' is not 'Name: value'")
@@ -217,27 +205,6 @@ struct SyncCommand: AsyncParsableCommand {
             configuration.headers[name] = header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
         return configuration
-    }
-
-    /// `--url` without its `user:password@` part, and those credentials as a Basic
-    /// `Authorization` header (RFC 7617): a URL's credentials are sent, and the URL that is
-    /// printed or logged never holds the password. Nil when `--url` does not parse.
-    var endpoint: (url: URL, authorization: String?)? {
-        guard var components = URLComponents(string: url) else { return nil }
-        var authorization: String?
-        if components.user != nil || components.password != nil {
-            let credentials = (components.user ?? "") + ":" + (components.password ?? "")
-            authorization = "Basic " + Data(credentials.utf8).base64EncodedString()
-            components.user = nil
-            components.password = nil
-        }
-        return components.url.map { ($0, authorization) }
-    }
-
-    /// `text` with anything between `//` and an `@` (credentials) replaced by `***`, for messages.
-    static func redacted(_ text: String) -> String {
-        guard let start = text.range(of: "//"), let at = text[start.upperBound...].firstIndex(of: "@") else { return text }
-        return text[..<start.upperBound] + "***" + text[at...]
     }
 
     /// Returns on the first SIGINT or SIGTERM.

@@ -181,7 +181,7 @@ import Testing
         var filler = SystemRandomNumberGenerator()
         for _ in 0..<300 { try log.append((0..<900).map { _ in UInt8.random(in: 0x61...0x7A, using: &filler) }) }
         try log.syncBlocking()
-        try reader.commit(through: log.nextSeq - 1)  // retention deletes the sealed segments
+        try reader.commit(upTo: log.nextSeq)  // retention deletes the sealed segments
         let oldest = log.firstSeq
         try log.close()
         #expect(oldest > 1)

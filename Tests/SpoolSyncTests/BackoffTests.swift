@@ -4,15 +4,16 @@ import Testing
 @Suite struct BackoffTests {
     let backoff = Backoff()
 
+    /// 100 ms first (AWS's and Google's clients' first step), doubling to a minute.
     @Test func ceilingDoublesFromTheBaseUpToTheCap() {
-        let delays = (1...9).map { backoff.delay(afterFailures: $0, unit: 1) }
-        #expect(delays == [1, 2, 4, 8, 16, 32, 60, 60, 60].map { Duration.seconds($0) })
+        let delays = (1...12).map { backoff.delay(afterFailures: $0, unit: 1) }
+        #expect(delays == [100, 200, 400, 800, 1_600, 3_200, 6_400, 12_800, 25_600, 51_200, 60_000, 60_000].map { Duration.milliseconds($0) })
     }
 
     @Test func fullJitterSpansZeroToTheCeiling() {
-        #expect(backoff.delay(afterFailures: 3, unit: 0) == .zero)
-        #expect(backoff.delay(afterFailures: 3, unit: 0.25) == .seconds(1))
-        #expect(backoff.delay(afterFailures: 3, unit: 7) == .seconds(4))  // clamped draw
+        #expect(backoff.delay(afterFailures: 5, unit: 0) == .zero)
+        #expect(backoff.delay(afterFailures: 5, unit: 0.25) == .milliseconds(400))
+        #expect(backoff.delay(afterFailures: 5, unit: 7) == .milliseconds(1_600))  // clamped draw
     }
 
     @Test func baseFactorAndCapAreConfigurable() {
@@ -23,12 +24,12 @@ import Testing
 
     @Test func hugeFailureCountsStayAtTheCap() {
         #expect(backoff.delay(afterFailures: 100_000, unit: 1) == .seconds(60))
-        #expect(backoff.delay(afterFailures: 0, unit: 1) == .seconds(1))
+        #expect(backoff.delay(afterFailures: 0, unit: 1) == .milliseconds(100))
     }
 
     @Test func retryAfterIsAFloorCappedAtMaxRetryAfter() {
         #expect(backoff.delay(afterFailures: 1, retryAfter: .seconds(30), unit: 1) == .seconds(30))
-        #expect(backoff.delay(afterFailures: 7, retryAfter: .seconds(5), unit: 1) == .seconds(60))
+        #expect(backoff.delay(afterFailures: 11, retryAfter: .seconds(5), unit: 1) == .seconds(60))
         #expect(backoff.delay(afterFailures: 1, retryAfter: .seconds(86_400), unit: 0) == .seconds(3600))
         #expect(backoff.delay(afterFailures: 1, retryAfter: .seconds(-5), unit: 0) == .zero)
     }
@@ -66,9 +67,21 @@ import Testing
         #expect(RetryAfter.parseHTTPDate("Sat, 01 Jan 2000 00:00:00 GMT") == 946_684_800)
     }
 
-    @Test(arguments: ["", "soon", "-5", "1.5", "Sun, 06 Nov 1994 08:49 GMT", "Sun, 06 Nov 1994 08:49:37 PST", "Sun, 06 Foo 1994 08:49:37 GMT", "99999999999999"])
+    @Test(arguments: ["", "soon", "-5", "1.5", "Sun, 06 Nov 1994 08:49 GMT", "Sun, 06 Nov 1994 08:49:37 PST", "Sun, 06 Foo 1994 08:49:37 GMT"])
     func garbageIsIgnored(value: String) {
         #expect(RetryAfter.parse(value, now: date) == nil)
+    }
+
+    /// A wait too long to hold is a long wait, capped by the caller, not no wait at all.
+    @Test(arguments: ["99999999999999", "99999999999999999999999"])
+    func anOverlongDelayIsCappedNotIgnored(value: String) throws {
+        let parsed = try #require(RetryAfter.parse(value, now: date))
+        #expect(parsed >= .seconds(1 << 40))
+        #expect(Backoff().delay(afterFailures: 1, retryAfter: parsed, unit: 0) == Backoff().maxRetryAfter)
+        let outcome = UploadOutcome.classify(
+            UploadResponse(status: 503, headers: ["retry-after": value], body: []), retryableStatuses: [], now: date)
+        guard case .retry(let error) = outcome else { Issue.record("expected a retry"); return }
+        #expect(error.retryAfter == parsed)
     }
 }
 

@@ -5,9 +5,19 @@ import Spool
 import Testing
 @testable import SpoolSync
 
+extension SyncBatch {
+    /// The HTTP request an ``HTTPSink`` prepared with the batch.
+    var http: UploadRequest? { request?.body as? UploadRequest }
+}
+
 @Suite struct EncoderTests {
     static let log = LogID(bytes: Array(0..<16))
     static let id = "000102030405060708090a0b0c0d0e0f"
+
+    /// The HTTP sink as the worker sees it, cutting batches as a drain does.
+    func httpSink(_ configuration: SyncConfiguration) -> AnySink {
+        AnySink(HTTPSink(uploader: ScriptedUploader(), logID: Self.log, configuration: configuration))
+    }
 
     func record(_ seq: UInt64, _ payload: String, time: Int64 = 1_700_000_000_123) -> Record {
         Record(seq: seq, timestamp: time, payload: Array(payload.utf8))
@@ -174,32 +184,38 @@ import Testing
         #expect(body.count > 5000)
     }
 
-    /// A round is cut in seq order by count and by encoded bytes, at most `batches` of them;
+    /// A read is cut in seq order by count and by encoded bytes, at most `batches` of them;
     /// only a batch that takes the read's last record carries the read's end.
-    @Test func aRoundIsCutInSeqOrderWithinEachLimit() {
-        let builder = RequestBuilder(logID: Self.log, configuration: SyncConfiguration())
+    @Test func aReadIsCutInSeqOrderWithinEachLimit() {
+        let builder = httpSink(SyncConfiguration())
         let records = (0..<10).map { record(UInt64($0), "\($0)") }
-        let round = builder.prepare(SourceBatch(records: records, end: 12), maxCount: 3, maxBytes: 1024, batches: 8)
-        #expect(round.map { $0.records.map(\.seq) } == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]])
-        #expect(round.map(\.end) == [3, 6, 9, 12])
-        let short = builder.prepare(SourceBatch(records: records, end: 12), maxCount: 3, maxBytes: 1024, batches: 2)
+        let cut = builder.prepare(SourceBatch(records: records, end: 12), from: 0, maxCount: 3, maxBytes: 1024, batches: 8)
+        #expect(cut.map { $0.records.map(\.seq) } == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]])
+        #expect(cut.map(\.end) == [3, 6, 9, 12])
+        let short = builder.prepare(SourceBatch(records: records, end: 12), from: 0, maxCount: 3, maxBytes: 1024, batches: 2)
         #expect(short.map(\.end) == [3, 6])
         let big = (0..<4).map { record(UInt64($0), "\"" + String(repeating: "x", count: 600) + "\"") }
-        let bytes = builder.prepare(SourceBatch(records: big, end: 4), maxCount: 50, maxBytes: 1024, batches: 8)
+        let bytes = builder.prepare(SourceBatch(records: big, end: 4), from: 0, maxCount: 50, maxBytes: 1024, batches: 8)
         #expect(bytes.map { $0.records.count } == [1, 1, 1, 1])
-        #expect(bytes.allSatisfy { ($0.request?.body.count ?? .max) <= 1024 })
-        let nothing = builder.prepare(SourceBatch(records: [], end: 7), maxCount: 50, maxBytes: 1024, batches: 8)
+        #expect(bytes.allSatisfy { ($0.http?.body.count ?? .max) <= 1024 })
+        let nothing = builder.prepare(SourceBatch(records: [], end: 7), from: 0, maxCount: 50, maxBytes: 1024, batches: 8)
         #expect(nothing.map(\.end) == [7] && nothing[0].records.isEmpty)
+        // The window's records, read again from the committed offset, are dropped.
+        let beyond = builder.prepare(SourceBatch(records: records, end: 12), from: 7, maxCount: 2, maxBytes: 1024, batches: 8)
+        #expect(beyond.map { $0.records.map(\.seq) } == [[7, 8], [9]])
+        #expect(beyond.map(\.end) == [9, 12])
+        let caughtUp = builder.prepare(SourceBatch(records: records, end: 10), from: 10, maxCount: 2, maxBytes: 1024, batches: 8)
+        #expect(caughtUp.map(\.end) == [10] && caughtUp[0].records.isEmpty)
     }
 
     @Test func requestsCarryTheBatchHeaderAndContentType() {
         var configuration = SyncConfiguration()
         configuration.headers = ["X-Api-Key": "k", "content-type": "text/plain"]
-        let builder = RequestBuilder(logID: Self.log, configuration: configuration)
+        let builder = httpSink(configuration)
         let batch = builder.prepare(SourceBatch(records: [record(3, "1"), record(4, "2")], end: 9), maxBytes: 1024)
         #expect(batch.end == 9)
-        #expect(batch.request?.headers == ["Content-Type": "application/json", "Spool-Batch": "\(Self.id):3-4", "X-Api-Key": "k"])
-        #expect(batch.request?.timeout == .seconds(30))
+        #expect(batch.http?.headers == ["Content-Type": "application/json", "Spool-Batch": "\(Self.id):3-4", "X-Api-Key": "k"])
+        #expect(batch.http?.timeout == .seconds(30))
 
         configuration.encoding = .raw
         configuration.compression = .gzip
@@ -216,25 +232,25 @@ import Testing
     @Test func aRawBatchEndsAtTheFirstGapInItsSeqs() {
         var configuration = SyncConfiguration()
         configuration.encoding = .raw
-        let builder = RequestBuilder(logID: Self.log, configuration: configuration)
+        let builder = httpSink(configuration)
         let read = SourceBatch(records: [record(3, "1"), record(4, "2"), record(6, "3"), record(7, "4")], end: 9)
         let first = builder.prepare(read, maxBytes: 1024)
         #expect(first.records.map(\.seq) == [3, 4])
         #expect(first.end == 5)
-        #expect(first.request?.headers["Spool-Batch"] == "\(Self.id):3-4")
-        #expect(first.request.map { String(decoding: $0.body, as: UTF8.self) } == "[1,2]")
+        #expect(first.http?.headers["Spool-Batch"] == "\(Self.id):3-4")
+        #expect(first.http.map { String(decoding: $0.body, as: UTF8.self) } == "[1,2]")
         // What the next read returns: the skipped seq 5 is before its first record.
         let second = builder.prepare(SourceBatch(records: [record(6, "3"), record(7, "4")], end: 9), maxBytes: 1024)
         #expect(second.records.map(\.seq) == [6, 7])
         #expect(second.end == 9)
-        #expect(second.request?.headers["Spool-Batch"] == "\(Self.id):6-7")
-        // A round cuts the same two requests from one read, the gap committed with the second.
-        let round = builder.prepare(read, maxCount: 50, maxBytes: 1024, batches: 8)
-        #expect(round.map { $0.records.map(\.seq) } == [[3, 4], [6, 7]])
-        #expect(round.map(\.end) == [5, 9])
+        #expect(second.http?.headers["Spool-Batch"] == "\(Self.id):6-7")
+        // One read cuts the same two requests, the gap committed with the second.
+        let cut = builder.prepare(read, from: 0, maxCount: 50, maxBytes: 1024, batches: 8)
+        #expect(cut.map { $0.records.map(\.seq) } == [[3, 4], [6, 7]])
+        #expect(cut.map(\.end) == [5, 9])
 
         configuration.encoding = .json
-        let json = RequestBuilder(logID: Self.log, configuration: configuration).prepare(read, maxBytes: 1024)
+        let json = httpSink(configuration).prepare(read, maxBytes: 1024)
         #expect(json.records.map(\.seq) == [3, 4, 6, 7])
         #expect(json.end == 9)
     }
@@ -243,10 +259,10 @@ import Testing
         var configuration = SyncConfiguration()
         configuration.maxBatchBytes = 1024
         let records = (0..<10).map { record(UInt64($0), String(repeating: "c", count: 300)) }
-        let batch = RequestBuilder(logID: Self.log, configuration: configuration).prepare(SourceBatch(records: records, end: 10), maxBytes: configuration.maxBatchBytes)
+        let batch = httpSink(configuration).prepare(SourceBatch(records: records, end: 10), maxBytes: configuration.maxBatchBytes)
         #expect(batch.records.count == 2)
         #expect(batch.end == 2)
-        #expect(batch.request?.body.count ?? .max <= 1024)
+        #expect(batch.http?.body.count ?? .max <= 1024)
     }
 }
 

@@ -35,11 +35,11 @@ import Testing
         #expect(lastWithFirst + 1 < bases.count - 1)
         let reader = try log.consumer(named: "c")
         // Passing every segment but the last one using dictionary 1 keeps the file.
-        try reader.commit(through: bases[lastWithFirst] - 1)
+        try reader.commit(upTo: bases[lastWithFirst])
         #expect(dir.segments().first == segments[lastWithFirst])
         #expect(dictionaryFiles() == [Format.dictionaryName(1), Format.dictionaryName(2)])
         // Passing it deletes the file; dictionary 2 (current) stays.
-        try reader.commit(through: bases[lastWithFirst + 1] - 1)
+        try reader.commit(upTo: bases[lastWithFirst + 1])
         #expect(dir.segments().first == segments[lastWithFirst + 1])
         #expect(dictionaryFiles() == [Format.dictionaryName(2)])
         #expect(records(try log.readAll()).map(\.seq).first == bases[lastWithFirst + 1])
@@ -50,7 +50,7 @@ import Testing
         #expect(notices(try log.readAll()).isEmpty)
         try log.append(noisyPayload(600, size: 900))
         try log.syncBlocking()
-        try log.consumer(named: "c").commit(through: bases[bases.count - 1] - 1)
+        try log.consumer(named: "c").commit(upTo: bases[bases.count - 1])
         #expect(dictionaryFiles() == [Format.dictionaryName(2)])
         try log.close()
     }

@@ -14,7 +14,7 @@ import Testing
         let first = try consumer.read(maxCount: 50)
         #expect(first.records.map(\.seq) == Array(0..<50))
         #expect(try consumer.read(maxCount: 50) == first)
-        try consumer.commit(through: 49)
+        try consumer.commit(upTo: 50)
         #expect(consumer.committed == 50)
         let second = try consumer.read(maxCount: 50)
         #expect(second.records.map(\.seq) == Array(50..<100))
@@ -33,7 +33,7 @@ import Testing
         try log.syncBlocking()
         let consumer = try log.consumer(named: "c")
         #expect(try consumer.read(maxCount: 10, maxBytes: 100).records.map(\.seq) == [0])
-        try consumer.commit(through: 0)
+        try consumer.commit(upTo: 1)
         let batch = try consumer.read(maxCount: 10, maxBytes: 150)
         #expect(batch.records.count >= 1 && batch.records.count < 9)
         #expect(batch.records.reduce(0) { $0 + $1.payload.count } <= 150)
@@ -46,10 +46,10 @@ import Testing
         let log = try EventLog.open(directory: dir.path)
         for i in 0..<10 { try log.append(payload(i)) }
         let consumer = try log.consumer(named: "c")
-        try consumer.commit(through: 4)
-        try consumer.commit(through: 4)  // the same offset again: a no-op
-        #expect { try consumer.commit(through: 2) } throws: { ($0 as! SpoolError).code == .invalidCommit }
-        #expect { try consumer.commit(through: 10) } throws: { ($0 as! SpoolError).code == .invalidCommit }
+        try consumer.commit(upTo: 5)
+        try consumer.commit(upTo: 5)  // the same offset again: a no-op
+        #expect { try consumer.commit(upTo: 3) } throws: { ($0 as! SpoolError).code == .invalidCommit }
+        #expect { try consumer.commit(upTo: 11) } throws: { ($0 as! SpoolError).code == .invalidCommit }
         #expect { _ = try log.consumer(named: "bad/name") } throws: { ($0 as! SpoolError).code == .invalidConsumerName }
         #expect { _ = try log.consumer(named: "") } throws: { ($0 as! SpoolError).code == .invalidConsumerName }
         #expect { _ = try log.consumer(named: ".hidden") } throws: { ($0 as! SpoolError).code == .invalidConsumerName }
@@ -66,8 +66,8 @@ import Testing
         let log = try EventLog.open(directory: dir.path)
         for i in 0..<10 { try log.append(payload(i)) }
         let consumer = try log.consumer(named: "c")
-        try consumer.commit(through: 3)  // generation 2 → slot 1
-        try consumer.commit(through: 6)  // generation 3 → slot 0
+        try consumer.commit(upTo: 4)  // generation 2 → slot 1
+        try consumer.commit(upTo: 7)  // generation 3 → slot 0
         try log.close()
         let path = dir.file("consumers/c.offset")
         let original = readFile(path)
@@ -90,7 +90,7 @@ import Testing
         defer { dir.cleanup() }
         let log = try EventLog.open(directory: dir.path)
         for i in 0..<10 { try log.append(payload(i)) }
-        try log.consumer(named: "c").commit(through: 6)
+        try log.consumer(named: "c").commit(upTo: 7)
         try log.close()
         let path = dir.file("consumers/c.offset")
         switch kind {
@@ -122,7 +122,7 @@ import Testing
         let first = try await consumer.read(maxCount: 50)
         #expect(first.records.map(\.seq) == Array(0..<50))
         #expect(log.stats().fsyncs == fsyncs, "the durable records filled the batch")
-        try await consumer.commit(through: 49, mode: .fast)
+        try await consumer.commit(upTo: 50, mode: .fast)
         let second = try await consumer.read(maxCount: 100)
         #expect(second.records.map(\.seq) == Array(50..<110))
         #expect(log.stats().fsyncs == fsyncs + 1)
@@ -138,7 +138,7 @@ import Testing
         configuration.fileMode = 0o640
         let log = try EventLog.open(directory: dir.path, configuration: configuration)
         try log.append(payload(0))
-        try log.consumer(named: "c").commit(through: 0)
+        try log.consumer(named: "c").commit(upTo: 1)
         try log.close()
         let path = dir.file("consumers/c.offset")
         writeFile(path, [UInt8](repeating: 0xAB, count: 1024))
@@ -159,7 +159,7 @@ import Testing
         for i in 0..<5 { try log.append(payload(i)) }
         let consumer = try log.consumer(named: "c")
         try log.close()
-        #expect { try consumer.commit(through: 2) } throws: { ($0 as? SpoolError)?.code == .closed }
+        #expect { try consumer.commit(upTo: 3) } throws: { ($0 as? SpoolError)?.code == .closed }
         #expect { try consumer.read() } throws: { ($0 as? SpoolError)?.code == .closed }
         let reopened = try EventLog.open(directory: dir.path)
         #expect(try reopened.consumer(named: "c").committed == 0)
@@ -180,7 +180,7 @@ import Testing
         let thirdBase = Format.baseSeq(ofSegmentNamed: before[2])!
         // The commit's own fdatasync (of the offset file) passes; retention's directory fsync fails.
         FaultInjection.arm(.sync, under: dir.path, after: 1, times: 1, fault: .error(.ioError))
-        try consumer.commit(through: thirdBase)
+        try consumer.commit(upTo: thirdBase + 1)
         FaultInjection.disarm(under: dir.path)
         #expect(consumer.committed == thirdBase + 1)
         #expect(dir.segments() == Array(before[2...]))
@@ -203,10 +203,10 @@ import Testing
         let b = try log.consumer(named: "b")
         let before = try appendAcrossSegments(log, in: dir, count: 600)
         #expect(before.count >= 4)
-        try a.commit(through: 599)
+        try a.commit(upTo: 600)
         #expect(dir.segments() == before, "b still needs everything")
         let secondBase = Format.baseSeq(ofSegmentNamed: before[2])!
-        try b.commit(through: secondBase)
+        try b.commit(upTo: secondBase + 1)
         #expect(dir.segments() == Array(before[2...]))
         #expect(log.firstSeq == secondBase)
         let batch = try b.read(maxCount: 1000)
@@ -255,7 +255,7 @@ import Testing
             if batch.isEmpty { break }
             delivered += UInt64(batch.records.count)
             dropped += batch.notices.filter { $0.kind == .dropped }.reduce(0) { $0 + $1.count }
-            try consumer.commit(through: batch.endSeq - 1)
+            try consumer.commit(batch)
         }
         #expect(dropped == stats.droppedRecords)
         #expect(delivered + dropped == 3000)
@@ -276,7 +276,7 @@ import Testing
         #expect(throws: SpoolError.self) { _ = try log.consumer(named: "x") }
         FaultInjection.disarm(under: dir.path + "/consumers")
         #expect(!log.consumerNames.contains("x"))
-        try reader.commit(through: log.nextSeq - 1)
+        try reader.commit(upTo: log.nextSeq)
         #expect(dir.segments().count == 1, "every sealed segment was passed by the only consumer")
         try log.close()
     }

@@ -39,7 +39,7 @@ import Testing
             let batch = try sidecar.read(maxCount: 500)
             #expect(batch.notices.isEmpty)
             seen += batch.records.map(\.seq)
-            try sidecar.commit(through: batch.endSeq - 1)
+            try sidecar.commit(batch)
         }
         #expect(seen == Array(0..<3_000))
         // The next roll lets the writer delete what every consumer (the sidecar) has passed,
@@ -101,7 +101,7 @@ import Testing
         #expect { try DetachedConsumer(directory: dir.path, name: "c") } throws: { ($0 as? SpoolError)?.code == .locked && "\($0)".contains("consumer c") }
         #expect { try log.consumer(named: "c") } throws: { ($0 as? SpoolError)?.code == .locked }
         #expect { try DetachedConsumer(directory: dir.path, name: "missing") } throws: { ($0 as? SpoolError)?.code == .invalidArgument }
-        try first.commit(through: 0)
+        try first.commit(upTo: 1)
         first.close()
         #expect { try first.read() } throws: { ($0 as? SpoolError)?.code == .closed }
         // Released: the writer's own consumer takes it, at the sidecar's offset.
@@ -123,10 +123,10 @@ import Testing
         try log.syncBlocking()
         let sidecar = try DetachedConsumer(directory: dir.path, name: "s", creating: true)
         defer { sidecar.close() }
-        #expect { try sidecar.commit(through: 10) } throws: { ($0 as? SpoolError)?.code == .invalidCommit }
+        #expect { try sidecar.commit(upTo: 11) } throws: { ($0 as? SpoolError)?.code == .invalidCommit }
         // Written by the writer but never read by the sidecar: the commit syncs it first.
-        try sidecar.commit(through: 4)
-        #expect { try sidecar.commit(through: 2) } throws: { ($0 as? SpoolError)?.code == .invalidCommit }
+        try sidecar.commit(upTo: 5)
+        #expect { try sidecar.commit(upTo: 3) } throws: { ($0 as? SpoolError)?.code == .invalidCommit }
         try log.close()
         log = try EventLog.open(directory: dir.path)
         defer { try? log.close() }
@@ -156,8 +156,43 @@ import Testing
         #expect(first.records.isEmpty)
         #expect(first.notices.count == 1 && first.notices.first?.kind == .expired)
         #expect(first.endSeq == 100_000, "a read examines at most 100,000 items")
-        try sidecar.commit(through: first.endSeq - 1)
+        try sidecar.commit(first)
         let second = try sidecar.read(maxCount: 10)
         #expect(second.notices.map(\.range) == [100_000..<120_000])
+    }
+
+    /// Issue #27: both consumers are a `LogConsumer` with one offset convention (exclusive
+    /// ends): an empty batch commits as a no-op, even at offset 0, and a batch's `endSeq` is
+    /// what it commits to, in the writing process and beside it alike.
+    @Test func bothConsumersCommitBatchesByTheirExclusiveEndAndAnEmptyBatchIsANoOp() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let log = try EventLog.open(directory: dir.path)
+        defer { try? log.close() }
+        let sidecar = try DetachedConsumer(directory: dir.path, name: "sidecar", creating: true)
+        defer { sidecar.close() }
+        let consumers: [any LogConsumer] = [try log.consumer(named: "own"), sidecar]
+        for consumer in consumers {
+            let empty = try consumer.read(maxCount: 10, maxBytes: 1024)
+            #expect(empty.isEmpty && empty.endSeq == 0)
+            try consumer.commit(empty)
+            #expect(consumer.committed == 0)
+        }
+        for i in 0..<5 { _ = try log.append("r\(i)") }
+        try log.syncBlocking()
+        for consumer in consumers {
+            let batch = try consumer.read(maxCount: 3, maxBytes: 1024)
+            #expect(batch.records.map(\.seq) == [0, 1, 2] && batch.endSeq == 3)
+            try consumer.commit(batch)
+            #expect(consumer.committed == 3)
+            try consumer.commit(upTo: 5)
+            #expect(consumer.committed == 5)
+            let atEnd = try consumer.read(maxCount: 3, maxBytes: 1024)
+            #expect(atEnd.isEmpty && atEnd.endSeq == 5)
+            try consumer.commit(atEnd)
+            #expect(consumer.committed == 5)
+            #expect { try consumer.commit(upTo: 6) } throws: { ($0 as? SpoolError)?.code == .invalidCommit }
+            #expect { try consumer.commit(upTo: 4) } throws: { ($0 as? SpoolError)?.code == .invalidCommit }
+        }
     }
 }

@@ -124,11 +124,11 @@ import Testing
         let log = try EventLog.open(directory: dir.path)
         for i in 0..<10 { try log.append(payload(i)) }
         let consumer = try log.consumer(named: "c")
-        try consumer.commit(through: 3)
+        try consumer.commit(upTo: 4)
         FaultInjection.arm(.write, under: dir.path + "/consumers", times: 1, fault: .error(.noSpace))
-        #expect { try consumer.commit(through: 6) } throws: { ($0 as? SpoolError)?.code == .diskFull }
+        #expect { try consumer.commit(upTo: 7) } throws: { ($0 as? SpoolError)?.code == .diskFull }
         #expect(consumer.committed == 4)
-        try consumer.commit(through: 6)
+        try consumer.commit(upTo: 7)
         #expect(consumer.committed == 7)
         try log.close()
         let reopened = try EventLog.open(directory: dir.path)

@@ -48,7 +48,7 @@ import Spool
         let consumer = try log.consumer(named: "reader")                   // new: starts at the oldest record
         let batch = try await consumer.read(maxCount: 50)                  // from the committed offset
         for record in batch.records { deliver(record) }                    // seq, timestamp, payload
-        if !batch.isEmpty { try await consumer.commit(through: batch.endSeq - 1) }  // atomic and durable
+        try await consumer.commit(batch)                                    // atomic and durable
         try log.close()
         // Article: end
 

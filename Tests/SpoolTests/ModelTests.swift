@@ -104,7 +104,7 @@ import Testing
                     }
                 }
                 if !batch.isEmpty, generator.next() % 4 != 0 {
-                    try consumer.commit(through: batch.endSeq - 1, mode: generator.next() % 3 == 0 ? .fast : .durable)
+                    try consumer.commit(batch, mode: generator.next() % 3 == 0 ? .fast : .durable)
                     delivered[name] = batch.endSeq
                 }
             case 8:

@@ -43,7 +43,7 @@ import Testing
                 promises.deliveredThrough = max(promises.deliveredThrough, batch.endSeq)
                 let through = consumer.committed + generator.next() % (log.nextSeq - consumer.committed)
                 let mode: CommitMode = generator.next() % 2 == 0 ? .durable : .fast
-                try await consumer.commit(through: through, mode: mode)
+                try await consumer.commit(upTo: through + 1, mode: mode)
                 promises.lastCommit = through + 1
                 if mode == .durable { promises.durableCommit = through + 1 }
             default:
@@ -155,12 +155,12 @@ import Testing
             defer { dir.cleanupFaults() }
             var log = try EventLog.open(directory: dir.path)
             for i in 0..<10 { try await log.append(noisyPayload(i, size: 100), durability: .synced) }
-            try await log.consumer(named: "c").commit(through: 4, mode: .fast)
+            try await log.consumer(named: "c").commit(upTo: 5, mode: .fast)
             if reopenInBetween {
                 try log.close()
                 log = try EventLog.open(directory: dir.path)
             } else {
-                try await log.consumer(named: "c").commit(through: 4, mode: .durable)
+                try await log.consumer(named: "c").commit(upTo: 5, mode: .durable)
             }
             try cutPower(closing: log, in: dir)
             let reopened = try EventLog.open(directory: dir.path)
@@ -202,7 +202,7 @@ import Testing
         for i in 0..<40 {
             let seq = try log.append(noisyPayload(i, size: 80))
             if i % 9 == 8 {
-                try await consumer.commit(through: seq, mode: i % 2 == 0 ? .durable : .fast)
+                try await consumer.commit(upTo: seq + 1, mode: i % 2 == 0 ? .durable : .fast)
                 commits.append(seq + 1)
             }
         }

@@ -30,7 +30,7 @@ import Testing
                 let batch = try consumer.read(maxCount: 50)
                 if batch.isEmpty { break }
                 seqs += batch.records.map(\.seq)
-                try consumer.commit(through: batch.endSeq - 1)
+                try consumer.commit(batch)
             }
             return seqs
         }?.get()
@@ -73,7 +73,7 @@ import Testing
         while committed < UInt64(count) {
             let batch = try consumer.read(maxCount: 20)
             try #require(!batch.isEmpty)
-            try consumer.commit(through: batch.endSeq - 1)  // durable: retention runs
+            try consumer.commit(batch)  // durable: retention runs
             committed = batch.endSeq
         }
         finished.store(true, ordering: .releasing)

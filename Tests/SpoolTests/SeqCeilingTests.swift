@@ -21,7 +21,7 @@ import Testing
         let log = try EventLog.open(directory: dir.path)
         for i in 0..<10 { try log.append(payload(i)) }
         try log.syncBlocking()
-        try log.consumer(named: "c").commit(through: 3)
+        try log.consumer(named: "c").commit(upTo: 4)
         try log.close()
     }
 
@@ -48,8 +48,8 @@ import Testing
             let log = try EventLog.open(directory: dir.path)
             let consumer = try log.consumer(named: "c")
             #expect(consumer.committed == 4, "the valid slot wins")
-            try consumer.commit(through: 7)
-            try consumer.commit(through: 8)
+            try consumer.commit(upTo: 8)
+            try consumer.commit(upTo: 9)
             #expect(consumer.committed == 9)
             try log.close()
             let reopened = try EventLog.open(directory: dir.path)

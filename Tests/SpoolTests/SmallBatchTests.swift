@@ -30,7 +30,7 @@ import Testing
             #expect(batch.notices.isEmpty)
             read += batch.records
             batches += 1
-            try consumer.commit(through: last.seq, mode: .fast)
+            try consumer.commit(upTo: last.seq + 1, mode: .fast)
         }
         #expect(batches > count / 4)
         #expect(read.map(\.seq) == (0..<UInt64(count)).map { $0 })
@@ -47,7 +47,7 @@ import Testing
         var delivered = 0
         while let last = try consumer.read(maxCount: 50, maxBytes: 10).records.last {
             delivered = Int(last.seq) + 1
-            try consumer.commit(through: last.seq, mode: .fast)
+            try consumer.commit(upTo: last.seq + 1, mode: .fast)
         }
         #expect(delivered == count)
         // Each put-back walking from the block's start would pass over ~count²/4 records.

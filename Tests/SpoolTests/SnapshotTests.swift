@@ -64,7 +64,7 @@ import Testing
         defer { dir.cleanup() }
         let (bytes, ends) = try writeAcknowledgedBlocks(dir, configuration: smallConfiguration(blockSize: 64 * 1024), blocks: 3, perBlock: 5)
         try withEventLog(directory: dir.path) { log in
-            try log.consumer(named: "reader").commit(through: 4)
+            try log.consumer(named: "reader").commit(upTo: 5)
             _ = try log.consumer(named: "broken")
         }
         // Damage inside the middle block, a temporary file an interrupted rename left, an
@@ -205,7 +205,7 @@ import Testing
         let before = dir.segments()
         #expect(before.count > 2)
         // Retention deletes every sealed segment the consumer has passed.
-        try consumer.commit(through: log.nextSeq - 1)
+        try consumer.commit(upTo: log.nextSeq)
         try log.appendBlocking(noise(), durability: .synced)
         #expect(dir.segments().count < before.count)
         let items = try live.readAll()

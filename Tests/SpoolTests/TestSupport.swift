@@ -115,7 +115,7 @@ func noisyPayload(_ i: Int, size: Int) -> [UInt8] {
 func writeLogWithOffsetPastItsRecords(_ dir: TemporaryDirectory) throws {
     let log = try EventLog.open(directory: dir.path)
     for i in 0..<10 { try log.appendBlocking(payload(i), durability: .synced) }
-    try log.consumer(named: "c").commit(through: 3)
+    try log.consumer(named: "c").commit(upTo: 4)
     try log.close()
     let consumers = dir.file(Format.consumersDirectory)
     try OffsetFile.create(consumers + "/c" + Format.offsetSuffix, directory: consumers, nextSeq: 15, permissions: 0o600)

@@ -87,7 +87,7 @@ let benchmarks: @Sendable () -> Void = {
             while true {
                 let batch = try consumer.read(maxCount: 500, maxBytes: 1 << 20)
                 if batch.isEmpty { break }
-                try consumer.commit(through: batch.endSeq - 1, mode: .fast)
+                try consumer.commit(batch, mode: .fast)
                 blackHole(batch)
             }
             benchmark.stopMeasurement()
@@ -104,7 +104,7 @@ let benchmarks: @Sendable () -> Void = {
                 var seq = consumer.committed
                 benchmark.startMeasurement()
                 for _ in 0..<100 {
-                    try consumer.commit(through: seq, mode: mode)
+                    try consumer.commit(upTo: seq + 1, mode: mode)
                     seq += 1
                 }
                 benchmark.stopMeasurement()

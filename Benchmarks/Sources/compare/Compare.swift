@@ -26,7 +26,7 @@ struct Compare: AsyncParsableCommand {
     var largeOpen = false
     @Option(help: "Events in the backlog whose peak memory is measured (e.g. 10000000).")
     var backlog: Int?
-    @Option(name: .customLong("only"), help: "Run only these scenario groups (append, seal, drain, sync, open, memory, trickle, follow; synced = only the synced appends; sync-latency = only the drains through a collector 0, 10 and 50 ms away); repeatable.")
+    @Option(name: .customLong("only"), help: "Run only these scenario groups (append, seal, drain, sync, open, memory, trickle, follow; synced = only the synced appends; sync-latency = only the drains through a collector 0, 10 and 50 ms away; sync-window = only issue #26's sliding-window rows); repeatable.")
     var groups: [String] = []
     @Option(name: .customLong("producers"), help: "Producers of the synced scenario (default 1, 16, 64); repeatable.")
     var producers: [Int] = []

@@ -1,5 +1,3 @@
-import Dispatch
-import Foundation
 
 /// How a commit is made durable.
 public enum CommitMode: String, Sendable, CaseIterable {
@@ -40,8 +38,8 @@ public struct ConsumerBatch: Sendable, Equatable {
     public var records: [Record]
     /// Ranges skipped instead of returned: corrupt, dropped, expired, missing.
     public var notices: [ReadNotice]
-    /// The seq just past the last record or notice of the batch: committing through
-    /// `endSeq - 1` acknowledges the whole batch, skipped ranges included.
+    /// The seq just past the last record or notice of the batch: committing up to it
+    /// (`commit(batch)`) acknowledges the whole batch, skipped ranges included.
     public var endSeq: UInt64
     /// The seq the batch started at (the committed offset when it was read).
     public var startSeq: UInt64
@@ -50,93 +48,47 @@ public struct ConsumerBatch: Sendable, Equatable {
     public var isEmpty: Bool { records.isEmpty && notices.isEmpty }
 }
 
-/// A named reader of a log with an offset committed atomically on disk.
+/// A consumer of a log this process writes: a named reader with an offset committed
+/// atomically on disk (see ``LogConsumer``), made by ``EventLog/consumer(named:)``.
 ///
-/// `read` returns the next batch from the committed offset; reading again without a commit
-/// returns the same records. `commit(through:)` advances the offset atomically; retention then
-/// deletes the sealed segments every consumer has passed.
+/// Only durable records are delivered (Kafka's high watermark): when the durable records end
+/// before a batch is full and written ones follow, the read has the writer sync them (one
+/// `fdatasync`, shared with any group commit) and goes on. If the log cannot sync (it failed,
+/// or is stalled and its next retry fails too), the read returns what is already durable.
+/// A durable commit then runs retention, which deletes the sealed segments every consumer has
+/// passed; if deleting fails, the commit stands (the failure is logged and retention runs
+/// again at the next durable commit). Reads and commits throw `.closed` once the log is closed.
 ///
-/// Thread-safety: all methods may be called from any thread; calls are serialised. The
-/// blocking methods do file I/O (not for the cooperative pool); the `async` ones run it on the
-/// consumer's own dispatch queue.
-public final class Consumer: @unchecked Sendable {
+/// Thread-safety: all methods may be called from any thread; calls are serialised.
+public final class Consumer: LogConsumer, @unchecked Sendable {
     /// The consumer's name.
     public let name: String
     /// The log it reads.
     public let log: EventLog
-    private let lock = NSLock()
-    private let offsetFile: OffsetFile
-    /// This process's hold on the consumer (`consumers/<name>.lock`): a ``DetachedConsumer``
-    /// of the same name in another process gets `.locked`, and so would this one beside it.
-    private let committerLock: DirectoryLock
-    /// Guarded by `lock`. Internal for tests.
-    let cursor: LogCursor
-    private let queue: DispatchQueue
-    /// Guarded by `lock`: the next seq to deliver (including fast commits).
-    private var committedSeq: UInt64
-    /// Guarded by `lock`: the offset of the last durable commit (or the one found at open,
-    /// which opening made durable): a durable commit of an offset only fast-committed so far
-    /// still has work to do.
-    private var durableSeq: UInt64
-    /// Guarded by `lock`: expired records below this seq were already counted.
-    private var expiryCountedThrough: UInt64 = 0
+    let committer: Committer
 
     init(name: String, log: EventLog) throws {
         self.name = name
         self.log = log
-        let path = Consumers.path(of: name, logDirectory: log.directory)
-        let folder = Consumers.directory(of: log.directory)
-        // The committer's lock first: a consumer that a committer in another process made
-        // (or holds) is never made again over its offset file.
-        try DirectoryIO.create(folder, permissions: log.configuration.directoryMode, insideLog: true)
-        let committerLock = try DirectoryLock(consumer: name, logDirectory: log.directory, permissions: log.configuration.fileMode)
-        let slot: OffsetSlot
-        do {
-            if !DirectoryIO.exists(path) {
-                // Registered at the oldest stored record in the same step that reads it, before
-                // the file is made (several fsyncs): retention run meanwhile by another consumer's
-                // commit then keeps what this one starts at. Unregistered if the file cannot be
-                // made, so a consumer that does not exist never holds retention back.
-                let start = log.lock.withLock {
-                    let start = log.state.firstSeq
-                    log.state.consumerOffsets[name] = start
-                    return start
-                }
-                do {
-                    try OffsetFile.create(path, directory: folder, nextSeq: start, permissions: log.configuration.fileMode)
-                } catch {
-                    log.lock.withLock { _ = log.state.consumerOffsets.removeValue(forKey: name) }
-                    throw error
-                }
-            }
-            guard let read = try OffsetFile.read(path) else {
-                throw SpoolError(.corrupt, "consumer \(name)'s offset file has no valid slot", path: path)
-            }
-            slot = read
-            offsetFile = try OffsetFile(path: path, slot: slot)
-        } catch {
-            committerLock.release()  // any failure after the lock: another committer may take it
-            throw error
-        }
-        self.committerLock = committerLock
-        // Read after the lock is held: a committer in another process may have moved it.
-        log.lock.withLock { log.state.consumerOffsets[name] = slot.nextSeq }
-        committedSeq = slot.nextSeq
-        durableSeq = slot.nextSeq
-        cursor = LogCursor(log: log, from: slot.nextSeq, durableOnly: true)
-        queue = DispatchQueue(label: "spool.consumer.\(name)")
+        committer = try Committer(name: name, directory: log.directory, configuration: log.configuration, creating: true, log: log)
     }
 
-    deinit { committerLock.release() }
-
     /// Lets another committer take the consumer (the log is closing).
-    func releaseCommitterLock() { committerLock.release() }
+    func releaseCommitterLock() { committer.close() }
 
+    /// Internal for tests.
+    var cursor: LogCursor { committer.cursor }
+
+    /// The log's id (`log.id`).
+    public var logID: LogID { log.id }
+    /// The log's directory (`log.directory`).
+    public var directory: String { log.directory }
+    /// The log's configuration (`log.configuration`).
+    public var configuration: Configuration { log.configuration }
     /// The committed offset: the seq of the next record to deliver.
-    public var committed: UInt64 { lock.withLock { committedSeq } }
-
-    /// The globally unique, stable id of record `seq`: `"<log id>-<seq>"`.
-    public func eventID(of seq: UInt64) -> String { log.id.eventID(seq: seq) }
+    public var committed: UInt64 { committer.committed }
+    /// The records appended at or after the committed offset (`lag.records`); no file I/O.
+    public var pendingRecords: UInt64 { lag.records }
 
     /// Records and bytes not yet committed.
     public var lag: ConsumerLag {
@@ -146,111 +98,24 @@ public final class Consumer: @unchecked Sendable {
         }
     }
 
-    /// The next batch from the committed offset: at most `maxCount` records and `maxBytes` of
-    /// payload (the first record is returned even if it alone is larger), skipping expired
-    /// records and reporting every skipped range in `notices`.
-    ///
-    /// Only durable records are delivered (Kafka's high watermark): when the durable records
-    /// end before the batch is full and written ones follow, the read has them synced (one
-    /// `fdatasync` on the writer, shared with any group commit) and goes on, so nothing a
-    /// consumer delivered can vanish in a power loss and have its seq handed out again to
-    /// another record. If the log cannot sync (it failed, or is stalled and its next retry
-    /// fails too), the read returns what is already durable.
-    ///
-    /// Reading again without a commit returns the same batch. Blocking file I/O.
+    /// The next batch from the committed offset (``LogConsumer/read(maxCount:maxBytes:)``):
+    /// durable records only, the writer syncing written ones when the batch has room.
     /// - Throws: `.invalidArgument` for a count or size below 1; `.io` if a file cannot be read;
     ///   `.closed` once the log is closed.
-    public func read(maxCount: Int = 50, maxBytes: Int = 512 * 1024) throws -> ConsumerBatch {
-        guard maxCount >= 1, maxBytes >= 1 else {
-            throw SpoolError(.invalidArgument, "read(maxCount: \(maxCount), maxBytes: \(maxBytes)): both must be at least 1")
-        }
-        try checkLogOpen()
-        lock.lock()
-        defer { lock.unlock() }
-        let start = committedSeq
-        cursor.seek(to: start)
-        var batch = ConsumerBatch(records: [], notices: [], endSeq: start, startSeq: start)
-        var filling = BatchFill(maxCount: maxCount, maxBytes: maxBytes, expiry: Expiry(configuration: log.configuration, now: wallClockMillis()))
-        try filling.fill(&batch, from: cursor, countingExpiry: &expiryCountedThrough)
-        // Room left, and written records past the durable ones: have the writer sync them (one
-        // fdatasync, shared with group commit), then go on. A batch the durable records filled
-        // costs no sync.
-        if !filling.isFull(batch) {
-            let (written, synced) = log.lock.withLock { (log.state.writtenThrough, log.state.syncedThrough) }
-            if synced < written, (try? log.waitUntilBlocking(written - 1, is: .synced)) != nil {
-                try filling.fill(&batch, from: cursor, countingExpiry: &expiryCountedThrough)
-            }
-        }
-        return finish(batch, expired: filling.newlyExpired)
-    }
+    public func read(maxCount: Int = 50, maxBytes: Int = 512 * 1024) throws -> ConsumerBatch { try committer.read(maxCount: maxCount, maxBytes: maxBytes) }
 
-    /// Throws `.closed` once the log is closing: its directory lock is then released, and
-    /// another process may own the files.
-    private func checkLogOpen() throws {
-        if log.lock.withLock({ log.state.closeRequested }) { throw SpoolError(.closed, "consumer \(name): the log is closed") }
-    }
-
-    private func finish(_ batch: ConsumerBatch, expired: UInt64) -> ConsumerBatch {
-        if expired > 0 {
-            log.lock.withLock { log.state.counters.expiredRecords += expired }
-            log.metrics.expiredRecords.increment(by: Int(expired))
-        }
-        return batch
-    }
-
-    /// Commits every record through `seq`: the next read starts at `seq + 1`.
-    ///
-    /// Atomic: after any crash the offset is the old value or the new one. With `.durable`
-    /// (the default) the log's data through `seq` is made durable first, then the offset, before
-    /// this returns; then retention deletes the sealed segments every consumer has passed.
-    /// Committing the offset it already has is a no-op (a durable commit of an offset only
-    /// fast-committed so far makes it durable). If deleting passed segments fails, the commit
-    /// stands: the failure is logged and retention runs again at the next durable commit.
-    /// - Throws: `.invalidCommit` if `seq + 1` is below the committed offset (backwards) or `seq`
-    ///   was never appended; `.io`/`.diskFull` if the offset file cannot be written (the offset on
+    /// Moves the committed offset to `end` (``LogConsumer/commit(upTo:mode:)``): `.durable`
+    /// has the writer sync the records below `end`, writes the offset and `fdatasync`s it, then
+    /// runs retention; `.fast` waits only until they are written and skips the `fdatasync`.
+    /// - Throws: `.invalidCommit` if `end` is below the committed offset or past the last
+    ///   appended record; `.io`/`.diskFull` if the offset file cannot be written (the offset on
     ///   disk is then the previous one); `.closed` once the log is closed.
-    public func commit(through seq: UInt64, mode: CommitMode = .durable) throws {
-        lock.lock()
-        defer { lock.unlock() }
-        let next = seq &+ 1
-        guard seq != UInt64.max else { throw SpoolError(.invalidCommit, "cannot commit through seq \(seq)") }
-        try checkLogOpen()
-        if next == committedSeq && (mode == .fast || next == durableSeq) { return }
-        guard next >= committedSeq else {
-            throw SpoolError(.invalidCommit, "consumer \(name): committing through \(seq) would move the offset backwards from \(committedSeq)")
-        }
-        let appended = log.nextSeq
-        guard next <= appended else {
-            throw SpoolError(.invalidCommit, "consumer \(name): cannot commit through \(seq); the last appended record is \(appended == 0 ? "none" : String(appended - 1))")
-        }
-        // Never persist an offset past data that is not yet as durable as the offset itself.
-        try log.waitUntilBlocking(seq, is: mode == .durable ? .synced : .written)
-        try offsetFile.commit(next, durable: mode == .durable)
-        committedSeq = next
-        if mode == .durable {
-            durableSeq = next
-            log.lock.withLock { log.state.consumerOffsets[name] = next }
-            do { try log.applyRetention() } catch {
-                log.logger.warning("retention could not delete passed segments; it runs again at the next durable commit",
-                                   metadata: ["consumer": "\(name)", "error": "\(error)"])
-            }
-        }
-    }
+    public func commit(upTo end: UInt64, mode: CommitMode) throws { try committer.commit(upTo: end, mode: mode) }
 
-    /// ``read(maxCount:maxBytes:)`` on the consumer's own queue, off the cooperative pool.
-    public func read(maxCount: Int = 50, maxBytes: Int = 512 * 1024) async throws -> ConsumerBatch {
-        try await offload { try self.read(maxCount: maxCount, maxBytes: maxBytes) }
-    }
-
-    /// ``commit(through:mode:)`` on the consumer's own queue, off the cooperative pool.
-    public func commit(through seq: UInt64, mode: CommitMode = .durable) async throws {
-        try await offload { try self.commit(through: seq, mode: mode) }
-    }
-
-    private func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try work() }) }
-        }
+    /// The log's ``EventLog/observeWrites(_:)``: `handler` is called after each write with the
+    /// seq just past the last written record, on the thread that wrote it. Never throws.
+    public func watchWrites(_ handler: @escaping @Sendable (UInt64) -> Void) throws -> WriteObservation {
+        log.observeWrites(handler)
     }
 }
 

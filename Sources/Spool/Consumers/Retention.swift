@@ -15,7 +15,7 @@ extension EventLog {
         if lock.withLock({ state.closeRequested }) { return }
         readDetachedOffsets()
         let doomed: [SegmentInfo] = lock.withLock {
-            guard !state.closeRequested, let floor = state.consumerOffsets.values.min(), state.segments.count > 1 else { return [] }
+            guard !state.closeRequested, let floor = state.retentionFloor, state.segments.count > 1 else { return [] }
             var result = [SegmentInfo]()
             for index in 0..<(state.segments.count - 1) where state.segments[index + 1].baseSeq <= floor {
                 result.append(state.segments[index])
@@ -69,66 +69,7 @@ extension EventLog {
         }
         guard !read.isEmpty else { return }
         lock.withLock {
-            for (name, seq) in read where !inProcess.contains(name) { state.consumerOffsets[name] = seq }
-        }
-    }
-
-    /// Under `dropOldest`, deletes the oldest sealed segments until the write about to be made
-    /// fits under `maxBytes`, counting the records no consumer had read yet as dropped.
-    /// `activeSizeAfter` is the active segment's size once that write is done, as stored
-    /// (compressed): charging records their uncompressed size would drop segments the write
-    /// did not need. Runs on the writer thread, outside the lock, before each write.
-    ///
-    /// The candidates include the segments an earlier write of the same batch sealed (each roll
-    /// is noted in the shared state as it happens): a batch that rolls many segments stays
-    /// under the cap at every write, not only from the next batch on.
-    func enforceCapBeforeWriting(activeSizeAfter: Int64) {
-        guard let cap = configuration.maxBytes, configuration.capPolicy == .dropOldest else { return }
-        let (doomed, unread, over): ([SegmentInfo], [UInt64: Range<UInt64>], Int64) = lock.withLock {
-            // The shared state lists the writer's active segment last, at its size before this write.
-            var total = state.diskBytes - (state.segments.last?.size ?? 0) + activeSizeAfter
-            var doomed = [SegmentInfo]()
-            var unread = [UInt64: Range<UInt64>]()
-            let floor = state.consumerOffsets.values.min() ?? 0
-            var index = 0
-            while total > Int64(cap), index < state.segments.count - 1 {
-                let segment = state.segments[index]
-                let end = state.segments[index + 1].baseSeq
-                let from = state.consumerOffsets.isEmpty ? segment.baseSeq : max(segment.baseSeq, floor)
-                if from < end { unread[segment.baseSeq] = from..<end }
-                doomed.append(segment)
-                total -= segment.size
-                index += 1
-            }
-            return (doomed, unread, total - Int64(cap))
-        }
-        if over > 0 {
-            // Nothing sealed is left to drop: the active segment and this write alone pass the
-            // cap (a cap below segmentSize plus a batch). Said, never silent.
-            logger.warning("a write takes the log past Configuration.maxBytes: only the active segment is left", metadata: [
-                "over": "\(over)", "cap": "\(cap)",
-            ])
-        }
-        guard !doomed.isEmpty else { return }
-        var removed = Set<UInt64>()
-        do {
-            try deleteSegments(doomed, removed: &removed)
-        } catch {
-            logger.error("could not delete segments to stay under the cap", metadata: ["error": "\(error)"])
-        }
-        // Count what is gone, even when a later unlink failed: no drop goes uncounted.
-        guard !removed.isEmpty else { return }
-        let lost = doomed.compactMap { removed.contains($0.baseSeq) ? unread[$0.baseSeq] : nil }
-        let count = lost.reduce(UInt64(0)) { $0 + ($1.upperBound - $1.lowerBound) }
-        lock.withLock {
-            state.counters.droppedRecords += count
-            state.counters.droppedSegments += UInt64(removed.count)
-        }
-        metrics.droppedRecords.increment(by: Int(count))
-        if count > 0 {
-            logger.warning("dropped the oldest records to stay under Configuration.maxBytes", metadata: [
-                "records": "\(count)", "ranges": "\(lost.map { "\($0.lowerBound)..<\($0.upperBound)" })", "cap": "\(cap)",
-            ])
+            for (name, seq) in read where !inProcess.contains(name) { state.recordCommit(of: name, at: seq) }
         }
     }
 
@@ -137,21 +78,12 @@ extension EventLog {
     /// listed file missing knows it was removed outside Spool. A segment that could not be
     /// unlinked is listed again; every one unlinked has its base added to `removed`.
     func deleteSegments(_ doomed: [SegmentInfo], removed: inout Set<UInt64>) throws {
-        let forgotten = lock.withLock { () -> [SegmentInfo] in
-            let active = state.segments.last?.baseSeq
-            let bases = Set(doomed.map(\.baseSeq))
-            let forgotten = state.segments.filter { bases.contains($0.baseSeq) && $0.baseSeq != active }
-            state.segments.removeAll { bases.contains($0.baseSeq) && $0.baseSeq != active }
-            return forgotten
-        }
+        let forgotten = lock.withLock { state.forgetSegments(doomed) }
         do {
             defer {
                 let kept = forgotten.filter { !removed.contains($0.baseSeq) }
                 let (count, bytes) = lock.withLock {
-                    for segment in kept {
-                        let index = state.segments.firstIndex { $0.baseSeq > segment.baseSeq } ?? state.segments.endIndex
-                        state.segments.insert(segment, at: index)
-                    }
+                    state.relistSegments(kept)
                     return (state.segments.count, state.diskBytes)
                 }
                 metrics.recordSegments(count: count, diskBytes: bytes)

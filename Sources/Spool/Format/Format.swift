@@ -10,6 +10,8 @@ enum Format {
     static let metaFileName = "META"
     static let lockFileName = "LOCK"
     static let consumersDirectory = "consumers"
+    /// `deadletter/<consumer>/`: a log of the records a server refused (FORMAT.md §1).
+    static let deadLetterDirectory = "deadletter"
     static let offsetSuffix = ".offset"
     /// `consumers/<name>.lock`: held by the one process that reads and commits the consumer.
     static let consumerLockSuffix = ".lock"

@@ -1,4 +1,8 @@
 extension EventLog {
+    /// The folder of a log's dead-letter logs, `deadletter` (`<log>/deadletter/<consumer>`):
+    /// recovery leaves it alone rather than listing it as a foreign file.
+    public static let deadLetterDirectory = Format.deadLetterDirectory
+
     /// Creates the directories `components` inside `logDirectory`, each one inside the one
     /// before (`<log>/deadletter/<consumer>` for `["deadletter", consumer]`), refusing any that
     /// is a symbolic link, so what a caller keeps inside a log never lands outside it.

@@ -96,7 +96,7 @@ public final class EventLog: @unchecked Sendable {
         self.writer = writer
         self.codec = codec
         self.state = LogState(nextSeq: nextSeq, writtenThrough: nextSeq, syncedThrough: nextSeq, segments: segments)
-        self.state.consumerOffsets = recovered.consumerOffsets
+        for (name, next) in recovered.consumerOffsets { self.state.recordCommit(of: name, at: next) }
         self.metrics = LogMetrics(directory: directory, factory: metricsFactory)
         // The gauges show the log as opened, before the first write or retention pass moves them.
         metrics.recordSegments(count: state.segments.count, diskBytes: state.diskBytes)

@@ -105,8 +105,9 @@ struct LogState {
     /// Write observers by registration number (``EventLog/observeWrites(_:)``), in order.
     var observers: [(id: UInt64, handler: @Sendable (UInt64) -> Void)] = []
     var nextObserverID: UInt64 = 0
-    /// The committed offset (next seq to deliver) of every consumer, by name.
-    var consumerOffsets: [String: UInt64] = [:]
+    /// The committed offset (next seq to deliver) of every consumer, by name. Change it only
+    /// through ``registerConsumer(_:at:)``, ``forgetConsumer(_:)`` and ``recordCommit(of:at:)``.
+    private(set) var consumerOffsets: [String: UInt64] = [:]
 
     /// The full blocks, for the writer to write: `full` becomes the idle array (empty, with
     /// capacity) so blocks sealed meanwhile need no allocation. The writer hands the batch's
@@ -153,6 +154,47 @@ struct LogState {
             segments[index].size = segment.size
         } else {
             segments.append(segment)
+        }
+    }
+
+    /// Notes a consumer being made at `seq`, before its offset file exists, so that retention
+    /// keeps what it starts at. Returns `seq`.
+    mutating func registerConsumer(_ name: String, at seq: UInt64) -> UInt64 {
+        consumerOffsets[name] = seq
+        return seq
+    }
+
+    /// Forgets a consumer whose offset file could not be made.
+    mutating func forgetConsumer(_ name: String) {
+        consumerOffsets.removeValue(forKey: name)
+    }
+
+    /// Records consumer `name`'s committed offset: a durable commit in this process, the offset
+    /// a committer read at open, or one a committer in another process wrote in its file.
+    mutating func recordCommit(of name: String, at next: UInt64) {
+        consumerOffsets[name] = next
+    }
+
+    /// The lowest committed offset of every consumer, or nil when the log has none: retention
+    /// keeps every record at or past it.
+    var retentionFloor: UInt64? { consumerOffsets.values.min() }
+
+    /// Takes the sealed segments among `doomed` out of the list (never the active one), before
+    /// they are unlinked: a reader that finds a listed file missing then knows it was removed
+    /// outside Spool. Returns those taken out.
+    mutating func forgetSegments(_ doomed: [SegmentInfo]) -> [SegmentInfo] {
+        let active = segments.last?.baseSeq
+        let bases = Set(doomed.map(\.baseSeq))
+        let forgotten = segments.filter { bases.contains($0.baseSeq) && $0.baseSeq != active }
+        segments.removeAll { bases.contains($0.baseSeq) && $0.baseSeq != active }
+        return forgotten
+    }
+
+    /// Lists again, in seq order, segments ``forgetSegments(_:)`` took out that could not be unlinked.
+    mutating func relistSegments(_ kept: [SegmentInfo]) {
+        for segment in kept {
+            let index = segments.firstIndex { $0.baseSeq > segment.baseSeq } ?? segments.endIndex
+            segments.insert(segment, at: index)
         }
     }
 

@@ -52,6 +52,10 @@ final class LogCursor {
     private(set) var rawBytesRead = 0
     /// Whether the cursor stops at `syncedThrough` instead of `writtenThrough`.
     private let durableOnly: Bool
+    /// Where the segment of the decoded block ends (the next segment's base seq; no end for the
+    /// active segment): a sealed segment's records at or past it are the next segment's
+    /// (FORMAT.md §2), even within a block that straddles it.
+    private var decodedLimit = UInt64.max
 
     init(log: any RecordSource, from seq: UInt64, durableOnly: Bool = false) {
         self.log = log
@@ -85,7 +89,7 @@ final class LogCursor {
         while true {
             if decoder.header != nil {
                 decoder.seek(to: position)  // past the records before a reader that started inside the block
-                if let record = decoder.next() {
+                if let record = decoder.next(), record.seq < decodedLimit {
                     position = record.seq + 1
                     return .record(record)
                 }
@@ -180,6 +184,7 @@ final class LogCursor {
                 return .notice(notice)
             }
             offset += Int64(header.totalSize)
+            decodedLimit = isActive ? .max : segmentEnd
             blocksRead += 1
             storedBytesRead += header.totalSize
             rawBytesRead += Int(header.rawLength)

@@ -39,14 +39,15 @@ public final class LogFollower: Sendable {
     public static let pollInterval: Duration = .milliseconds(10)
 
     private enum Source: Sendable {
-        case directory(LiveSegments, LogSnapshot)
-        case log(EventLog, WriteObservation)
+        /// Another process's log: the live view owns its wake-up (inotify, or polling).
+        case directory(LiveSegments)
+        /// This process's log: the writer signals the wake-up after each batch it writes.
+        case log(EventLog, WriteObservation, Wakeup)
     }
 
     private let source: Source
     private let cursor: Mutex<LogCursor>
     private let handedOut: Atomic<UInt64>
-    private let wakeup: Wakeup
     private let queue = DispatchQueue(label: "spool-follower")
 
     /// Follows the log in `directory`, written by another process or by none yet.
@@ -59,16 +60,9 @@ public final class LogFollower: Sendable {
     ///   the wake-up cannot be set up (file descriptors exhausted).
     public init(directory: String, from seq: UInt64? = nil, configuration: Configuration = Configuration(),
                 logger: Logger = Logger(label: "spool")) throws {
-        let snapshot = try LogSnapshot(directory: directory, configuration: configuration, logger: logger)
-        let live = LiveSegments(snapshot: snapshot)
-        do {
-            wakeup = try Wakeup(watching: directory)
-        } catch {
-            snapshot.close()
-            throw error
-        }
-        source = .directory(live, snapshot)
-        let start = seq ?? snapshot.segments.first?.baseSeq ?? snapshot.endSeq
+        let live = try LiveSegments(directory: directory, configuration: configuration, logger: logger)
+        source = .directory(live)
+        let start = seq ?? live.firstSeq
         handedOut = Atomic(start)
         cursor = Mutex(LogCursor(log: live, from: start))
     }
@@ -76,18 +70,18 @@ public final class LogFollower: Sendable {
     fileprivate init(log: EventLog, from seq: UInt64) throws {
         let wakeup = try Wakeup(watching: nil)
         let observation = log.observeWrites { _ in wakeup.signal() }
-        self.wakeup = wakeup
-        source = .log(log, observation)
+        source = .log(log, observation, wakeup)
         handedOut = Atomic(seq)
         cursor = Mutex(LogCursor(log: log, from: seq))
     }
 
     deinit {
         switch source {
-        case .directory(_, let snapshot): snapshot.close()
-        case .log(_, let observation): observation.cancel()
+        case .directory: break  // the live view closes its snapshot and wake-up as it goes
+        case .log(_, let observation, let wakeup):
+            observation.cancel()
+            wakeup.release()
         }
-        wakeup.release()
     }
 
     /// The seq of the next record to hand out (past the last batch returned; read without
@@ -107,24 +101,42 @@ public final class LogFollower: Sendable {
     public func nextBatch(maxCount: Int = 1024) throws -> [ReadItem] {
         try cursor.withLock { cursor in
             var items = [ReadItem]()
-            while !wakeup.isStopped {
-                // Drained before reading: a write after this read wakes the wait below.
-                wakeup.drain()
+            while !isStopped {
+                // What was readable before this read: a change after it ends the wait below.
+                var seen: UInt64 = 0
+                switch source {
+                case .directory(let live): seen = live.end
+                case .log(_, _, let wakeup): wakeup.drain()
+                }
                 while items.count < maxCount, let item = try cursor.next() { items.append(item) }
                 if !items.isEmpty {
                     handedOut.store(cursor.position, ordering: .relaxed)
                     return items
                 }
-                if case .directory(let live, _) = source, try live.refresh() { continue }
-                wakeup.wait()
+                switch source {
+                case .directory(let live): _ = try live.waitForChange(past: seen)
+                case .log(_, _, let wakeup): wakeup.wait()
+                }
             }
             return items
         }
     }
 
+    private var isStopped: Bool {
+        switch source {
+        case .directory(let live): live.isStopped
+        case .log(_, _, let wakeup): wakeup.isStopped
+        }
+    }
+
     /// Ends the follower: a waiting ``next()`` returns nil, and so does every later call.
     /// From any thread; calling it twice is harmless.
-    public func stop() { wakeup.stop() }
+    public func stop() {
+        switch source {
+        case .directory(let live): live.stop()
+        case .log(_, _, let wakeup): wakeup.stop()
+        }
+    }
 
     /// The records and notices, as an `AsyncSequence` that waits for new ones and ends when
     /// ``stop()`` is called. Cancelling the task that iterates stops the follower.
@@ -172,94 +184,5 @@ extension EventLog {
     /// - Throws: `.io` if the wake-up cannot be set up (file descriptors exhausted).
     public func follow(from seq: UInt64? = nil) throws -> LogFollower {
         try LogFollower(log: self, from: seq ?? firstSeq)
-    }
-}
-
-/// How a follower waits: a pipe that ``signal()`` and ``stop()`` write to, and on Linux an
-/// inotify descriptor watching the log's directory (every change to a file in it: a write, a
-/// new segment, a deletion).
-final class Wakeup: Sendable {
-    private let pipeRead: Int32
-    private let pipeWrite: Int32
-    private let inotify: Int32
-    private let stopped = Atomic(false)
-    private let closed = Mutex(false)
-
-    init(watching directory: String?) throws {
-        var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw SpoolError.system("pipe", path: nil, Errno(rawValue: errno)) }
-        for fd in fds {
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        }
-        pipeRead = fds[0]
-        pipeWrite = fds[1]
-        #if os(Linux)
-        if let directory {
-            let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-            let events = UInt32(IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_CLOSE_WRITE)
-            if fd >= 0 && inotify_add_watch(fd, directory, events) < 0 {
-                close(fd)
-                inotify = -1
-            } else {
-                inotify = fd  // -1 (out of inotify instances): polling instead
-            }
-        } else {
-            inotify = -1
-        }
-        #else
-        inotify = -1
-        #endif
-        polling = directory != nil && inotify < 0
-    }
-
-    /// Whether waits time out at ``LogFollower/pollInterval`` (no inotify for a directory).
-    private let polling: Bool
-
-    var isStopped: Bool { stopped.load(ordering: .acquiring) }
-
-    /// Set by ``signal()``, cleared by ``drain()``: one byte in the pipe per wake-up, not one
-    /// per write the writer makes while the follower reads.
-    private let signalled = Atomic(false)
-
-    /// Wakes a waiting follower (the in-process writer's observer, after each batch it writes).
-    func signal() {
-        guard !signalled.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        var byte: UInt8 = 1
-        _ = write(pipeWrite, &byte, 1)  // a full pipe is already a pending wake-up
-    }
-
-    func stop() {
-        stopped.store(true, ordering: .releasing)
-        var byte: UInt8 = 1
-        _ = write(pipeWrite, &byte, 1)  // always: a stop must wake a wait whatever was signalled
-    }
-
-    /// Empties both descriptors, so the next wait sleeps until something new happens.
-    func drain() {
-        // Cleared before the pipe is emptied: a signal after this writes a byte again.
-        signalled.store(false, ordering: .releasing)
-        withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 8) { buffer in
-            for fd in [pipeRead, inotify] where fd >= 0 {
-                while read(fd, buffer.baseAddress, buffer.count) > 0 {}
-            }
-        }
-    }
-
-    /// Sleeps until a signal, a change in the directory, or the recheck interval.
-    func wait() {
-        let interval = polling ? LogFollower.pollInterval : LogFollower.idleRecheck
-        let milliseconds = Int32(interval.wholeNanoseconds / 1_000_000)
-        var fds = [pollfd(fd: pipeRead, events: Int16(POLLIN), revents: 0)]
-        if inotify >= 0 { fds.append(pollfd(fd: inotify, events: Int16(POLLIN), revents: 0)) }
-        _ = poll(&fds, nfds_t(fds.count), milliseconds)
-    }
-
-    func release() {
-        closed.withLock { closed in
-            guard !closed else { return }
-            closed = true
-            for fd in [pipeRead, pipeWrite, inotify] where fd >= 0 { _ = close(fd) }
-        }
     }
 }

@@ -29,7 +29,7 @@ enum Recovery {
             } else if name.hasSuffix(Format.temporarySuffix) {
                 report.removedTemporaryFiles.append(name)  // removed below, once the keys checked
             } else if name != Format.metaFileName && name != Format.lockFileName && name != Format.consumersDirectory
-                        && name != "deadletter" && name != Format.dictionariesDirectory && name != Format.keysDirectory {
+                        && name != Format.deadLetterDirectory && name != Format.dictionariesDirectory && name != Format.keysDirectory {
                 report.ignoredFiles.append(name)
             }
         }
@@ -50,7 +50,7 @@ enum Recovery {
 
         var segments = [SegmentInfo]()
         for base in bases {
-            let size = try fileSize(directory + "/" + Format.segmentName(base))
+            let size = try FileIO.size(of: directory + "/" + Format.segmentName(base))
             segments.append(SegmentInfo(baseSeq: base, size: size))
         }
         segments = try setAsideMisfits(segments, directory: directory, repairing: repairing, report: &report, logger: logger)
@@ -77,14 +77,16 @@ enum Recovery {
     }
 
     /// Takes out of `segments` every file that cannot hold records where its name puts it
-    /// (FORMAT.md §6, "Segments that do not fit"), so that nothing is ever written into it and
-    /// no seq is handed out twice:
+    /// (FORMAT.md §6 step 3, "Segments that do not fit"), so that nothing is ever written into
+    /// it and no seq is handed out twice:
     /// - a segment before the last that is shorter than a segment header holds nothing, and
     ///   when its base seq is below the end of the segment before it, it overlaps that one;
     /// - the last segment, whose base seq is below the end of the segment before it, overlaps
-    ///   records already stored (an empty file named like a segment, a copied-in segment): the
-    ///   writer would append there and reuse their seqs. Checked again after each one is taken
-    ///   out, against a header-only walk of the segment before it.
+    ///   records already stored (an empty file named like a segment, a copied-in segment or a
+    ///   restored backup, whether its own records end below that end or past it): the writer
+    ///   would append there and reuse their seqs. Checked again after each one is taken out,
+    ///   against a header-only walk of the segment before it (one sealed segment's block
+    ///   headers, whatever the log's length).
     ///
     /// With `repairing`, each is renamed to `<name>.misfit` (then an ignored file, kept for
     /// whoever wants to look at it) and the directory synced; without, it is only left out.
@@ -102,8 +104,9 @@ enum Recovery {
                 kept.append(segment)
             }
         }
-        while kept.count >= 2, try !startsAtItsName(kept[kept.count - 1], directory: directory),
-              let previousEnd = try endSeq(of: kept[kept.count - 2], directory: directory),
+        // Whatever the last segment holds (a first block at its name included: a copy of
+        // stored records starts there too), only the end of the one before it says it fits.
+        while kept.count >= 2, let previousEnd = try endSeq(of: kept[kept.count - 2], directory: directory),
               kept[kept.count - 1].baseSeq < previousEnd {
             misfits.append((kept.removeLast(), "its base seq is below \(previousEnd), the end of the segment before it"))
         }
@@ -119,32 +122,40 @@ enum Recovery {
         return kept
     }
 
-    /// Whether `segment` is one the writer made where it stands: a valid header whose base seq
-    /// is its name, and a first block that starts there. The writer names a segment after the
-    /// end of the one before it, so such a segment cannot overlap it, and the walk over the
-    /// previous segment's block headers (a few milliseconds for a full one, on every open) is
-    /// skipped. An empty file, a header alone, or a copy under another name still gets the walk.
-    private static func startsAtItsName(_ segment: SegmentInfo, directory: String) throws -> Bool {
-        let reader = try SegmentReader(path: directory + "/" + segment.name, baseSeq: segment.baseSeq, limit: segment.size)
-        guard try reader.checkHeader(logID: nil) == nil,
-              let first = try reader.readHeader(at: Int64(Format.segmentHeaderSize)) else { return false }
-        return first.firstSeq == segment.baseSeq
-    }
-
     /// The seq after the last record of `segment`, from a walk over its block headers (no
     /// payloads); nil when its header is unreadable. Damage stops the walk, so the result may
     /// fall short of the segment's real end (never past it): a misfit is then let through,
     /// never a good segment set aside.
+    ///
+    /// A sealed segment ends at its last block (sealing truncates it there), so the walk first
+    /// starts at the first valid block of the last ``endWalkWindow`` bytes, and its answer is
+    /// taken when the headers from there lead exactly to the end of the file: a few block
+    /// headers, however large the segment (open time stays flat). Otherwise (a block larger
+    /// than the window, damage, bytes after the last block) it walks from the first block.
     private static func endSeq(of segment: SegmentInfo, directory: String) throws -> UInt64? {
         let reader = try SegmentReader(path: directory + "/" + segment.name, baseSeq: segment.baseSeq, limit: segment.size)
         guard try reader.checkHeader(logID: nil) == nil else { return nil }
-        var offset = Int64(Format.segmentHeaderSize)
-        var end = segment.baseSeq
+        let first = Int64(Format.segmentHeaderSize)
+        if segment.size - endWalkWindow > first, let tail = try? reader.resync(after: segment.size - endWalkWindow - 1) {
+            let (end, stop) = try walkHeaders(reader, from: tail.offset, base: segment.baseSeq)
+            if stop == segment.size { return end }
+        }
+        return try walkHeaders(reader, from: first, base: segment.baseSeq).end
+    }
+
+    /// How far before a sealed segment's end ``endSeq(of:directory:)`` looks for its last blocks.
+    static let endWalkWindow: Int64 = 256 * 1024
+
+    /// Walks block headers from `offset` until one is cut short or invalid: the greatest end
+    /// seq met (`base` if none), and the offset where the walk stopped.
+    private static func walkHeaders(_ reader: SegmentReader, from offset: Int64, base: UInt64) throws -> (end: UInt64, stop: Int64) {
+        var offset = offset
+        var end = base
         while let header = try reader.readHeader(at: offset) {
             end = max(end, header.endSeq)
             offset += Int64(header.totalSize)
         }
-        return end
+        return (end, offset)
     }
 
     /// What a writing open does to the consumers' files, last, when nothing else can make it
@@ -168,14 +179,6 @@ enum Recovery {
                 try file.syncData()
             }
         }
-    }
-
-    /// A segment's size, learned by opening it: a segment this process cannot read (or that
-    /// is not a regular file) fails the open here, naming it, rather than a later read.
-    static func fileSize(_ path: String) throws -> Int64 {
-        let file = try FileIO.open(path, .readOnly)
-        defer { file.close() }
-        return try file.size()
     }
 
     /// Reads META; recreates it from a segment header when it is missing or damaged (without

@@ -60,11 +60,12 @@ public struct SyncConfiguration: Sendable {
         /// Exactly this many (at most: fewer when fewer batches are pending). `fixed(1)` is
         /// strict order: the server sees batches one after the other, in seq order.
         case fixed(Int)
-        /// Starts at 1 and adapts to the server, up to `max`: twice as many after each full
-        /// round the server answered without a sign of strain until the first one, then one
-        /// more; half as many after a 429, a 503 or a timeout, a tenth fewer when the round
-        /// trip grows past twice its recent floor (AIMD, as Vector's adaptive request
-        /// concurrency), and past the level of the last overload only now and then.
+        /// Starts at 1 and adapts to the server, up to `max`: twice as many after each round
+        /// trip in which every slot was used and the server answered without a sign of strain
+        /// (a fast start) until the first sign, then one more; never more after a failure of
+        /// any kind; half as many after a 429, a 503 or a timeout, a tenth fewer when the round
+        /// trip rises above its moving average (AIMD, as Vector's adaptive request
+        /// concurrency), and past the level of the last strain only now and then.
         case adaptive(max: Int)
 
         /// The most requests in flight this setting ever allows.
@@ -74,19 +75,32 @@ public struct SyncConfiguration: Sendable {
             case .adaptive(let max): max
             }
         }
+
+        /// The same setting allowing at most `limit` requests in flight (a sink's own limit).
+        public func bounded(by limit: Int) -> Concurrency {
+            switch self {
+            case .fixed(let count): .fixed(min(count, max(limit, 1)))
+            case .adaptive(let most): .adaptive(max: min(most, max(limit, 1)))
+            }
+        }
     }
 
-    /// Requests in flight at once. The batches of a round go out together and may be answered
-    /// in any order; the offset moves only through the longest prefix the server accepted, so
-    /// nothing past an unanswered or failed batch is ever committed. With more than one, a
-    /// server may see a consumer's batches out of order (never a gap in what is committed):
-    /// the `Spool-Batch` header (`<log id>:<first seq>-<last seq>`) orders them.
+    /// Requests in flight at once, through a sliding window: a slot freed by an answer is
+    /// refilled at once with the next batch, and answers come in any order; the offset moves
+    /// only through the longest prefix the server accepted, so nothing past an unanswered or
+    /// failed batch is ever committed. With more than one, a server may see a consumer's
+    /// batches out of order (never a gap in what is committed): the `Spool-Batch` header
+    /// (`<log id>:<first seq>-<last seq>`) orders them.
     /// The default is `.fixed(1)`, the order a mobile app's server expects; `spool sync`
     /// defaults to `.adaptive(max: 16)`. Range: 1 ... 64.
     public var concurrency: Concurrency = .fixed(1)
-    /// The most bytes of records one round of concurrent requests reads at once; the round
-    /// holds fewer batches when `maxBatchBytes` times the concurrency is larger. 64 MiB.
-    public static let maximumRoundBytes = 64 * 1024 * 1024
+    /// The most payload bytes of records read and not yet committed: the window behind a slow
+    /// or failing batch. When a batch at the head of the window holds the commit back (slow to
+    /// answer, or failed and waiting for its retry) and this much is read behind it, nothing
+    /// more is read or sent: the requests in flight go on, and sending resumes as soon as the
+    /// head is answered and committed. The window always holds at least one batch, whatever
+    /// this says. The default is 64 MiB. Range: 1 KiB ... 1 GiB.
+    public var maxWindowBytes: Int = 64 * 1024 * 1024
 
     /// How long one request may take before it counts as a timeout and is retried.
     /// The default is 30 s. Range: 1 ms ... 10 min.
@@ -102,7 +116,7 @@ public struct SyncConfiguration: Sendable {
     // MARK: Failures
 
     /// The exponential backoff between retries. The default is ``Backoff/init()``
-    /// (1 s doubling to 60 s, full jitter).
+    /// (100 ms doubling to 60 s, full jitter).
     public var backoff: Backoff = .init()
     /// 4xx statuses that are retried rather than treated as a poison batch: credentials and
     /// routing problems that a person fixes, after which nothing should have been dead-lettered.
@@ -148,6 +162,9 @@ public struct SyncConfiguration: Sendable {
         }
         guard requestTimeout >= .milliseconds(1), requestTimeout <= .seconds(600) else {
             throw fail("requestTimeout", "is \(requestTimeout); it must be between 1 ms and 10 minutes")
+        }
+        guard (1024...1024 * 1024 * 1024).contains(maxWindowBytes) else {
+            throw fail("maxWindowBytes", "is \(maxWindowBytes); it must be between 1 KiB and 1 GiB")
         }
         guard (1...64).contains(concurrency.maximum) else {
             throw fail("concurrency", "allows \(concurrency.maximum) requests in flight; it must be between 1 and 64")

@@ -1,55 +1,88 @@
 /// How many requests the sync worker keeps in flight: fixed, or adapted to the server's
-/// answers (additive increase, multiplicative decrease, as TCP and Vector's adaptive request
-/// concurrency do).
+/// answers and round-trip times (additive increase, multiplicative decrease, as TCP and
+/// Vector's adaptive request concurrency do).
 ///
-/// The worker sends in *rounds*: up to ``limit`` batches go out together, and the next round
-/// starts when all are answered. After each round the controller is told how it went:
+/// The worker sends through a sliding window: a slot freed by an answer is refilled at once,
+/// up to ``limit``. The controller is told of every request sent and every answer:
 ///
-/// - **Overload** (a 429, a 503 or a timeout in the round): the limit halves (at least 1),
-///   and a *ceiling* is remembered: the level of the round before when doubling overshot,
-///   else just below the level where it happened. The limit climbs back to the ceiling one
-///   step per healthy round, and probes one past it only after ``probeInterval`` healthy
-///   rounds there. A probe the server refuses sends the limit back to the ceiling (not to
-///   half) and doubles the wait before the next probe (up to ``maximumProbeInterval``); one it
-///   takes raises the ceiling. A server that sheds load past 8 in flight thus settles the
-///   worker at 8, with ever rarer probes, instead of a sawtooth of 503s.
-/// - **Rising latency** (the round took more than twice the fastest recent round, plus
-///   ``latencySlack``): the limit drops by a tenth. A server that queues requests instead of
-///   refusing them is not pushed further.
-/// - **Healthy and full** (every slot was used): the limit grows by one; until the first
-///   sign of strain it doubles instead (a slow start, as TCP's), so a short drain over a long
-///   path does not spend most of its rounds at 1, 2, 3 requests.
+/// - **Growth comes from accepted answers only**, and only from requests that went out while
+///   every slot was in use (a window that was not full says nothing about the server's
+///   capacity). During the *fast start* each such answer adds one, so the limit doubles every
+///   round trip (TCP's slow start) until the first sign of strain; after it, a round trip's
+///   worth of them (``limit`` answers) adds one. A failure of any kind never grows it: against
+///   an always-500 server or a closed port the limit stays where it is.
+/// - **Overload** (a 429, a 408, a 503 or a timeout): the limit halves (at least 1), and a
+///   *ceiling* is remembered: the level before the last doubling when the fast start
+///   overshot, else just below the level where it happened. The limit climbs back to the
+///   ceiling, and probes one past it only after ``probeInterval`` healthy round trips there. A
+///   probe the server refuses sends the limit back to the ceiling (not to half) and doubles the
+///   wait before the next probe (up to ``maximumProbeInterval``); one it takes raises the
+///   ceiling. A server that sheds load past 8 in flight thus settles the worker at 8, with ever
+///   rarer probes, instead of a sawtooth of 503s.
+/// - **Rising latency** (Vector's signal): the mean round trip of an *epoch* (about one
+///   average round trip of answers) is above its moving average by more than the average
+///   itself (or 2.5 deviations, if more) plus ``latencySlack``; or a request has been in flight
+///   that long without an answer (reported by ``late(sent:now:)``, so a stall counts before it
+///   ends). The limit drops by a tenth (by half during the fast start), with the same ceiling
+///   and probes. A server that queues requests instead of refusing them, or a full accept queue
+///   whose dropped SYNs cost the connections past it a second each, is not pushed further:
+///   adaptive stays near what one request in flight makes, or above.
 ///
-/// A round that did not fill the limit (fewer batches pending) changes nothing: it says
-/// nothing about the server's capacity.
+/// One decrease per round trip: strain shown by requests sent before the last decrease
+/// (answers already on their way) counts no more, as TCP reacts once per window of losses.
 ///
-/// Pure: no clock of its own; the round trip arrives with each report.
+/// Pure: no clock of its own; times arrive with each report.
 struct ConcurrencyController: Sendable {
-    /// Healthy rounds at the ceiling before the first probe past it.
+    /// Healthy round trips at the ceiling before the first probe past it.
     static let probeInterval = 20
-    /// The longest wait between two probes, in healthy rounds.
+    /// The longest wait between two probes, in healthy round trips.
     static let maximumProbeInterval = 1280
-    /// Round trips within twice the floor plus this are not "rising".
-    static let latencySlack: Duration = .milliseconds(5)
-    /// How fast the remembered floor forgets a fast round (per round, as a fraction): so a
-    /// path that became slower for good is accepted after a while.
-    static let floorDrift = 0.02
+    /// Round trips this far above the rising threshold's other terms are still noise on a
+    /// fast path (a scheduler's hiccup), not strain.
+    static let latencySlack: Duration = .milliseconds(10)
+    /// The weight of the newest epoch in the moving average (Vector's `ewma_alpha`).
+    static let smoothing = 0.4
+    /// How many deviations above the average a round trip must be to count as rising, when
+    /// that is more than the average itself (Vector's `rtt_deviation_scale`).
+    static let deviationScale = 2.5
+
+    /// How an answer went, as far as capacity is concerned.
+    enum Signal: Sendable {
+        /// 2xx.
+        case accepted
+        /// 429, 408, 503 or a timeout: the server says it is overloaded.
+        case overloaded
+        /// Any other failure worth retrying (500, a network error): no growth.
+        case failed
+        /// A 413 or another 4xx: says nothing about the server's capacity.
+        case neutral
+    }
 
     let maximum: Int
     let adaptive: Bool
-    /// The number of requests the next round may hold.
+    /// The number of requests that may be in flight.
     private(set) var limit: Int
     /// The highest limit used so far.
     private(set) var peak: Int
-    /// Just below the level where the server last said it was overloaded.
+    /// Just below the level where the server last showed strain.
     private(set) var ceiling: Int?
-    /// The fastest recent round trip, drifting up slowly.
-    private(set) var floor: Duration?
-    private var healthyRoundsAtCeiling = 0
-    /// Healthy rounds at the ceiling before the next probe.
-    private(set) var roundsBetweenProbes = ConcurrencyController.probeInterval
-    /// Doubling until the first overload or rising round trip.
-    private(set) var slowStart = true
+    /// The moving average of the epochs' mean round trips of accepted requests.
+    private(set) var average: Duration?
+    /// The moving average of how far epochs' means are from ``average``.
+    private(set) var deviation: Duration = .zero
+    private var healthyStepsAtCeiling = 0
+    /// Healthy round trips at the ceiling before the next probe.
+    private(set) var stepsBetweenProbes = ConcurrencyController.probeInterval
+    /// Doubling every round trip until the first overload or rising round trip.
+    private(set) var fastStart = true
+    /// Accepted answers toward the next step of growth.
+    private var credit = 0
+    /// The last time a request went out with every slot in use.
+    private var lastFull: Duration?
+    /// When the limit last went down.
+    private var lastDecrease: Duration?
+    /// The round trips measured in the current epoch.
+    private var epoch: (start: Duration, answers: Int, total: Duration)?
 
     init(_ concurrency: SyncConfiguration.Concurrency) {
         switch concurrency {
@@ -65,52 +98,111 @@ struct ConcurrencyController: Sendable {
         peak = limit
     }
 
-    /// Reports a finished round.
+    /// A request in flight for longer than this is late (``late(sent:now:)``), and an epoch
+    /// whose mean is above it is rising; nil before the first epoch has measured a round trip.
+    var lateAfter: Duration? {
+        average.map { $0 + max($0, deviation * Self.deviationScale) + Self.latencySlack }
+    }
+
+    /// A request was sent; `inFlight` counts it.
+    mutating func sent(inFlight: Int, now: Duration) {
+        if inFlight >= limit { lastFull = now }
+    }
+
+    /// A request sent at `sent` has been in flight past ``lateAfter``: reported once per request.
+    mutating func late(sent: Duration, now: Duration) {
+        strained(sent: sent, now: now, decrease: Self.tenth)
+    }
+
+    /// A request was answered (or failed) after `roundTrip`.
     ///
-    /// - Parameters:
-    ///   - used: how many requests the round held.
-    ///   - roundTrip: from the round's start to its last answer.
-    ///   - overloaded: whether any answer said the server is overloaded (429, 503, a timeout).
-    mutating func roundFinished(used: Int, roundTrip: Duration, overloaded: Bool) {
-        guard adaptive else { return }
-        if overloaded {
-            healthyRoundsAtCeiling = 0
-            if slowStart {
-                // Doubling overshot: the server took half as many the round before.
-                slowStart = false
-                limit = max(1, limit / 2)
-                ceiling = limit
-                roundsBetweenProbes = Self.probeInterval
-            } else if let ceiling, limit > ceiling {
-                // A probe the server refused: the ceiling holds; probe less often.
-                limit = ceiling
-                roundsBetweenProbes = min(roundsBetweenProbes * 2, Self.maximumProbeInterval)
-            } else {
-                ceiling = max(1, limit - 1)
-                limit = max(1, limit / 2)
-                roundsBetweenProbes = Self.probeInterval
+    /// - Parameter wasLate: the request was reported by ``late(sent:now:)`` already: its round
+    ///   trip is left out of the average, so one stall counts once.
+    mutating func answered(roundTrip: Duration, _ signal: Signal, wasLate: Bool = false, now: Duration) {
+        let sent = now - roundTrip
+        if case .accepted = signal, !wasLate { measure(roundTrip, now: now) }
+        switch signal {
+        case .overloaded:
+            strained(sent: sent, now: now, decrease: { max(1, $0 / 2) })
+        case .accepted:
+            guard adaptive, let lastFull, lastFull >= sent, !isStale(sent) else { return }
+            credit += 1
+            if credit >= (fastStart ? 1 : limit) {
+                credit = 0
+                grow()
             }
-            return
+        case .failed, .neutral:
+            break
         }
-        let rising = floor.map { roundTrip > $0 * 2 + Self.latencySlack } ?? false
-        floor = floor.map { min(roundTrip, $0 + $0 * Self.floorDrift) } ?? roundTrip
-        if rising {
-            slowStart = false
-            limit = max(1, limit - max(1, limit / 10))
-            return
+    }
+
+    private static func tenth(_ limit: Int) -> Int { max(1, limit - max(1, limit / 10)) }
+
+    /// Whether a request sent at `sent` went out before the last decrease.
+    private func isStale(_ sent: Duration) -> Bool {
+        lastDecrease.map { sent < $0 } ?? false
+    }
+
+    /// Adds a round trip to the epoch; an epoch older than the average round trip is judged
+    /// first, and its mean goes into the moving average.
+    private mutating func measure(_ roundTrip: Duration, now: Duration) {
+        if let current = epoch, now - current.start >= max(average ?? .zero, .milliseconds(1)) {
+            epoch = nil
+            let mean = current.total / current.answers
+            let rising = lateAfter.map { mean > $0 } ?? false
+            if let average {
+                let gap = mean > average ? mean - average : average - mean
+                deviation = deviation * (1 - Self.smoothing) + gap * Self.smoothing
+                self.average = average * (1 - Self.smoothing) + mean * Self.smoothing
+            } else {
+                average = mean
+            }
+            if rising { strained(sent: current.start, now: now, decrease: Self.tenth) }
         }
-        guard used >= limit, limit < maximum else { return }
+        if let current = epoch {
+            epoch = (current.start, current.answers + 1, current.total + roundTrip)
+        } else {
+            epoch = (now, 1, roundTrip)
+        }
+    }
+
+    /// The server showed strain (about a request sent at `sent`): back off, and remember where.
+    private mutating func strained(sent: Duration, now: Duration, decrease: (Int) -> Int) {
+        guard adaptive, !isStale(sent) else { return }
+        lastDecrease = now
+        healthyStepsAtCeiling = 0
+        credit = 0
+        if fastStart {
+            // Doubling overshot: the server took half as many the round trip before.
+            fastStart = false
+            limit = max(1, limit / 2)
+            ceiling = limit
+            stepsBetweenProbes = Self.probeInterval
+        } else if let ceiling, limit > ceiling {
+            // A probe the server refused: the ceiling holds; probe less often.
+            limit = ceiling
+            stepsBetweenProbes = min(stepsBetweenProbes * 2, Self.maximumProbeInterval)
+        } else {
+            ceiling = max(1, limit - 1)
+            limit = decrease(limit)
+            stepsBetweenProbes = Self.probeInterval
+        }
+    }
+
+    /// A healthy round trip with every slot used: one more.
+    private mutating func grow() {
+        guard limit < maximum else { return }
         if let current = ceiling, limit > current {
             // A probe the server took: it handles this many now, and may take more.
             ceiling = limit
-            roundsBetweenProbes = Self.probeInterval
+            stepsBetweenProbes = Self.probeInterval
         }
         if let ceiling, limit >= ceiling {
-            healthyRoundsAtCeiling += 1
-            guard healthyRoundsAtCeiling >= roundsBetweenProbes else { return }
-            healthyRoundsAtCeiling = 0
+            healthyStepsAtCeiling += 1
+            guard healthyStepsAtCeiling >= stepsBetweenProbes else { return }
+            healthyStepsAtCeiling = 0
         }
-        limit = slowStart ? min(maximum, limit * 2) : limit + 1
+        limit += 1
         peak = max(peak, limit)
     }
 }

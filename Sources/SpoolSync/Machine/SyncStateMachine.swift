@@ -4,12 +4,20 @@ import Spool
 ///
 /// No I/O, no clock, no randomness: time arrives with each event as a `Duration` since the
 /// driver started, and so does a random draw for the backoff's jitter. ``SyncWorker`` carries
-/// the actions out and feeds their results back as events. One step is in flight at a time:
-/// a read, a *round* of uploads, a dead-letter write or a commit. A round holds up to the
-/// ``ConcurrencyController``'s limit of batches, cut in seq order and sent together; they may
-/// be answered in any order, and the round ends when all are answered. The offset then moves
-/// through the longest prefix of batches the server accepted, never past one that failed,
-/// so it only moves forward and never over a record the server has not acknowledged.
+/// the actions out and feeds their results back as events.
+///
+/// The batches read and not yet committed form a *window*, in seq order. Up to the
+/// ``ConcurrencyController``'s limit of them are in flight at once, answered in any order; a
+/// slot freed by an answer is refilled at once with the next batch. The offset moves through
+/// the longest prefix of batches settled (accepted, or refused and dead-lettered), never past
+/// one in flight, failed or being retried, so it only moves forward and never over a record
+/// the server has not acknowledged. One local operation runs at a time beside the requests: a
+/// read, a commit or a dead-letter write.
+///
+/// The window holds at most ``SyncConfiguration/maxWindowBytes`` of payload (and always at
+/// least one batch): when a slow or failing batch at its head holds the commit back and
+/// that much waits behind it, nothing more is read or sent; the requests in flight go on,
+/// and sending resumes as soon as the head is settled and committed.
 ///
 /// A *drain* reads batches, uploads them, commits them, and goes on while someone wants it to:
 /// a ``SyncWorker/flush(deadline:retries:)`` caller waiting for it, or the worker running
@@ -27,12 +35,14 @@ struct SyncStateMachine: Sendable {
         case recordsWritten(end: UInt64)
         case timerFired(generation: Int)
         case backoffExpired(generation: Int)
-        case flushRequested(id: Int, deadline: Duration?, retries: Int)
+        /// A flush: `through`, if set, is the offset the caller waits for (records before it);
+        /// it is answered once the consumer is committed that far, whatever is written later.
+        case flushRequested(id: Int, deadline: Duration?, retries: Int, through: UInt64? = nil)
         /// The deadline of flush `id` (see ``Action/scheduleDeadline(id:at:)``) has come.
         case flushDeadlinePassed(id: Int)
-        /// A read finished, cut into batches in seq order (at most the `batches` asked for); a
-        /// single batch with no records whose `end` is not past the committed offset means
-        /// nothing is pending.
+        /// A read finished, cut into batches in seq order of the records from the `from` it
+        /// was asked for (at most the `batches` asked for); a single batch with no records
+        /// whose `end` is not past the window's end means nothing more is pending.
         case readCompleted([SyncBatch])
         case readFailed(SyncError)
         /// The request in `slot` finished; `bytes` is the size of the body sent.
@@ -44,9 +54,11 @@ struct SyncStateMachine: Sendable {
     }
 
     enum Action: Sendable {
-        /// Read from the committed offset and cut what is read into at most `batches` batches of
-        /// at most `maxCount` records and `maxBytes` bytes each.
-        case read(maxCount: Int, maxBytes: Int, batches: Int)
+        /// Read up to `count` records and about `bytes` payload bytes from the committed offset
+        /// (the window's records again, then new ones: a consumer reads only from its committed
+        /// offset); drop the records before `from` and cut the rest into at most `batches`
+        /// batches of at most `maxCount` records and `maxBytes` encoded bytes each.
+        case read(from: UInt64, count: Int, bytes: Int, batches: Int, maxCount: Int, maxBytes: Int)
         /// Send the batch as the request in `slot` (answered with that slot); it may take
         /// `timeout` (see ``requestTimeout(now:)``). Several may be in flight.
         case upload(SyncBatch, slot: Int, timeout: Duration)
@@ -69,26 +81,26 @@ struct SyncStateMachine: Sendable {
         case scheduleDeadline(id: Int, at: Duration)
         /// Log a refusal (status and message, never payloads) as it is dead-lettered.
         case logRefusal(SyncError, records: Int)
+        /// The machine stopped by itself (a fatal answer): tear down as ``SyncWorker/stop()``
+        /// does.
+        case shutDown
     }
 
     enum Phase: Sendable {
+        /// No drain.
         case idle
-        case reading
-        case uploading(Round)
-        case deadLettering(SyncBatch)
-        case committing(end: UInt64, CommitKind)
+        /// A drain is going on: reading, sending, committing, or waiting for answers.
+        case draining
+        /// A drain waits to retry.
         case backingOff(until: Duration)
         case stopped
     }
 
-    /// Requests sent together, answered in any order.
-    struct Round: Sendable {
-        var batches: [SyncBatch]
-        /// The answers so far, by position in `batches`, with the size of the body sent.
-        var answers: [(outcome: UploadOutcome, bytes: Int)?]
-        /// The slot of `batches[0]`; the others follow.
-        var firstSlot: Int
-        var started: Duration
+    /// The operation running beside the requests: at most one at a time.
+    enum Local: Sendable {
+        case reading
+        case committing(end: UInt64, CommitKind)
+        case deadLettering(SyncBatch)
     }
 
     enum CommitKind: Sendable {
@@ -104,21 +116,33 @@ struct SyncStateMachine: Sendable {
         /// Retries granted to each upload; `retriesLeft` goes back to it when a batch is delivered.
         var retries: Int
         var retriesLeft: Int
+        /// The offset this flush waits for, if it does not wait for the end of the log.
+        var through: UInt64?
         var report = FlushReport()
     }
 
     var configuration: SyncConfiguration
     var phase: Phase = .idle
     var stats = SyncStats()
-    /// Batches read and not committed, in seq order, behind the step in flight: waiting to be
-    /// sent (halves of a split, batches a round had no room for), or already answered
-    /// (accepted, refused, failed) and waiting for those before them. A retry reads again.
-    var queue: [SyncBatch] = []
-    /// How many requests the next round may hold.
+    /// Batches read and not committed, in seq order: unsent, in flight, or answered and
+    /// waiting for those before them. A retry reads again.
+    var window: [SyncBatch] = []
+    /// The read, commit or dead-letter write in flight, if any.
+    var local: Local?
+    /// Requests in flight whose batches left the window (dropped behind a failure): their
+    /// answers are ignored, but they hold a slot until they come. By slot, with when they
+    /// were sent.
+    var abandoned: [Int: Duration] = [:]
+    /// Slots of requests in flight already reported late to the controller.
+    var late: Set<Int> = []
+    /// The last read found nothing past the window: no read until the window changes or the
+    /// log grows.
+    var caughtUp = false
+    /// How many requests may be in flight.
     var concurrency: ConcurrencyController
     /// The next upload slot.
     var nextSlot = 0
-    /// After a 413: the largest batch (records, payload bytes) this worker sends, until it grows back.
+    /// After a 413: the largest batch (records, encoded body bytes) this worker sends, until it grows back.
     var ceiling: (count: Int, bytes: Int)?
     /// Batches accepted since the ceiling last changed.
     var acceptedUnderCeiling = 0
@@ -132,7 +156,12 @@ struct SyncStateMachine: Sendable {
     var serverWait: (until: Duration, error: SyncError)?
     /// A drain was cut short by a retryable failure: the worker retries when it runs.
     var retryOwed = false
+    /// Failed requests whose batches are not sent again yet: the next request sent retries
+    /// them (counted in ``SyncStats/retries`` then).
+    var failuresAwaitingRetry = 0
     var consecutiveFailures = 0
+    /// A batch was accepted since the last failure: the next failure starts the backoff over.
+    var acceptedSinceFailure = false
     var writtenEnd: UInt64 = 0
     /// `writtenEnd` when the last read started: a larger `writtenEnd` after it means writes
     /// were noticed while the read ran.
@@ -148,6 +177,7 @@ struct SyncStateMachine: Sendable {
         concurrency = ConcurrencyController(configuration.concurrency)
         stats.concurrency = concurrency.limit
         stats.peakConcurrency = concurrency.peak
+        stats.peakInFlight = 0
         stats.committed = committed
         stats.pending = pending
         writtenEnd = committed + pending
@@ -178,7 +208,7 @@ struct SyncStateMachine: Sendable {
     /// - Returns: what the driver must do, in order.
     mutating func handle(_ event: Event, now: Duration, jitter: Double) -> [Action] {
         if isStopped {
-            if case .flushRequested(let id, _, _) = event {
+            if case .flushRequested(let id, _, _, _) = event {
                 var report = FlushReport()
                 report.failure = SyncError(.stopped, "the sync worker is stopped")
                 return [.finishFlush(id: id, report)]
@@ -194,13 +224,14 @@ struct SyncStateMachine: Sendable {
         case .recordsWritten(let end): return recordsWritten(end: end, now: now)
         case .timerFired(let generation): return timerFired(generation: generation, now: now)
         case .backoffExpired(let generation): return backoffExpired(generation: generation, now: now)
-        case .flushRequested(let id, let deadline, let retries):
-            return flushRequested(Waiter(id: id, deadline: deadline, retries: max(retries, 0), retriesLeft: max(retries, 0)), now: now)
+        case .flushRequested(let id, let deadline, let retries, let through):
+            let waiter = Waiter(id: id, deadline: deadline, retries: max(retries, 0), retriesLeft: max(retries, 0), through: through)
+            return flushRequested(waiter, now: now)
         case .flushDeadlinePassed(let id): return flushDeadlinePassed(id: id)
         case .readCompleted(let batch): return readCompleted(batch, now: now)
         case .uploadCompleted(let slot, let outcome, let bytes):
             return uploadCompleted(slot: slot, outcome, bytes: bytes, now: now, jitter: jitter)
-        case .deadLetterCompleted: return deadLetterCompleted()
+        case .deadLetterCompleted: return deadLetterCompleted(now: now)
         case .commitCompleted: return commitCompleted(now: now)
         case .readFailed(let error), .deadLetterFailed(let error), .commitFailed(let error):
             return haltingFailure(error, now: now, jitter: jitter)
@@ -218,17 +249,20 @@ extension SyncStateMachine {
         return armTimer(now: now) + (pending > 0 && isIdle ? nextStep(now: now) : [])
     }
 
-    /// Stops for good: by ``SyncWorker/stop()``, or with `failure` when a destination refused
-    /// in a way no retry changes (``UploadOutcome/fatal(_:)``); waiting flushes end with it.
-    mutating func stop(failure: SyncError? = nil) -> [Action] {
+    private mutating func stop() -> [Action] {
+        halt(SyncError(.stopped, "the sync worker was stopped during the flush"))
+    }
+
+    /// Stops for good: nothing more is read, sent or committed (the operation in flight ends
+    /// by itself), and every waiting flush ends with `error`.
+    mutating func halt(_ error: SyncError) -> [Action] {
         phase = .stopped
-        queue.removeAll()
-        stats.fatalError = failure
+        window.removeAll()
         var actions: [Action] = [.cancelTimer]
-        if let failure, !waiters.isEmpty { actions.append(.notify(ids: waiters.map(\.id), .error(failure))) }
+        if error.code != .stopped, !waiters.isEmpty { actions.append(.notify(ids: waiters.map(\.id), .error(error))) }
         for waiter in waiters {
             var report = waiter.report
-            report.failure = failure ?? SyncError(.stopped, "the sync worker was stopped during the flush")
+            report.failure = error
             actions.append(.finishFlush(id: waiter.id, report))
         }
         waiters.removeAll()
@@ -246,6 +280,7 @@ extension SyncStateMachine {
         guard started, paused else { return [] }
         paused = false
         var actions = armTimer(now: now)
+        if case .draining = phase { return actions + pump(now: now) }
         guard isIdle else { return actions }
         if retryOwed, let until = backoffUntil, until > now {
             backoffGeneration += 1
@@ -267,6 +302,11 @@ extension SyncStateMachine {
     private mutating func recordsWritten(end: UInt64, now: Duration) -> [Action] {
         writtenEnd = max(writtenEnd, end)
         stats.pending = pending
+        if case .draining = phase, caughtUp, end > windowEnd {
+            // The drain had read everything: there is more now.
+            caughtUp = false
+            return nextStep(now: now)
+        }
         guard isRunning, isIdle, !inBackoff(now), pending >= UInt64(configuration.flushCount) else { return [] }
         return nextStep(now: now)
     }
@@ -293,6 +333,9 @@ extension SyncStateMachine {
             report.failure = wait.error
             return [.finishFlush(id: waiter.id, report)]
         }
+        if let through = waiter.through, through <= stats.committed {
+            return [.finishFlush(id: waiter.id, waiter.report)]
+        }
         waiters.append(waiter)
         let wake: [Action] = waiter.deadline.map { [.scheduleDeadline(id: waiter.id, at: $0)] } ?? []
         switch phase {
@@ -308,12 +351,14 @@ extension SyncStateMachine {
                 phase = .idle
             }
             return wake + nextStep(now: now)
-        default:
-            return wake  // joins the drain in progress
+        case .draining:
+            return wake + nextStep(now: now)  // joins the drain in progress
+        case .stopped:
+            return wake
         }
     }
 
-    /// A flush's deadline came while it was still waiting (for a request in flight, a read, a
+    /// A flush's deadline came while it was still waiting (for requests in flight, a read, a
     /// commit or a backoff): it is answered now. The operation in flight goes on, and what it
     /// delivers is committed and counted in ``stats``, not in this flush's report.
     private mutating func flushDeadlinePassed(id: Int) -> [Action] {

@@ -104,7 +104,7 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
 
     /// A server's answer body as a short, printable message: at most
     /// ``maxServerMessageLength`` characters, invalid UTF-8 and control characters replaced.
-    static func serverMessage(_ body: [UInt8]) -> String {
+    public static func serverMessage(_ body: [UInt8]) -> String {
         let prefix = body.prefix(maxServerMessageLength * 4)
         var text = String(decoding: prefix, as: UTF8.self)
         text = String(text.unicodeScalars.prefix(maxServerMessageLength).map { scalar -> Character in

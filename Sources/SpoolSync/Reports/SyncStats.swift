@@ -8,13 +8,17 @@ public struct SyncStats: Sendable {
     public var bytes = 0
     /// Requests sent, whatever their answer. More than `batches` when requests failed, were
     /// split, or were sent again (a batch the server accepted after one that failed is sent
-    /// again with the retry: the offset never passes the failed one).
+    /// again with the retry: the offset never passes the failed one), and requests abandoned
+    /// in flight behind a failure.
     public var requests = 0
-    /// How many requests the next round may hold (see ``SyncConfiguration/concurrency``).
+    /// How many requests may be in flight now (see ``SyncConfiguration/concurrency``).
     public var concurrency = 1
-    /// The most requests one round has been allowed.
+    /// The highest number of requests in flight the concurrency has allowed.
     public var peakConcurrency = 1
-    /// Requests that failed and were (or will be) retried after a backoff.
+    /// The most requests actually in flight at once.
+    public var peakInFlight = 0
+    /// Failed requests whose batch was sent again (after the backoff). A failure that ended a
+    /// flush with no retry left is counted in ``failures`` only.
     public var retries = 0
     /// Batches split in two after a 413 or a refusal.
     public var splits = 0

@@ -68,11 +68,16 @@ public struct SinkRequest<Body: Sendable>: Sendable {
     public var count: Int
     /// How many bytes it sends (the body's size on the wire), for the counters and metrics.
     public var bytes: Int
+    /// Its size as the sink measures it against `maxBytes` (HTTP: the body before
+    /// compression); a 413 ceiling is set from it.
+    public var measuredBytes: Int
 
-    /// A request carrying the first `count` records, `bytes` long.
-    public init(body: Body, count: Int, bytes: Int) {
+    /// A request carrying the first `count` records, `bytes` long on the wire and
+    /// `measuredBytes` (by default `bytes`) as the sink counts against `maxBytes`.
+    public init(body: Body, count: Int, bytes: Int, measuredBytes: Int? = nil) {
         self.body = body
         self.count = count
         self.bytes = bytes
+        self.measuredBytes = measuredBytes ?? bytes
     }
 }

@@ -87,12 +87,13 @@ public struct HTTPClientUploader: Uploader {
             return UploadResponse(status: Int(first.responseHead.status.code), headers: Self.headers(first.responseHead.headers), body: [])
         }
         let headers = Self.headers(response.headers)
-        // Keep the start of the body: the worker reports at most a short message from it.
+        // Keep the start of the body: as much as the request asks for, never more.
         var body: [UInt8] = []
+        let limit = max(0, request.maxResponseBytes)
         do {
             for try await chunk in response.body {
-                body.append(contentsOf: chunk.readableBytesView.prefix(4096 - body.count))
-                if body.count >= 4096 { break }
+                body.append(contentsOf: chunk.readableBytesView.prefix(limit - body.count))
+                if body.count >= limit { break }
             }
         } catch {
             throw SyncError(.network, "the answer from \(host) was cut off", cause: error)

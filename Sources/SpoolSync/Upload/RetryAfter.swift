@@ -3,15 +3,17 @@
 /// A pure function: the current wall-clock time is passed in. All three HTTP-date forms
 /// are accepted (IMF-fixdate `Sun, 06 Nov 1994 08:49:37 GMT`, the obsolete RFC 850
 /// `Sunday, 06-Nov-94 08:49:37 GMT` and asctime `Sun Nov  6 08:49:37 1994`). A date in the
-/// past means "now" (zero). Anything else is `nil`.
+/// past means "now" (zero). A number of seconds too large to hold (more digits than any
+/// real wait) is a very long wait, about 35,000 years, for the caller's cap to cut down: the
+/// server asked for a long wait, not for none. Anything else is `nil`.
 enum RetryAfter {
     /// - Parameters:
     ///   - value: the header's value.
     ///   - now: the current time in seconds since 1970-01-01T00:00:00Z.
     static func parse(_ value: String, now: Double) -> Duration? {
         let text = value.utf8.filter { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }
-        if !text.isEmpty, text.count <= 12, text.allSatisfy(isDigit) {
-            return .seconds(text.reduce(0) { $0 * 10 + Int64($1 - UInt8(ascii: "0")) })
+        if !text.isEmpty, text.allSatisfy(isDigit) {
+            return .seconds(text.reduce(0) { min($0 * 10 + Int64($1 - UInt8(ascii: "0")), longest) })
         }
         guard let date = parseHTTPDate(value) else { return nil }
         return .seconds(max(0, Double(date) - now))
@@ -53,6 +55,10 @@ enum RetryAfter {
         let days = daysFromCivil(year: year, month: month, day: day)
         return Int64(days) * 86_400 + Int64(time.0 * 3600 + time.1 * 60 + time.2)
     }
+
+    /// The longest delay-seconds value kept (2^40 s): larger ones are cut to it, and any cap
+    /// the caller applies is far below.
+    private static let longest: Int64 = 1 << 40
 
     private static let monthNames: [[UInt8]] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"].map { Array($0.utf8) }
     private static let dayNames: [[UInt8]] = [

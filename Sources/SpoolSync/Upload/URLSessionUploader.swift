@@ -37,6 +37,13 @@ public struct URLSessionUploader: Uploader {
 
     /// Where bodies are posted.
     public let url: URL
+
+    /// Ephemeral, with room for a worker's most concurrent requests (64) on one host.
+    private static var defaultSessionConfiguration: URLSessionConfiguration {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = 64
+        return configuration
+    }
     /// Whether requests keep their connection alive for the next one.
     public let reusesConnections: Bool
     private let session: URLSession
@@ -46,12 +53,15 @@ public struct URLSessionUploader: Uploader {
     /// - Parameters:
     ///   - url: the collector's endpoint.
     ///   - session: the session to use. The default is an ephemeral session (no cookies,
-    ///     no cache).
+    ///     no cache) that opens up to 64 connections to the host, the most requests
+    ///     ``SyncConfiguration/concurrency`` allows (URLSession's own default per host is lower,
+    ///     6 on Apple platforms, which would queue the window's requests inside the session).
+    ///     A session passed in keeps its own limit.
     ///   - reusesConnections: whether to keep connections alive between requests. The default
     ///     is ``reusesConnectionsByDefault``.
     public init(url: URL, session: URLSession? = nil, reusesConnections: Bool = Self.reusesConnectionsByDefault) {
         self.url = url
-        self.session = session ?? URLSession(configuration: .ephemeral)
+        self.session = session ?? URLSession(configuration: Self.defaultSessionConfiguration)
         self.reusesConnections = reusesConnections
     }
 
@@ -88,7 +98,7 @@ public struct URLSessionUploader: Uploader {
                     for (name, value) in http.allHeaderFields {
                         if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
                     }
-                    continuation.resume(returning: UploadResponse(status: http.statusCode, headers: headers, body: Array((data ?? Data()).prefix(4096))))
+                    continuation.resume(returning: UploadResponse(status: http.statusCode, headers: headers, body: Array((data ?? Data()).prefix(max(0, request.maxResponseBytes)))))
                 }
                 task.delegate = RedirectRefuser.shared
                 handle.start(task)

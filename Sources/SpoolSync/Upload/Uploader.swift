@@ -10,7 +10,8 @@ import Spool
 /// cancellation (the worker cancels a request that outlives `request.timeout`) and must never
 /// log or put a payload into an error.
 ///
-/// Thread safety: `upload` may be called from any task, one request at a time per worker.
+/// Thread safety: `upload` may be called from any task, and concurrently: a worker keeps up to
+/// ``SyncConfiguration/concurrency`` requests in flight at once (one with `.fixed(1)`).
 public protocol Uploader: Sendable {
     /// Sends `request` and returns the server's answer.
     func upload(_ request: UploadRequest) async throws -> UploadResponse
@@ -26,13 +27,17 @@ public struct UploadRequest: Sendable {
     public var body: [UInt8]
     /// How long the request may take.
     public var timeout: Duration
+    /// How much of the answer's body to keep: the worker needs only a short message, a sink
+    /// that reads the answer (Pub/Sub's message ids) asks for more. The default is 4 KiB.
+    public var maxResponseBytes: Int
 
     /// A request with every field given.
-    public init(batch: BatchID, headers: [String: String], body: [UInt8], timeout: Duration) {
+    public init(batch: BatchID, headers: [String: String], body: [UInt8], timeout: Duration, maxResponseBytes: Int = 4096) {
         self.batch = batch
         self.headers = headers
         self.body = body
         self.timeout = timeout
+        self.maxResponseBytes = maxResponseBytes
     }
 }
 
@@ -65,7 +70,7 @@ public struct UploadResponse: Sendable {
     public var status: Int
     /// The headers, names lowercased.
     public var headers: [String: String]
-    /// The start of the body (the worker keeps at most a short message from it).
+    /// The start of the body: at most the request's ``UploadRequest/maxResponseBytes``.
     public var body: [UInt8]
 
     /// An answer with this status, headers (names lowercased) and start of body.

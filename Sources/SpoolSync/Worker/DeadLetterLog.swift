@@ -57,6 +57,8 @@ public final class DeadLetterLog: DeadLetterSink {
     ///   their log may, and the oldest are dropped (and counted) first. Refusing new ones
     ///   instead would stop the sync at the first poison record after the cap;
     /// - the same file and directory modes;
+    /// - room for any record the source took, in its envelope (base64 at worst): a
+    ///   `maxRecordSize` of 4/3 the source's plus 1 KiB, at most 64 MiB;
     /// - everything else the library's defaults (no dictionary: one trained from refused
     ///   records would store pieces of them unencrypted).
     public static func configuration(from source: Configuration) -> Configuration {
@@ -68,6 +70,11 @@ public final class DeadLetterLog: DeadLetterSink {
         configuration.maxBytes = source.maxBytes
         configuration.segmentSize = source.segmentSize
         configuration.capPolicy = .dropOldest
+        // A refused record is stored in its envelope: its bytes as base64 at worst (4 for 3)
+        // and the envelope's own fields. A record the source log took must fit (up to the
+        // 64 MiB ceiling of any record).
+        configuration.maxRecordSize = min(64 * 1024 * 1024, (source.maxRecordSize + 2) / 3 * 4 + 1024)
+        configuration.maxPendingBytes = max(configuration.maxPendingBytes, 2 * configuration.maxRecordSize)
         configuration.fileMode = source.fileMode
         configuration.directoryMode = source.directoryMode
         return configuration
@@ -76,7 +83,7 @@ public final class DeadLetterLog: DeadLetterSink {
     /// `<log directory>/deadletter/<consumer name>`.
     public static func directory(logDirectory: String, consumer: String) -> String {
         let base = logDirectory.hasSuffix("/") ? String(logDirectory.dropLast()) : logDirectory
-        return "\(base)/deadletter/\(consumer)"
+        return "\(base)/\(EventLog.deadLetterDirectory)/\(consumer)"
     }
 
     /// Appends each record's envelope (see ``DeadLetterLog``) at `synced` durability, opening
@@ -116,7 +123,7 @@ public final class DeadLetterLog: DeadLetterSink {
         let (logDirectory, consumer, configuration, logger) = (logDirectory, consumer, configuration, logger)
         let log = try await offPool {
             // Neither `deadletter/` nor `deadletter/<consumer>` may be a link (SpoolError .io).
-            let directory = try EventLog.createDirectories(["deadletter", consumer], inside: logDirectory, permissions: configuration.directoryMode)
+            let directory = try EventLog.createDirectories([EventLog.deadLetterDirectory, consumer], inside: logDirectory, permissions: configuration.directoryMode)
             return try EventLog.open(directory: directory, configuration: configuration, logger: logger)
         }
         opened.withLock { $0 = log }

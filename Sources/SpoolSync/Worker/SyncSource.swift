@@ -2,8 +2,9 @@ import Spool
 
 /// What the sync worker needs from a consumer: the seam between the worker and the log.
 ///
-/// `Spool.Consumer` conforms; tests use an in-memory source. Reads start at the committed
-/// offset and return the same records again until they are committed.
+/// `SyncWorker(consumer:…)` adapts any `Spool.LogConsumer` to it; tests use an in-memory
+/// source. Reads start at the committed offset and return the same records again until they
+/// are committed.
 ///
 /// Thread safety: all members may be called from any task; the worker calls at most one
 /// of `read` and `commit` at a time.

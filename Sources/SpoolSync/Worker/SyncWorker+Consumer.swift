@@ -3,9 +3,32 @@ import Logging
 import Spool
 
 extension SyncWorker where C == ContinuousClock {
-    /// A worker for a Spool consumer on the system's continuous clock, dead-lettering refused
-    /// records into `<log directory>/deadletter/<consumer name>` (see ``DeadLetterLog``), a log
-    /// with the consumer's log's encryption and file modes.
+    /// A worker for a Spool consumer (``Consumer`` of a log this process writes, or
+    /// ``DetachedConsumer`` beside another process) on the system's continuous clock,
+    /// delivering to `sink` and dead-lettering refused records into
+    /// `<log directory>/deadletter/<consumer name>` (see ``DeadLetterLog``), a log with the
+    /// consumer's configuration's encryption and file modes (the consumer's lock keeps any
+    /// other committer of the name, and so any other writer of that log, away).
+    ///
+    /// - Parameters:
+    ///   - consumer: the consumer to drain.
+    ///   - sink: the destination: ``HTTPSink``, `PubSubSink`, `PostgresSink` or your own.
+    ///   - configuration: the policies; validated here.
+    ///   - logger: where the worker logs; never payloads.
+    /// - Throws: ``SyncError/Code/invalidConfiguration`` naming the bad field.
+    public init(
+        consumer: any LogConsumer, sink: some SyncSink, configuration: SyncConfiguration = .init(),
+        logger: Logger = Logger(label: "spool.sync")
+    ) throws(SyncError) {
+        let deadLetters = DeadLetterLog(logDirectory: consumer.directory, consumer: consumer.name, logID: consumer.logID,
+                                        configuration: DeadLetterLog.configuration(from: consumer.configuration), logger: logger)
+        try self.init(
+            source: ConsumerSource(consumer: consumer, logger: logger), sink: sink, configuration: configuration,
+            deadLetters: deadLetters, clock: ContinuousClock(), logger: logger)
+    }
+
+    /// A worker for a Spool consumer posting Spool's envelope through `uploader` (an
+    /// ``HTTPSink``), as ``init(consumer:sink:configuration:logger:)``.
     ///
     /// - Parameters:
     ///   - consumer: the consumer to drain.
@@ -14,26 +37,29 @@ extension SyncWorker where C == ContinuousClock {
     ///   - logger: where the worker logs; never payloads.
     /// - Throws: ``SyncError/Code/invalidConfiguration`` naming the bad field.
     public init(
-        consumer: Consumer, uploader: any Uploader, configuration: SyncConfiguration = .init(),
+        consumer: any LogConsumer, uploader: any Uploader, configuration: SyncConfiguration = .init(),
         logger: Logger = Logger(label: "spool.sync")
     ) throws(SyncError) {
-        let deadLetters = DeadLetterLog(logDirectory: consumer.log.directory, consumer: consumer.name, logID: consumer.log.id,
-                                        configuration: DeadLetterLog.configuration(from: consumer.log.configuration), logger: logger)
-        try self.init(
-            source: consumer, uploader: uploader, configuration: configuration, deadLetters: deadLetters,
-            clock: ContinuousClock(), logger: logger)
+        let sink = HTTPSink(uploader: uploader, logID: consumer.logID, configuration: configuration)
+        try self.init(consumer: consumer, sink: sink, configuration: configuration, logger: logger)
     }
 
     /// A worker for a Spool consumer posting to `url` with the platform's default uploader:
     /// ``HTTPClientUploader`` on Linux, ``URLSessionUploader`` on Apple platforms.
-    public init(consumer: Consumer, url: URL, configuration: SyncConfiguration = .init(), logger: Logger = Logger(label: "spool.sync")) throws(SyncError) {
+    /// - Parameters:
+    ///   - consumer: the consumer to drain.
+    ///   - url: the collector's URL.
+    ///   - configuration: the policies; validated here.
+    ///   - logger: where the worker logs; never payloads.
+    /// - Throws: ``SyncError/Code/invalidConfiguration`` naming the bad field.
+    public init(consumer: any LogConsumer, url: URL, configuration: SyncConfiguration = .init(), logger: Logger = Logger(label: "spool.sync")) throws(SyncError) {
         try self.init(consumer: consumer, uploader: platformUploader(url: url), configuration: configuration, logger: logger)
     }
 }
 
-/// The platform's default uploader: ``HTTPClientUploader`` on Linux, ``URLSessionUploader`` on
-/// Apple platforms.
-func platformUploader(url: URL) -> any Uploader {
+/// The platform's default uploader posting to `url`: ``HTTPClientUploader`` on Linux,
+/// ``URLSessionUploader`` on Apple platforms.
+public func platformUploader(url: URL) -> any Uploader {
     #if os(Linux)  // as HTTPClientUploader.swift
     HTTPClientUploader(url: url)
     #else

@@ -50,14 +50,12 @@ import Spool
 public actor SyncWorker<C: Clock> where C.Duration == Duration {
     private var machine: SyncStateMachine
     private let source: any SyncSource
-    private let uploader: any Uploader
+    private let sink: AnySink
     private let deadLetters: (any DeadLetterSink)?
     private let clock: C
     private let epoch: C.Instant
     private let random: @Sendable () -> Double
-    private let wallClock: @Sendable () -> Double
     private let logger: Logger
-    private let builder: RequestBuilder
     private let metrics: SyncMetrics
     private var relay: WriteRelay?
     /// The log-write registration; cancelled by ``stop()``.
@@ -73,8 +71,54 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
     private var operation: Task<Void, Never>?
     /// The requests in flight, by slot.
     private var uploads: [Int: Task<Void, Never>] = [:]
+    /// The teardown, once ``stop()`` (or a fatal answer) started it.
+    private var teardown: Task<Void, Never>?
 
-    /// Makes a worker; it does nothing until ``start()`` or a flush.
+    /// Makes a worker that delivers to `sink`; it does nothing until ``start()`` or a flush.
+    ///
+    /// - Parameters:
+    ///   - source: the consumer to drain.
+    ///   - sink: the destination: ``HTTPSink``, `PubSubSink`, `PostgresSink` or your own.
+    ///   - configuration: the policies; validated here. The concurrency is also bounded by the
+    ///     sink's ``SyncSink/maxInFlight``.
+    ///   - deadLetters: where refused records go. When `nil`, refused records are counted,
+    ///     logged and skipped.
+    ///   - clock: the clock of timers, backoffs, deadlines and request timeouts.
+    ///   - random: uniform draws in `0 ..< 1` for the backoff's jitter.
+    ///   - logger: where the worker logs (debug for each batch, info for refusals), never payloads.
+    ///   - metricsFactory: where the `spool_sync_*` metrics go; the process-wide `MetricsSystem` when nil.
+    /// - Throws: ``SyncError/Code/invalidConfiguration`` naming the bad field.
+    public init(
+        source: any SyncSource,
+        sink: some SyncSink,
+        configuration: SyncConfiguration = .init(),
+        deadLetters: (any DeadLetterSink)?,
+        clock: C,
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+        logger: Logger = Logger(label: "spool.sync"),
+        metricsFactory: (any MetricsFactory)? = nil
+    ) throws(SyncError) {
+        try configuration.validate()
+        var configuration = configuration
+        if let limit = sink.maxInFlight { configuration.concurrency = configuration.concurrency.bounded(by: limit) }
+        var logger = logger
+        logger[metadataKey: "spool.consumer"] = "\(source.consumerName)"
+        self.machine = SyncStateMachine(
+            configuration: configuration, committed: source.committedOffset, pending: source.pendingRecords)
+        self.source = source
+        self.sink = AnySink(sink)
+        self.deadLetters = deadLetters
+        self.clock = clock
+        self.epoch = clock.now
+        self.random = random
+        self.logger = logger
+        self.metrics = SyncMetrics(consumer: source.consumerName, factory: metricsFactory)
+        // From nothing to the start: the lag gauge shows what a previous run left.
+        metrics.record(from: SyncStats(), to: machine.stats)
+    }
+
+    /// Makes a worker that posts Spool's envelope through `uploader` (an ``HTTPSink``); it
+    /// does nothing until ``start()`` or a flush.
     ///
     /// - Parameters:
     ///   - source: the consumer to drain.
@@ -99,23 +143,10 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
         logger: Logger = Logger(label: "spool.sync"),
         metricsFactory: (any MetricsFactory)? = nil
     ) throws(SyncError) {
-        try configuration.validate()
-        var logger = logger
-        logger[metadataKey: "spool.consumer"] = "\(source.consumerName)"
-        self.machine = SyncStateMachine(
-            configuration: configuration, committed: source.committedOffset, pending: source.pendingRecords)
-        self.source = source
-        self.uploader = uploader
-        self.deadLetters = deadLetters
-        self.clock = clock
-        self.epoch = clock.now
-        self.random = random
-        self.wallClock = wallClock
-        self.logger = logger
-        self.builder = RequestBuilder(logID: source.logID, configuration: configuration)
-        self.metrics = SyncMetrics(consumer: source.consumerName, factory: metricsFactory)
-        // From nothing to the start: the lag gauge shows what a previous run left.
-        metrics.record(from: SyncStats(), to: machine.stats)
+        let sink = HTTPSink(uploader: uploader, logID: source.logID, configuration: configuration, wallClock: wallClock)
+        try self.init(
+            source: source, sink: sink, configuration: configuration, deadLetters: deadLetters, clock: clock,
+            random: random, logger: logger, metricsFactory: metricsFactory)
     }
 
     // MARK: Lifecycle
@@ -137,14 +168,26 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
     /// ``SyncError/Code/stopped``, and the dead-letter sink is shut down.
     public func stop() async {
         send(.stop)
+        await tearDown().value
+    }
+
+    /// Cancels everything the worker runs, once: after ``stop()`` or a fatal answer.
+    private func tearDown() -> Task<Void, Never> {
+        if let teardown { return teardown }
         observation?.cancel()
         observation = nil
         timer?.cancel()
         backoff?.cancel()
-        for upload in uploads.values { upload.cancel() }
-        for upload in uploads.values { await upload.value }
-        await operation?.value
-        await deadLetters?.shutdown()
+        let running = Array(uploads.values)
+        for upload in running { upload.cancel() }
+        let task = Task { [operation, deadLetters, sink] in
+            for upload in running { await upload.value }
+            await operation?.value
+            await deadLetters?.shutdown()
+            await sink.shutdown()
+        }
+        teardown = task
+        return task
     }
 
     /// Stops the automatic policies (the app went to the background): no timer, no count
@@ -170,7 +213,8 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
     // MARK: Flushing
 
     /// Drains: uploads batch after batch until nothing is pending, an upload fails (after
-    /// `retries` retries with backoff), or the deadline is near.
+    /// `retries` retries with backoff), or the deadline is near. A log that keeps growing
+    /// keeps it going: ``flush(through:retries:)`` stops at an offset instead.
     ///
     /// A flush starts at once, even during a backoff, unless the server asked to wait
     /// (`Retry-After`): then it starts when that time comes, or ends at once with the
@@ -191,6 +235,20 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
     @discardableResult
     public func flush(deadline: C.Instant? = nil, retries: Int = 0) async -> FlushReport {
         await request(deadline: deadline, retries: retries, onBatch: nil)
+    }
+
+    /// Drains up to `end` (records before it), then returns, however much is written after:
+    /// `spool sync --once` passes the end of the log it saw when it started, so that a one-shot
+    /// run beside a writer that keeps appending ends.
+    ///
+    /// - Parameters:
+    ///   - end: the offset to reach; a flush with `end` at or below the committed offset returns
+    ///     at once.
+    ///   - retries: as for ``flush(deadline:retries:)``.
+    /// - Returns: what was sent, and the failure that ended the flush, if any.
+    @discardableResult
+    public func flush(through end: UInt64, retries: Int = 0) async -> FlushReport {
+        await request(deadline: nil, retries: retries, through: end, onBatch: nil)
     }
 
     /// ``flush(deadline:retries:)`` with a deadline `budget` from now (an iOS background task's
@@ -220,14 +278,16 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
         await request(deadline: clock.now.advanced(by: budget), retries: retries, onBatch: onBatch)
     }
 
-    private func request(deadline: C.Instant?, retries: Int, onBatch: (@Sendable (BatchResult) -> Void)?) async -> FlushReport {
+    private func request(
+        deadline: C.Instant?, retries: Int, through: UInt64? = nil, onBatch: (@Sendable (BatchResult) -> Void)?
+    ) async -> FlushReport {
         let id = nextFlushID
         nextFlushID += 1
         if let onBatch { batchHandlers[id] = onBatch }
         let offset = deadline.map { epoch.duration(to: $0) }
         return await withCheckedContinuation { continuation in
             waiting[id] = continuation
-            send(.flushRequested(id: id, deadline: offset, retries: retries))
+            send(.flushRequested(id: id, deadline: offset, retries: retries, through: through))
         }
     }
 
@@ -251,30 +311,25 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
 
     private func perform(_ action: SyncStateMachine.Action) {
         switch action {
-        case .read(let maxCount, let maxBytes, let batches):
-            run { [source, builder] in
+        case .read(let from, let count, let bytes, let batches, let maxCount, let maxBytes):
+            run { [source, sink] in
                 do {
-                    // One read for the round: `batches` times the limits, cut into batches.
-                    let read = try await source.nextBatch(maxCount: maxCount * batches, maxBytes: maxBytes * batches)
-                    return .readCompleted(builder.prepare(read, maxCount: maxCount, maxBytes: maxBytes, batches: batches))
+                    // The window's records again (a consumer reads from its committed offset),
+                    // then new ones, cut into batches from `from` on.
+                    let read = try await source.nextBatch(maxCount: count, maxBytes: bytes)
+                    return .readCompleted(sink.prepare(read, from: from, maxCount: maxCount, maxBytes: maxBytes, batches: batches))
                 } catch {
                     return .readFailed(SyncError(.readFailed, "reading the consumer failed", cause: error))
                 }
             }
         case .upload(let batch, let slot, let timeout):
-            uploads[slot] = Task { [uploader, builder, clock, wallClock, logger, retryable = machine.configuration.retryableStatuses] in
-                var request = batch.request ?? builder.request(for: batch.records)
-                request.timeout = timeout
-                let outcome: UploadOutcome
-                switch await timedUpload(request, with: uploader, clock: clock, timeout: timeout) {
-                case .success(let response):
-                    outcome = UploadOutcome.classify(response, retryableStatuses: retryable, now: wallClock())
-                    logger.debug("upload answered", metadata: ["spool.batch": "\(request.batch)", "spool.status": "\(response.status)", "spool.bytes": "\(request.body.count)"])
-                case .failure(let error):
-                    outcome = UploadOutcome.failed(error)
-                    logger.debug("upload failed", metadata: ["spool.batch": "\(request.batch)", "spool.error": "\(error)"])
-                }
-                self.uploadFinished(slot: slot, outcome, bytes: request.body.count)
+            uploads[slot] = Task { [sink, clock, logger] in
+                let request = await Self.request(for: batch, sink)
+                let outcome = await timedSend(clock: clock, timeout: timeout) { await sink.send(request, timeout: timeout) }
+                logger.debug("request answered", metadata: [
+                    "spool.records": "\(batch.records.first?.seq ?? batch.end)..<\(batch.end)", "spool.bytes": "\(request.bytes)",
+                    "spool.outcome": "\(outcome)"])
+                self.uploadFinished(slot: slot, outcome, bytes: request.bytes)
             }
         case .deadLetter(let records, let error):
             run { [deadLetters] in
@@ -312,11 +367,19 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
             deadlines.removeValue(forKey: id)?.cancel()
             batchHandlers[id] = nil
             waiting.removeValue(forKey: id)?.resume(returning: report)
+        case .shutDown:
+            _ = tearDown()
         case .logRefusal(let error, let records):
             logger.info(
                 "server refused records; moving them to the dead-letter log",
                 metadata: ["spool.status": "\(error.status ?? 0)", "spool.records": "\(records)", "spool.reason": "\(error.message)"])
         }
+    }
+
+    /// The batch's request: built when it was read, or now for a half of a split batch, off
+    /// the worker's actor (encoding and compressing are pure CPU work).
+    private nonisolated static func request(for batch: SyncBatch, _ sink: AnySink) async -> SinkRequest<any Sendable> {
+        sink.request(for: batch)
     }
 
     private func uploadFinished(slot: Int, _ outcome: UploadOutcome, bytes: Int) {

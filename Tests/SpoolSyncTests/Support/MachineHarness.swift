@@ -4,7 +4,8 @@ import Spool
 /// Drives a `SyncStateMachine` the way the worker does, synchronously: reads, commits and
 /// dead-letter writes happen at once against an in-memory list; uploads are answered by
 /// `respond` (or held in flight when `holdUploads` is set, and answered in any order by
-/// `complete`); timers fire on `advance`.
+/// `complete`); timers fire on `advance`. Reads cut batches from the `from` asked for, as the
+/// worker's `RequestBuilder` does.
 struct MachineHarness {
     var machine: SyncStateMachine
     var records: [Record] = []
@@ -33,6 +34,10 @@ struct MachineHarness {
     var skipped: Set<UInt64> = []
     var failCommits = 0
     var failReads = 0
+    /// Reads asked for, with the offset each asked from.
+    var reads: [UInt64] = []
+    /// Whether the machine asked for a teardown (a fatal answer).
+    var shutDown = false
     private var nextID = 0
 
     init(_ configuration: SyncConfiguration = .init(), records count: Int = 0, committed: UInt64 = 0) {
@@ -56,11 +61,11 @@ struct MachineHarness {
 
     /// Requests a flush; returns its id (its report lands in `reports[id]`).
     @discardableResult
-    mutating func flush(deadline: Duration? = nil, retries: Int = 0) -> Int {
+    mutating func flush(deadline: Duration? = nil, retries: Int = 0, through: UInt64? = nil) -> Int {
         let id = nextID
         nextID += 1
         results[id] = []
-        send(.flushRequested(id: id, deadline: deadline, retries: retries))
+        send(.flushRequested(id: id, deadline: deadline, retries: retries, through: through))
         return id
     }
 
@@ -122,7 +127,8 @@ struct MachineHarness {
 
     private mutating func perform(_ action: SyncStateMachine.Action) -> SyncStateMachine.Event? {
         switch action {
-        case .read(let maxCount, let maxBytes, let count):
+        case .read(let from, _, _, let count, let maxCount, let maxBytes):
+            reads.append(from)
             if failReads > 0 {
                 failReads -= 1
                 return .readFailed(SyncError(.readFailed, "injected"))
@@ -130,7 +136,7 @@ struct MachineHarness {
             var batches: [SyncBatch] = []
             var batch: [Record] = []
             var bytes = 0
-            for record in records[Int(committed)...] where !skipped.contains(record.seq) {
+            for record in records[Int(max(committed, from))...] where !skipped.contains(record.seq) {
                 if batch.count == maxCount || (!batch.isEmpty && bytes + record.payload.count > maxBytes) {
                     batches.append(SyncBatch(records: batch, end: batch[batch.count - 1].seq + 1))
                     batch = []
@@ -142,7 +148,7 @@ struct MachineHarness {
             }
             if batches.count < count {
                 // The last batch also skips whatever the read skipped after it.
-                let end = batch.last.map { $0.seq + 1 } ?? (records.isEmpty ? committed : max(committed, UInt64(records.count)))
+                let end = batch.last.map { $0.seq + 1 } ?? (records.isEmpty ? committed : max(committed, from, UInt64(records.count)))
                 if !batch.isEmpty || batches.isEmpty { batches.append(SyncBatch(records: batch, end: end)) }
             }
             return .readCompleted(batches)
@@ -182,6 +188,8 @@ struct MachineHarness {
             reports[id] = report
         case .logRefusal:
             break
+        case .shutDown:
+            shutDown = true
         }
         return nil
     }

@@ -1,37 +1,31 @@
 import Synchronization
 
-/// Runs one upload against a deadline measured on the worker's clock.
+/// Runs one send against a deadline measured on the worker's clock.
 ///
-/// Whichever comes first wins: the server's answer, the transport's error, the timeout, or
-/// the cancellation of the calling task. The loser is cancelled and abandoned, so a
-/// transport that ignores cancellation (or a server that hangs) can never hold the worker.
-func timedUpload<C: Clock>(
-    _ request: UploadRequest, with uploader: any Uploader, clock: C, timeout: Duration
-) async -> Result<UploadResponse, any Error> where C.Duration == Duration {
-    let once = Once<Result<UploadResponse, any Error>>()
+/// Whichever comes first wins: the sink's outcome, the timeout, or the cancellation of the
+/// calling task. The loser is cancelled and abandoned, so a sink that ignores cancellation (or
+/// a destination that hangs) can never hold the worker.
+func timedSend<C: Clock>(
+    clock: C, timeout: Duration, _ send: @escaping @Sendable () async -> UploadOutcome
+) async -> UploadOutcome where C.Duration == Duration {
+    let once = Once<UploadOutcome>()
     return await withTaskCancellationHandler {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Result<UploadResponse, any Error>, Never>) in
+        await withCheckedContinuation { (continuation: CheckedContinuation<UploadOutcome, Never>) in
             once.arm(continuation)
-            let upload = Task {
-                do {
-                    once.resume(.success(try await uploader.upload(request)))
-                } catch {
-                    once.resume(.failure(error))
-                }
-            }
+            let sending = Task { once.resume(await send()) }
             let timer = Task {
                 do {
                     try await clock.sleep(for: timeout)
-                    once.resume(.failure(SyncError(.timeout, "no answer within \(timeout)")))
-                } catch {}  // cancelled: the upload finished first
+                    once.resume(.retry(SyncError(.timeout, "no answer within \(timeout)")))
+                } catch {}  // cancelled: the send finished first
             }
             once.onResume {
-                upload.cancel()
+                sending.cancel()
                 timer.cancel()
             }
         }
     } onCancel: {
-        once.resume(.failure(CancellationError()))
+        once.resume(.failed(CancellationError()))
     }
 }
 

@@ -1,0 +1,96 @@
+import Dispatch
+
+/// A consumer of a log: a named reader whose offset is committed atomically on disk, in the
+/// process that writes the log (``Consumer``) or beside it (``DetachedConsumer``).
+///
+/// `read` returns the next batch from the committed offset; reading again without a commit
+/// returns the same records. `commit(_:mode:)` (or `commit(upTo:mode:)`, an exclusive end)
+/// advances the offset atomically; retention then deletes the sealed segments every consumer
+/// has passed. Both kinds hand out only durable records, so nothing a consumer delivered can
+/// vanish in a power loss and have its seq handed out again.
+///
+/// The sync worker (`SyncWorker(consumer:…)`) and the command line take any consumer.
+/// Spool's two types are the only conformers.
+///
+/// Thread-safety: every member may be called from any thread; reads and commits are
+/// serialised. The blocking methods do file I/O (not for the cooperative pool); the `async`
+/// ones run it on a Dispatch thread.
+public protocol LogConsumer: AnyObject, Sendable {
+    /// The consumer's name.
+    var name: String { get }
+    /// The id of the log it reads (the first half of every event id).
+    var logID: LogID { get }
+    /// The log's directory.
+    var directory: String { get }
+    /// The log's configuration as this consumer knows it: its keys, expiry rules and file modes.
+    var configuration: Configuration { get }
+    /// The committed offset: the seq of the next record to deliver.
+    var committed: UInt64 { get }
+    /// Records written past the committed offset, as far as the consumer knows without I/O.
+    var pendingRecords: UInt64 { get }
+
+    /// The next batch from the committed offset: at most `maxCount` records and `maxBytes` of
+    /// payload (the first record is returned even if it alone is larger), skipping expired
+    /// records and reporting every skipped range in `notices`. Only durable records are
+    /// handed out. Reading again without a commit returns the same batch. Blocking file I/O.
+    /// - Throws: `.invalidArgument` for a count or size below 1; `.io` if a file cannot be read
+    ///   or synced; `.closed` once closed.
+    func read(maxCount: Int, maxBytes: Int) throws -> ConsumerBatch
+
+    /// Moves the committed offset to `end`, the seq of the next record to deliver (a batch's
+    /// ``ConsumerBatch/endSeq``): every record below it is consumed.
+    ///
+    /// Atomic: after any crash the offset is the old value or the new one. With `.durable`
+    /// the log's data below `end` is made durable first, then the offset, before this returns.
+    /// Committing the offset it already has is a no-op (a durable commit of an offset only
+    /// fast-committed so far makes it durable), so an empty batch commits safely.
+    /// - Throws: `.invalidCommit` if `end` is below the committed offset (backwards) or past
+    ///   the last record written; `.io`/`.diskFull` if a file cannot be synced or written (the
+    ///   offset on disk is then the previous one); `.closed` once closed.
+    func commit(upTo end: UInt64, mode: CommitMode) throws
+
+    /// Calls `handler` with the seq past the last written record each time the log grows, until
+    /// the registration is cancelled. Keep it short and non-blocking.
+    /// - Throws: `.io` if the watch cannot be set up (file descriptors exhausted).
+    func watchWrites(_ handler: @escaping @Sendable (UInt64) -> Void) throws -> WriteObservation
+}
+
+extension LogConsumer {
+    /// Commits `batch`, skipped ranges included: ``commit(upTo:mode:)`` with its `endSeq`.
+    /// An empty batch changes nothing.
+    public func commit(_ batch: ConsumerBatch, mode: CommitMode = .durable) throws {
+        try commit(upTo: batch.endSeq, mode: mode)
+    }
+
+    /// A durable ``commit(upTo:mode:)``.
+    public func commit(upTo end: UInt64) throws {
+        try commit(upTo: end, mode: .durable)
+    }
+
+    /// ``read(maxCount:maxBytes:)`` on a Dispatch thread, off the cooperative pool.
+    public func read(maxCount: Int = 50, maxBytes: Int = 512 * 1024) async throws -> ConsumerBatch {
+        try await offload { try self.read(maxCount: maxCount, maxBytes: maxBytes) }
+    }
+
+    /// ``commit(_:mode:)`` on a Dispatch thread, off the cooperative pool.
+    public func commit(_ batch: ConsumerBatch, mode: CommitMode = .durable) async throws {
+        try await offload { try self.commit(upTo: batch.endSeq, mode: mode) }
+    }
+
+    /// ``commit(upTo:mode:)`` on a Dispatch thread, off the cooperative pool.
+    public func commit(upTo end: UInt64, mode: CommitMode = .durable) async throws {
+        try await offload { try self.commit(upTo: end, mode: mode) }
+    }
+
+    /// The globally unique, stable id of record `seq`: `"<log id>-<seq>"`.
+    public func eventID(of seq: UInt64) -> String { logID.eventID(seq: seq) }
+}
+
+/// The queue consumers' `async` methods run their blocking file I/O on.
+private let blockingWork = DispatchQueue(label: "spool.consumers", attributes: .concurrent)
+
+private func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        blockingWork.async { continuation.resume(with: Result { try work() }) }
+    }
+}

@@ -1,0 +1,62 @@
+/// The disk cap (``Configuration/maxBytes`` with `dropOldest`), next to the writer that
+/// enforces it: before each write of a batch, the writer loop makes room for it.
+extension EventLog {
+    /// Under `dropOldest`, deletes the oldest sealed segments until the write about to be made
+    /// fits under `maxBytes`, counting the records no consumer had read yet as dropped.
+    /// `activeSizeAfter` is the active segment's size once that write is done, as stored
+    /// (compressed): charging records their uncompressed size would drop segments the write
+    /// did not need. Runs on the writer thread, outside the lock, before each write.
+    ///
+    /// The candidates include the segments an earlier write of the same batch sealed (each roll
+    /// is noted in the shared state as it happens): a batch that rolls many segments stays
+    /// under the cap at every write, not only from the next batch on.
+    func enforceCapBeforeWriting(activeSizeAfter: Int64) {
+        guard let cap = configuration.maxBytes, configuration.capPolicy == .dropOldest else { return }
+        let (doomed, unread, over): ([SegmentInfo], [UInt64: Range<UInt64>], Int64) = lock.withLock {
+            // The shared state lists the writer's active segment last, at its size before this write.
+            var total = state.diskBytes - (state.segments.last?.size ?? 0) + activeSizeAfter
+            var doomed = [SegmentInfo]()
+            var unread = [UInt64: Range<UInt64>]()
+            let floor = state.retentionFloor
+            var index = 0
+            while total > Int64(cap), index < state.segments.count - 1 {
+                let segment = state.segments[index]
+                let end = state.segments[index + 1].baseSeq
+                let from = floor.map { max(segment.baseSeq, $0) } ?? segment.baseSeq
+                if from < end { unread[segment.baseSeq] = from..<end }
+                doomed.append(segment)
+                total -= segment.size
+                index += 1
+            }
+            return (doomed, unread, total - Int64(cap))
+        }
+        if over > 0 {
+            // Nothing sealed is left to drop: the active segment and this write alone pass the
+            // cap (a cap below segmentSize plus a batch). Said, never silent.
+            logger.warning("a write takes the log past Configuration.maxBytes: only the active segment is left", metadata: [
+                "over": "\(over)", "cap": "\(cap)",
+            ])
+        }
+        guard !doomed.isEmpty else { return }
+        var removed = Set<UInt64>()
+        do {
+            try deleteSegments(doomed, removed: &removed)
+        } catch {
+            logger.error("could not delete segments to stay under the cap", metadata: ["error": "\(error)"])
+        }
+        // Count what is gone, even when a later unlink failed: no drop goes uncounted.
+        guard !removed.isEmpty else { return }
+        let lost = doomed.compactMap { removed.contains($0.baseSeq) ? unread[$0.baseSeq] : nil }
+        let count = lost.reduce(UInt64(0)) { $0 + ($1.upperBound - $1.lowerBound) }
+        lock.withLock {
+            state.counters.droppedRecords += count
+            state.counters.droppedSegments += UInt64(removed.count)
+        }
+        metrics.droppedRecords.increment(by: Int(count))
+        if count > 0 {
+            logger.warning("dropped the oldest records to stay under Configuration.maxBytes", metadata: [
+                "records": "\(count)", "ranges": "\(lost.map { "\($0.lowerBound)..<\($0.upperBound)" })", "cap": "\(cap)",
+            ])
+        }
+    }
+}

@@ -1,0 +1,185 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import AsyncHTTPClient
+import NIOCore
+import Synchronization
+import Spool
+import SpoolSync
+
+/// The Google Cloud CLI's Pub/Sub emulator, started once per process (the Pub/Sub tests, the
+/// benchmark) on a free port of 127.0.0.1 in a data directory of its own, and stopped (its
+/// whole process group) at exit.
+///
+/// If it cannot start, ``shared()`` throws the reason, with the end of its output: a test that
+/// needs it fails, it is never skipped.
+public final class PubSubEmulator: Sendable {
+    /// The port it listens on, on 127.0.0.1.
+    public let port: Int
+    /// `http://127.0.0.1:<port>`: the root of its REST API.
+    public let root: URL
+    private let pid: pid_t
+
+    /// The one emulator of this process, started on first use.
+    public static func shared() async throws -> PubSubEmulator {
+        try await Shared.instance.emulator()
+    }
+
+    private actor Shared {
+        static let instance = Shared()
+        private var started: Result<PubSubEmulator, any Error>?
+
+        func emulator() async throws -> PubSubEmulator {
+            if let started { return try started.get() }
+            let result: Result<PubSubEmulator, any Error>
+            do { result = .success(try await PubSubEmulator.start()) } catch { result = .failure(error) }
+            started = result
+            return try result.get()
+        }
+    }
+
+    /// Why the emulator could not start, or a call to it failed.
+    public struct StartFailed: Error, CustomStringConvertible {
+        /// What went wrong, with the end of the emulator's output when it did not start.
+        public var description: String
+    }
+
+    private init(port: Int, pid: pid_t) {
+        self.port = port
+        self.pid = pid
+        self.root = URL(string: "http://127.0.0.1:\(port)")!
+    }
+
+    private static func start() async throws -> PubSubEmulator {
+        guard let gcloud = ["/usr/bin/gcloud", "/usr/lib/google-cloud-sdk/bin/gcloud"].first(where: FileManager.default.isExecutableFile(atPath:)) else {
+            throw StartFailed(description: "the Pub/Sub emulator cannot start: gcloud (the Google Cloud CLI with google-cloud-cli-pubsub-emulator) is not installed")
+        }
+        let port = try freePort()
+        let data = FileManager.default.temporaryDirectory.appendingPathComponent("spool-pubsub-\(getpid())-\(port)")
+        try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
+        let log = data.appendingPathComponent("emulator.log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let process = Process()
+        // `setsid`: the emulator (gcloud, then Java) in a process group of its own, stopped whole.
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
+        process.arguments = [gcloud, "beta", "emulators", "pubsub", "start", "--host-port=127.0.0.1:\(port)", "--data-dir=\(data.path)"]
+        let handle = try FileHandle(forWritingTo: log)
+        process.standardOutput = handle
+        process.standardError = handle
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let emulator = PubSubEmulator(port: port, pid: process.processIdentifier)
+        ProcessGroups.stopAtExit(emulator.pid)
+        for _ in 0..<240 {
+            if !process.isRunning { break }
+            if (try? await emulator.request("GET", "/", body: nil))?.status == 200 { return emulator }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        emulator.stop()
+        let output = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        throw StartFailed(description: "the Pub/Sub emulator did not answer on 127.0.0.1:\(port) within 60 s; its output ends:\n\(output.suffix(2000))")
+    }
+
+    /// Stops the emulator's process group.
+    public func stop() { ProcessGroups.stop(pid) }
+
+    /// Creates `topic` (`projects/P/topics/T`) and a subscription to it, with message ordering when asked.
+    public func createTopic(_ topic: String, subscription: String, ordering: Bool = false) async throws {
+        let made = try await request("PUT", "/v1/\(topic)", body: nil)
+        guard made.status == 200 else { throw StartFailed(description: "creating \(topic) answered \(made.status)") }
+        let body = #"{"topic":"\#(topic)","enableMessageOrdering":\#(ordering)}"#
+        let sub = try await request("PUT", "/v1/\(subscription)", body: Array(body.utf8))
+        guard sub.status == 200 else { throw StartFailed(description: "creating \(subscription) answered \(sub.status)") }
+    }
+
+    /// A message as a subscriber receives it.
+    public struct Message: Decodable, Sendable {
+        /// The data, in base64.
+        public var data: String?
+        /// The attributes.
+        public var attributes: [String: String]?
+        /// The ordering key, if any.
+        public var orderingKey: String?
+        /// The data's bytes.
+        public var bytes: [UInt8] { Array(Data(base64Encoded: data ?? "") ?? Data()) }
+    }
+
+    /// Pulls (and acknowledges) everything the subscription holds now, in delivery order,
+    /// until a pull comes back empty.
+    public func pullAll(_ subscription: String) async throws -> [Message] {
+        struct Pulled: Decodable {
+            struct Received: Decodable {
+                var ackId: String
+                var message: Message
+            }
+            var receivedMessages: [Received]?
+        }
+        var all: [Message] = []
+        while true {
+            let answer = try await request("POST", "/v1/\(subscription):pull", body: Array(#"{"maxMessages":1000,"returnImmediately":true}"#.utf8))
+            guard answer.status == 200 else { throw StartFailed(description: "pull answered \(answer.status)") }
+            let pulled = try JSONDecoder().decode(Pulled.self, from: Data(answer.body)).receivedMessages ?? []
+            if pulled.isEmpty { return all }
+            all += pulled.map(\.message)
+            let acks = try JSONSerialization.data(withJSONObject: ["ackIds": pulled.map(\.ackId)])
+            _ = try await request("POST", "/v1/\(subscription):acknowledge", body: Array(acks))
+        }
+    }
+
+    /// Sends `method path` with a JSON `body` to the emulator; returns the status and the body.
+    public func request(_ method: String, _ path: String, body: [UInt8]?) async throws -> (status: Int, body: [UInt8]) {
+        try await HTTP.request(method, root.appendingPathComponent(path).absoluteString.replacingOccurrences(of: "%3A", with: ":"), body: body)
+    }
+}
+
+/// A free TCP port on 127.0.0.1 (bound, read, released).
+public func freePort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let ok = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    guard ok else { throw POSIXError(.EADDRINUSE) }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// Process groups this process started, stopped when it exits (a failed test included).
+enum ProcessGroups {
+    private static let groups = Mutex<[pid_t]>([])
+    private static let registered = Mutex(false)
+
+    static func stopAtExit(_ pid: pid_t) {
+        groups.withLock { $0.append(pid) }
+        let first = registered.withLock { done -> Bool in
+            defer { done = true }
+            return !done
+        }
+        if first { atexit { ProcessGroups.groups.withLock { $0 }.forEach(ProcessGroups.stop) } }
+    }
+
+    static func stop(_ pid: pid_t) {
+        kill(-pid, SIGTERM)
+        usleep(300_000)
+        kill(-pid, SIGKILL)
+    }
+}
+
+/// Plain HTTP requests: the emulator's administration (topics, pulls) and the plain publisher.
+public enum HTTP {
+    /// Sends `method url` with a JSON `body`; returns the status and the whole answer.
+    public static func request(_ method: String, _ url: String, body: [UInt8]?, headers: [String: String] = [:]) async throws -> (status: Int, body: [UInt8]) {
+        var request = HTTPClientRequest(url: url)
+        request.method = .init(rawValue: method)
+        request.headers.add(name: "Content-Type", value: "application/json")
+        for (name, value) in headers { request.headers.replaceOrAdd(name: name, value: value) }
+        if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+        let bytes = try await response.body.collect(upTo: 64 * 1024 * 1024)
+        return (Int(response.status.code), Array(bytes.readableBytesView))
+    }
+}

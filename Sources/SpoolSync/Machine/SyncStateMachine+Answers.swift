@@ -1,0 +1,261 @@
+import Spool
+
+// MARK: - Answers: each request's outcome, as it comes
+
+extension SyncStateMachine {
+    /// The request in `slot` was answered: the answer is kept on its batch (committed once
+    /// everything before it is settled), the controller learns its round trip, and the free
+    /// slot is refilled at once.
+    mutating func uploadCompleted(slot: Int, _ outcome: UploadOutcome, bytes: Int, now: Duration, jitter: Double) -> [Action] {
+        noteLateRequests(now: now)
+        let wasLate = late.remove(slot) != nil
+        if let sent = abandoned.removeValue(forKey: slot) {
+            // Its batch left the window behind a failure; the answer still tells of the server.
+            if case .retry(let error) = outcome {
+                count(error)
+                failuresAwaitingRetry += 1
+            }
+            learn(outcome, roundTrip: now - sent, wasLate: wasLate, now: now)
+            return pump(now: now)
+        }
+        guard let index = window.firstIndex(where: { $0.slot == slot }), case .inFlight(_, let sent) = window[index].state else {
+            return []
+        }
+        learn(outcome, roundTrip: now - sent, wasLate: wasLate, now: now)
+        var batch = window[index]
+        switch outcome {
+        case .accepted:
+            window[index].state = .answered(.accepted(bytes: bytes))
+            acceptedUnderCeiling += 1
+            acceptedSinceFailure = true
+            if !halted {
+                // Accepted answers clear the failure state; with a failure in the window they
+                // do not, so its backoff and `Retry-After` stand.
+                consecutiveFailures = 0
+                backoffUntil = nil
+                serverWait = nil
+            }
+            raiseCeiling()
+        case .retry(let error):
+            count(error)
+            failuresAwaitingRetry += 1
+            // Batches accepted since the last failure are progress: the backoff starts over, as
+            // it does with one request in flight after an accepted batch. A 503 on one batch
+            // while others succeed is not the same signal as every request failing.
+            if acceptedSinceFailure { consecutiveFailures = 0 }
+            acceptedSinceFailure = false
+            window[index].state = .answered(.failed(error, until: backOff(after: error, now: now, jitter: jitter)))
+            dropWindow(after: index)
+        case .tooLarge(let error), .rejected(let error):
+            count(error)
+            if case .tooLarge = outcome {
+                lowerCeiling(below: batch)
+                // Batches read but not sent were cut for the old limits: read them again.
+                while window.count > index + 1, window[window.count - 1].isUnsent { window.removeLast() }
+                caughtUp = false
+            }
+            if batch.records.count > 1 {
+                // Bisect: the halves go first, so a poison record ends up alone and the rest still arrive.
+                let (first, second) = batch.split()
+                stats.splits += 1
+                window.replaceSubrange(index...index, with: [first, second])
+            } else {
+                batch.state = .answered(.refused(error))
+                window[index] = batch
+            }
+        case .fatal(let error):
+            count(error)
+            stats.fatalError = error
+            return halt(error) + [.shutDown]
+        }
+        return pump(now: now)
+    }
+
+    /// Tells the controller how a request went, and the stats where it stands.
+    private mutating func learn(_ outcome: UploadOutcome, roundTrip: Duration, wasLate: Bool, now: Duration) {
+        let signal: ConcurrencyController.Signal
+        switch outcome {
+        case .accepted: signal = .accepted
+        case .retry(let error): signal = error.meansOverload ? .overloaded : .failed
+        case .fatal: signal = .failed
+        case .tooLarge, .rejected: signal = .neutral
+        }
+        concurrency.answered(roundTrip: roundTrip, signal, wasLate: wasLate, now: now)
+        stats.concurrency = concurrency.limit
+        stats.peakConcurrency = concurrency.peak
+    }
+
+    /// Requests in flight past the controller's ``ConcurrencyController/lateAfter`` are
+    /// reported, once each: a stall is a sign of strain before it ends.
+    private mutating func noteLateRequests(now: Duration) {
+        guard concurrency.adaptive, let after = concurrency.lateAfter else { return }
+        var sent = abandoned.map { (slot: $0.key, at: $0.value) }
+        for batch in window {
+            if case .inFlight(let slot, let at) = batch.state { sent.append((slot, at)) }
+        }
+        for request in sent where now - request.at > after && !late.contains(request.slot) {
+            late.insert(request.slot)
+            concurrency.late(sent: request.at, now: now)
+        }
+    }
+
+    /// Drops every batch after `index` (after a failure there): those in flight are
+    /// abandoned, and all are read again after the retry.
+    private mutating func dropWindow(after index: Int) {
+        for batch in window[(index + 1)...] {
+            if case .inFlight(let slot, let sent) = batch.state { abandoned[slot] = sent }
+        }
+        window.removeSubrange((index + 1)...)
+        caughtUp = false
+    }
+
+    /// A 413: batches from now on hold at most half of the refused one, in records and in
+    /// encoded body bytes (what `maxBatchBytes` limits), so later batches do not walk the same
+    /// chain of 413s again.
+    private mutating func lowerCeiling(below batch: SyncBatch) {
+        let (count, bytes) = batchLimits
+        ceiling = (min(count, max(1, batch.records.count / 2)), min(bytes, max(1, batch.bodyBytes / 2)))
+        acceptedUnderCeiling = 0
+    }
+
+    /// Batches accepted under a ceiling let it grow back slowly: a quarter more every
+    /// ``ceilingGrowthBatches`` accepted batches, until it reaches the configuration.
+    private mutating func raiseCeiling() {
+        guard let current = ceiling, acceptedUnderCeiling >= Self.ceilingGrowthBatches else { return }
+        acceptedUnderCeiling = 0
+        let count = current.count + max(1, current.count / 4)
+        let bytes = current.bytes + max(1, current.bytes / 4)
+        ceiling = count >= configuration.maxBatchCount && bytes >= configuration.maxBatchBytes ? nil : (count, bytes)
+    }
+
+    /// Accepted batches between two raises of a 413 ceiling.
+    static let ceilingGrowthBatches = 32
+
+    /// A lone record the server refuses: dead-letter it (or skip it), then commit past it.
+    mutating func refuse(_ batch: SyncBatch, _ error: SyncError) -> [Action] {
+        let log = Action.logRefusal(error, records: batch.records.count)
+        guard configuration.deadLetterEnabled else {
+            local = .committing(end: batch.end, .deadLettered(records: batch.records.count))
+            return [log, .commit(upTo: batch.end)]
+        }
+        local = .deadLettering(batch)
+        return [log, .deadLetter(batch.records, error)]
+    }
+
+    mutating func deadLetterCompleted(now: Duration) -> [Action] {
+        guard case .deadLettering(let batch) = local else { return [] }
+        local = .committing(end: batch.end, .deadLettered(records: batch.records.count))
+        return [.commit(upTo: batch.end)]
+    }
+
+    mutating func commitCompleted(now: Duration) -> [Action] {
+        guard case .committing(let end, let kind) = local else { return [] }
+        local = nil
+        stats.committed = max(stats.committed, end)
+        stats.pending = pending
+        var actions: [Action] = []
+        switch kind {
+        case .delivered(let batches, let records, let bytes):
+            stats.batches += batches
+            stats.records += records
+            stats.bytes += bytes
+            for index in waiters.indices {
+                waiters[index].report.batches += batches
+                waiters[index].report.records += records
+                waiters[index].report.bytes += bytes
+                // Retries count per upload: a delivered batch gives the next one the full allowance.
+                waiters[index].retriesLeft = waiters[index].retries
+            }
+            if !waiters.isEmpty {
+                actions += Array(repeating: .notify(ids: waiters.map(\.id), .good), count: batches)
+            }
+        case .deadLettered(let records):
+            stats.deadLettered += records
+            for index in waiters.indices { waiters[index].report.deadLettered += records }
+            if !waiters.isEmpty { actions.append(.notify(ids: waiters.map(\.id), .good)) }
+        case .skipped:
+            break
+        }
+        // A flush that waits for an offset is answered once the consumer is committed that far.
+        waiters.removeAll { waiter in
+            guard let through = waiter.through, through <= stats.committed else { return false }
+            actions.append(.finishFlush(id: waiter.id, waiter.report))
+            return true
+        }
+        return actions + pump(now: now)
+    }
+}
+
+// MARK: - Failures
+
+extension SyncStateMachine {
+    /// When the retry of a request that failed with `error` may start: after the backoff, and
+    /// never before the server's `Retry-After` (capped at `backoff.maxRetryAfter`).
+    private mutating func backOff(after error: SyncError, now: Duration, jitter: Double) -> Duration {
+        consecutiveFailures += 1
+        if let retryAfter = error.retryAfter {
+            serverWait = (now + min(max(retryAfter, .zero), configuration.backoff.maxRetryAfter), error)
+        }
+        return now + configuration.backoff.delay(afterFailures: consecutiveFailures, retryAfter: error.retryAfter, unit: jitter)
+    }
+
+    /// A request failed in a way worth retrying, and everything before it is committed: back
+    /// off until `until`, and retry (reading the batch again) if anybody still wants the drain.
+    mutating func retryableFailure(_ error: SyncError, until: Duration, now: Duration) -> [Action] {
+        backoffUntil = until
+        // The retry reads again from the committed offset rather than re-sending this batch
+        // from memory: records that expired (`maxAge`, `reportingDeadline`) or were dropped
+        // by the cap during the backoff are then skipped and counted, never uploaded. The
+        // window goes too; the read makes the same batches again, in the same order.
+        window.removeAll()
+        caughtUp = false
+        var actions: [Action] = waiters.isEmpty ? [] : [.notify(ids: waiters.map(\.id), .error(error))]
+        let minimum = minimumRequestTime
+        waiters.removeAll { waiter in
+            let fits = waiter.deadline.map { until + minimum <= $0 } ?? true
+            if waiter.retriesLeft > 0 && fits { return false }
+            var report = waiter.report
+            report.failure = error
+            actions.append(.finishFlush(id: waiter.id, report))
+            return true
+        }
+        for index in waiters.indices { waiters[index].retriesLeft -= 1 }
+        retryOwed = true
+        guard wanted else {
+            phase = .idle
+            return actions
+        }
+        backoffGeneration += 1
+        phase = .backingOff(until: until)
+        actions.append(.backoff(until: until, generation: backoffGeneration))
+        return actions
+    }
+
+    /// A read, a commit or a dead-letter write failed: end the drain with the error. Nothing
+    /// is retried by itself (no loop, no endless re-upload); the next flush reads again from
+    /// the offset on disk, and automatic flushes wait out a backoff first. Requests in flight
+    /// are abandoned: their answers are not committed.
+    mutating func haltingFailure(_ error: SyncError, now: Duration, jitter: Double) -> [Action] {
+        guard local != nil else { return [] }
+        local = nil
+        count(error)
+        consecutiveFailures += 1
+        backoffUntil = now + configuration.backoff.delay(afterFailures: consecutiveFailures, unit: jitter)
+        dropWindow(after: -1)
+        retryOwed = false
+        phase = .idle
+        var actions: [Action] = waiters.isEmpty ? [] : [.notify(ids: waiters.map(\.id), .error(error))]
+        for waiter in waiters {
+            var report = waiter.report
+            report.failure = error
+            actions.append(.finishFlush(id: waiter.id, report))
+        }
+        waiters.removeAll()
+        return actions
+    }
+
+    private mutating func count(_ error: SyncError) {
+        stats.failures[error.code, default: 0] += 1
+        stats.lastError = error
+    }
+}

@@ -1,0 +1,72 @@
+import Spool
+
+/// A ``SyncSink`` with its request type erased, so the worker and its batches need no generic
+/// parameter of the sink's: a request made by `prepare` goes back to the same sink's `send`,
+/// the only place its type is known again.
+struct AnySink: Sendable {
+    let maxInFlight: Int?
+    private let prepareNext: @Sendable (ArraySlice<Record>, Int) -> SinkRequest<any Sendable>
+    private let prepareExactly: @Sendable ([Record]) -> SinkRequest<any Sendable>
+    private let sendRequest: @Sendable (any Sendable, Duration) async -> UploadOutcome
+    let shutdown: @Sendable () async -> Void
+
+    init<S: SyncSink>(_ sink: S) {
+        maxInFlight = sink.maxInFlight
+        prepareNext = { records, maxBytes in
+            let request = sink.prepare(records, maxBytes: maxBytes)
+            precondition((1...records.count).contains(request.count), "a sink's request carries 1 to \(records.count) records")
+            return SinkRequest(body: request.body, count: request.count, bytes: request.bytes, measuredBytes: request.measuredBytes)
+        }
+        prepareExactly = { records in
+            let request = sink.prepare(exactly: records)
+            return SinkRequest(body: request.body, count: request.count, bytes: request.bytes, measuredBytes: request.measuredBytes)
+        }
+        sendRequest = { body, timeout in
+            // Only this closure's own sink made `body`: a mismatch is a programming error.
+            await sink.send(body as! S.Request, timeout: timeout)
+        }
+        shutdown = { await sink.shutdown() }
+    }
+
+    /// The batch to send from what a read returned: the longest prefix of its records that one
+    /// request carries, with its request. It commits to the read's `end` when it takes every
+    /// record, and otherwise through its last record.
+    func prepare(_ read: SourceBatch, maxBytes: Int) -> SyncBatch {
+        guard !read.records.isEmpty else { return SyncBatch(records: [], end: read.end) }
+        let request = prepareNext(read.records[...], maxBytes)
+        if request.count == read.records.count {
+            return SyncBatch(records: read.records, end: read.end, request: request)
+        }
+        let records = Array(read.records[..<request.count])
+        return SyncBatch(records: records, end: records[records.count - 1].seq + 1, request: request)
+    }
+
+    /// The batches to add to the window from what a read returned, in seq order: the records
+    /// from `from` on (a read starts at the committed offset, so it returns the window's
+    /// records again: they are dropped), in at most `batches` batches of at most `maxCount`
+    /// records each, each cut by ``prepare(_:maxBytes:)``. Records left over are read again
+    /// later. With no record from `from` on, one empty batch that carries the read's `end`
+    /// (a skipped range, or nothing pending).
+    func prepare(_ read: SourceBatch, from: UInt64, maxCount: Int, maxBytes: Int, batches: Int) -> [SyncBatch] {
+        var rest = read.records[(read.records.firstIndex { $0.seq >= from } ?? read.records.endIndex)...]
+        var cut: [SyncBatch] = []
+        while cut.count < batches, !rest.isEmpty {
+            let chunk = Array(rest.prefix(maxCount))
+            let end = chunk.count == rest.count ? read.end : chunk[chunk.count - 1].seq + 1
+            let batch = prepare(SourceBatch(records: chunk, end: end), maxBytes: maxBytes)
+            cut.append(batch)
+            rest = rest.dropFirst(batch.records.count)
+        }
+        return cut.isEmpty ? [SyncBatch(records: [], end: read.end)] : cut
+    }
+
+    /// The request of `batch`: the one prepared with it, or, for a half of a split, one made now.
+    func request(for batch: SyncBatch) -> SinkRequest<any Sendable> {
+        batch.request ?? prepareExactly(batch.records)
+    }
+
+    /// Sends a request this sink prepared.
+    func send(_ request: SinkRequest<any Sendable>, timeout: Duration) async -> UploadOutcome {
+        await sendRequest(request.body, timeout)
+    }
+}

@@ -1,0 +1,63 @@
+import Spool
+
+/// Posts Spool's envelope over HTTP: the default destination, for the reference collector or
+/// any server that speaks the wire format (``SyncConfiguration/Encoding``, `Spool-Batch`).
+///
+/// A request is one body of at most `maxBytes` encoded bytes (before compression), sent
+/// through an ``Uploader``; the answer's status says what happened: 2xx accepted; 413 too
+/// large; 408, 429, 5xx and the configuration's ``SyncConfiguration/retryableStatuses`` retried
+/// (`Retry-After` honoured); any other 4xx refused; a failure without an answer retried. A raw
+/// body (``SyncConfiguration/Encoding/raw``) carries no ids, so a raw request also ends at the
+/// first gap in its seqs.
+///
+/// Thread safety: a value type of immutable parts; use from any task.
+public struct HTTPSink: SyncSink {
+    /// The transport.
+    public let uploader: any Uploader
+    let builder: RequestBuilder
+    let retryableStatuses: Set<Int>
+    let wallClock: @Sendable () -> Double
+
+    /// A sink posting the records of log `logID` through `uploader`, encoded, compressed and
+    /// with the headers `configuration` says.
+    ///
+    /// - Parameter wallClock: seconds since 1970, to read `Retry-After` dates.
+    public init(
+        uploader: any Uploader, logID: LogID, configuration: SyncConfiguration,
+        wallClock: @escaping @Sendable () -> Double = SyncWorker<ContinuousClock>.systemWallClock
+    ) {
+        self.uploader = uploader
+        self.builder = RequestBuilder(logID: logID, configuration: configuration)
+        self.retryableStatuses = configuration.retryableStatuses
+        self.wallClock = wallClock
+    }
+
+    /// The longest prefix of `records` whose body fits `maxBytes` (at least one record); for
+    /// the raw encoding, also no further than the first gap in the seqs.
+    public func prepare(_ records: ArraySlice<Record>, maxBytes: Int) -> SinkRequest<UploadRequest> {
+        var records = records
+        if builder.encoder.encoding == .raw, let gap = RequestBuilder.firstGap(in: records) {
+            records = records[..<gap]
+        }
+        let (request, count, encoded) = builder.request(records, maxBytes: maxBytes)
+        return SinkRequest(body: request, count: count, bytes: request.body.count, measuredBytes: encoded)
+    }
+
+    /// The request for exactly `records`.
+    public func prepare(exactly records: [Record]) -> SinkRequest<UploadRequest> {
+        let request = builder.request(for: records)
+        return SinkRequest(body: request, count: records.count, bytes: request.body.count)
+    }
+
+    /// Posts the request and classifies the answer by its status.
+    public func send(_ request: UploadRequest, timeout: Duration) async -> UploadOutcome {
+        var request = request
+        request.timeout = timeout
+        do {
+            let response = try await uploader.upload(request)
+            return UploadOutcome.classify(response, retryableStatuses: retryableStatuses, now: wallClock())
+        } catch {
+            return UploadOutcome.failed(error)
+        }
+    }
+}

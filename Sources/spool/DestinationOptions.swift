@@ -1,0 +1,94 @@
+import ArgumentParser
+import Foundation
+import Spool
+import SpoolPubSub
+import SpoolSync
+
+/// Where `spool sync` delivers: an HTTP collector (`--url`), a Google Cloud Pub/Sub topic
+/// (`--pubsub-topic`) or a PostgreSQL table (`--postgres`). Exactly one is given.
+struct DestinationOptions: ParsableArguments {
+    @Option(help: "The collector's URL (http or https); credentials in it are sent as Basic auth and never printed.")
+    var url: String?
+
+    @Option(name: .customLong("pubsub-topic"), help: """
+        Publish to this Google Cloud Pub/Sub topic, projects/P/topics/T: one message per record. \
+        Credentials: the service-account key GOOGLE_APPLICATION_CREDENTIALS names, or none with \
+        PUBSUB_EMULATOR_HOST=host:port (then published there).
+        """)
+    var pubsubTopic: String?
+
+    @Option(name: .customLong("pubsub-endpoint"), help: "The Pub/Sub API's root URL (default: the emulator's when PUBSUB_EMULATOR_HOST is set, else https://pubsub.googleapis.com).")
+    var pubsubEndpoint: String?
+
+    @Option(name: .customLong("ordering-key"), help: """
+        Pub/Sub ordering key: 'log' (each log's records in seq order to a subscription with \
+        message ordering; one publish in flight) or 'none' (default).
+        """)
+    var orderingKey: PubSubSink.OrderingKey = .none
+
+    func validate() throws {
+        let given = [url != nil, pubsubTopic != nil].filter { $0 }.count
+        guard given == 1 else {
+            throw ValidationError(given == 0 ? "give a destination: --url or --pubsub-topic" : "give one destination: --url or --pubsub-topic, not both")
+        }
+        if let url {
+            guard let parsed = endpoint?.url, let scheme = parsed.scheme?.lowercased(), ["http", "https"].contains(scheme), parsed.host != nil else {
+                throw ValidationError("--url must be an http or https URL, not '\(Self.redacted(url))'")
+            }
+        }
+        if pubsubTopic == nil, pubsubEndpoint != nil || orderingKey != .none {
+            throw ValidationError("--pubsub-endpoint and --ordering-key go with --pubsub-topic")
+        }
+        if let pubsubEndpoint {
+            guard let parsed = URL(string: pubsubEndpoint), let scheme = parsed.scheme?.lowercased(), ["http", "https"].contains(scheme), parsed.host != nil else {
+                throw ValidationError("--pubsub-endpoint must be an http or https URL, not '\(Self.redacted(pubsubEndpoint))'")
+            }
+        }
+    }
+
+    /// Headers the destination itself asks for: a `--url`'s credentials as Basic auth.
+    var authorization: String? { endpoint?.authorization }
+
+    /// The sink for the records of log `logID` (`origins`: a collector's log of device records).
+    func sink(logID: LogID, origins: Bool, configuration: SyncConfiguration) throws -> any SyncSink {
+        if let topic = pubsubTopic {
+            return try PubSubSink(topic: topic, endpoint: pubsubEndpoint.flatMap(URL.init(string:)), orderingKey: orderingKey,
+                                  logID: logID, origins: origins)
+        }
+        return HTTPSink(uploader: platformUploader(url: endpoint!.url), logID: logID, configuration: configuration)
+    }
+
+    /// Where records go, for people: never credentials or a query string (it may hold a token).
+    var description: String {
+        if let pubsubTopic { return "Pub/Sub topic \(pubsubTopic)" }
+        guard let url = endpoint?.url, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return "the collector" }
+        components.query = nil
+        components.fragment = nil
+        return components.string ?? "the collector"
+    }
+
+    /// `--url` without its `user:password@` part, and those credentials as a Basic
+    /// `Authorization` header (RFC 7617): a URL's credentials are sent, and the URL that is
+    /// printed or logged never holds the password. Nil when `--url` is not given or does not parse.
+    var endpoint: (url: URL, authorization: String?)? {
+        guard let url, var components = URLComponents(string: url) else { return nil }
+        var authorization: String?
+        if components.user != nil || components.password != nil {
+            let credentials = (components.user ?? "") + ":" + (components.password ?? "")
+            authorization = "Basic " + Data(credentials.utf8).base64EncodedString()
+            components.user = nil
+            components.password = nil
+        }
+        return components.url.map { ($0, authorization) }
+    }
+
+    /// `text` with anything between `//` and an `@` (credentials) replaced by `***`, and
+    /// without a query or fragment (a token travels there), for messages.
+    static func redacted(_ text: String) -> String {
+        let text = String(text.prefix { $0 != "?" && $0 != "#" })
+        guard let start = text.range(of: "//"), let at = text[start.upperBound...].firstIndex(of: "@") else { return text }
+        return text[..<start.upperBound] + "***" + text[at...]
+    }
+}
+
+extension PubSubSink.OrderingKey: ExpressibleByArgument {}

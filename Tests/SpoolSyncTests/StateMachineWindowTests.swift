@@ -1,0 +1,354 @@
+import Spool
+import Testing
+@testable import SpoolSync
+
+/// Several requests in flight through a sliding window, on a manual clock: freed slots
+/// refilled at once, commits through the longest accepted prefix only, the window's bound, and
+/// every failure policy inside the window.
+@Suite struct StateMachineWindowTests {
+    static let unavailable = SyncError(.serverError, "the server failed", status: 503)
+    static let internalError = SyncError(.serverError, "the server failed", status: 500)
+    static let tooLarge = SyncError(.payloadTooLarge, "too big", status: 413)
+    static let forbidden = SyncError(.rejected, "permission denied", status: 403)
+
+    /// Manual flushes, batches of 10, `concurrency` requests in flight at most.
+    static func configuration(_ concurrency: SyncConfiguration.Concurrency = .fixed(4)) -> SyncConfiguration {
+        var configuration = SyncConfiguration.manual
+        configuration.maxBatchCount = 10
+        configuration.concurrency = concurrency
+        return configuration
+    }
+
+    @Test func aSlotFreedByAnAnswerIsRefilledAtOnce() {
+        var harness = MachineHarness(Self.configuration(), records: 100)
+        harness.holdUploads = true
+        let id = harness.flush()
+        #expect(harness.inFlightFirsts == [0, 10, 20, 30])
+        // Answered out of order: each answer sends the next batch, nothing waits for the others.
+        harness.complete(first: 30)
+        #expect(harness.inFlightFirsts == [0, 10, 20, 40])
+        harness.complete(first: 10)
+        #expect(harness.inFlightFirsts == [0, 20, 40, 50])
+        #expect(harness.commits.isEmpty)  // 0 is still in flight
+        harness.complete(first: 0)
+        #expect(harness.commits == [20])  // the accepted prefix, in one commit
+        while !harness.inFlight.isEmpty { harness.complete(first: harness.inFlightFirsts.last) }
+        #expect(harness.committed == 100)
+        #expect(harness.commits == harness.commits.sorted())
+        #expect(harness.reports[id]?.records == 100)
+        #expect(harness.reports[id]?.batches == 10)
+        #expect(harness.results[id]?.filter { $0.name == "good" }.count == 10)  // one result per request
+        #expect(harness.peakInFlight == 4)
+        #expect(harness.machine.stats.requests == 10)
+        #expect(harness.machine.stats.peakInFlight == 4)
+    }
+
+    /// One slow answer holds one slot, not all of them: the others keep flowing until what
+    /// waits behind it reaches the window's bound.
+    @Test func oneSlowAnswerAmongFastOnesKeepsTheOthersFlowing() {
+        var configuration = Self.configuration()
+        configuration.maxBatchBytes = 1024
+        configuration.maxWindowBytes = 4096  // records of ~9 bytes: about 45 batches of 10
+        var harness = MachineHarness(configuration, records: 1_000)
+        harness.holdUploads = true
+        let id = harness.flush()
+        // The batch at 0 is slow; every other answer comes at once.
+        while let other = harness.inFlightFirsts.first(where: { $0 != 0 }) { harness.complete(first: other) }
+        #expect(harness.inFlightFirsts == [0])
+        #expect(harness.commits.isEmpty)
+        let sent = harness.uploads.count
+        #expect(sent > 4)  // far past one round of 4
+        // At the bound: nothing more is read or sent until the head is answered.
+        let held = harness.machine.held.bytes
+        #expect(held > 4096 - 1024 && held <= 4096)
+        harness.complete(first: 0)
+        #expect(harness.commits.first == UInt64(sent) * 10)  // everything answered, in one commit
+        while !harness.inFlight.isEmpty { harness.complete() }
+        #expect(harness.committed == 1_000)
+        #expect(harness.reports[id]?.records == 1_000)
+    }
+
+    @Test func outOfOrderAnswersCommitOnlyTheAcceptedPrefix() {
+        var harness = MachineHarness(Self.configuration(.fixed(3)), records: 30)
+        harness.holdUploads = true
+        harness.flush()
+        harness.complete(first: 20)
+        #expect(harness.commits.isEmpty)
+        harness.complete(first: 0)
+        #expect(harness.commits == [10])  // not past 10, still in flight
+        harness.complete(first: 10)
+        #expect(harness.commits == [10, 30])
+    }
+
+    @Test func aFailureInTheMiddleOfTheWindowCommitsOnlyThePrefixBeforeIt() {
+        var harness = MachineHarness(Self.configuration(), records: 40)
+        harness.holdUploads = true
+        let id = harness.flush(retries: 1)
+        harness.complete(first: 0)
+        harness.complete(first: 20)
+        harness.complete(first: 30)
+        #expect(harness.commits == [10])
+        #expect(harness.inFlightFirsts == [10])
+        harness.complete(.retry(Self.unavailable), first: 10)
+        #expect(harness.commits == [10])  // never past the failed batch, though 20 and 30 were accepted
+        #expect(harness.backoff != nil)
+        #expect(harness.machine.stats.retries == 0)  // not retried yet
+        // After the backoff the retry reads again from the offset: 10, 20, 30 (sent again).
+        harness.advance(to: .seconds(120))
+        #expect(harness.inFlightFirsts == [10, 20, 30])
+        while !harness.inFlight.isEmpty { harness.complete() }
+        #expect(harness.commits == [10, 20, 30, 40])
+        #expect(harness.reports[id]?.records == 40)
+        #expect(harness.reports[id]?.failure == nil)
+        #expect(harness.machine.stats.retries == 1)
+        #expect(harness.machine.stats.requests == 7)
+    }
+
+    /// A failure halts new sends: the batches after it are dropped (those in flight are
+    /// abandoned, their answers ignored) and the slots stay busy until those answers come.
+    @Test func aFailureHaltsNewSendsAndAbandonsTheBatchesAfterIt() {
+        var harness = MachineHarness(Self.configuration(), records: 100)
+        harness.holdUploads = true
+        let id = harness.flush(retries: 1)
+        harness.complete(.retry(Self.unavailable), first: 10)
+        #expect(harness.inFlightFirsts == [0, 20, 30])  // nothing new went out
+        harness.complete(first: 20)  // abandoned: not committed, nothing sent
+        harness.complete(first: 30)
+        #expect(harness.uploads.count == 4)
+        harness.complete(first: 0)
+        #expect(harness.commits == [10])
+        harness.advance(to: .seconds(120))
+        while !harness.inFlight.isEmpty { harness.complete() }
+        #expect(harness.committed == 100)
+        #expect(harness.reports[id]?.failure == nil)
+    }
+
+    @Test func everyFailedRequestIsCountedButNoneRetriedWhenTheFlushEnds() {
+        var harness = MachineHarness(Self.configuration(), records: 40)
+        harness.holdUploads = true
+        let id = harness.flush()
+        harness.complete(.retry(Self.unavailable), first: 30)
+        harness.complete(.retry(Self.unavailable), first: 10)
+        harness.complete(first: 0)
+        harness.complete(first: 20)
+        #expect(harness.commits == [10])
+        #expect(harness.machine.stats.failures[.serverError] == 2)
+        #expect(harness.machine.stats.retries == 0)  // `--retries 0`: nothing was sent again
+        #expect(harness.reports[id]?.failure?.status == 503)
+        #expect(harness.reports[id]?.records == 10)
+    }
+
+    @Test func tooLargeInTheWindowSplitsThatBatchAndRemembersTheCeiling() {
+        var harness = MachineHarness(Self.configuration(.fixed(2)), records: 40)
+        harness.respond = { $0.records.count > 5 ? .tooLarge(Self.tooLarge) : .accepted }
+        let id = harness.flush()
+        // [0..<10] is refused; its halves fit, and from then on the reads are cut at the
+        // ceiling (half the records and half the bytes of the refused batch), not walked down
+        // from 10 again.
+        #expect(harness.uploads.first?.count == 10)
+        #expect(harness.uploads.filter { $0.count > 5 }.count <= 2)
+        #expect(harness.committed == 40)
+        #expect(harness.reports[id]?.records == 40)
+        #expect(harness.machine.batchLimits.count == 5)
+    }
+
+    /// The ceiling halves the refused batch's encoded body, the size `maxBatchBytes` limits,
+    /// not its payload: an envelope of ~80 bytes around a 25-byte event must not shrink the
+    /// next batches to a fifth of what worked.
+    @Test func theCeilingComparesEncodedBytesWithEncodedBytes() {
+        var configuration = Self.configuration(.fixed(1))
+        configuration.maxBatchCount = 50
+        var harness = MachineHarness(configuration, records: 0)
+        var refused = SyncBatch(records: (0..<50).map { Record(seq: UInt64($0), timestamp: 0, payload: Array(repeating: 0x31, count: 25)) }, end: 50)
+        refused.encodedBytes = 50 * 105
+        refused.state = .inFlight(slot: 0, sent: .zero)
+        harness.machine.phase = .draining
+        harness.machine.window = [refused]
+        harness.machine.nextSlot = 1
+        _ = harness.machine.handle(.uploadCompleted(slot: 0, .tooLarge(Self.tooLarge), bytes: 50 * 105), now: .zero, jitter: 0)
+        #expect(harness.machine.batchLimits.bytes == 50 * 105 / 2)
+        #expect(harness.machine.batchLimits.count == 25)
+    }
+
+    @Test func theCeilingGrowsBackAfterManyAcceptedBatches() {
+        var harness = MachineHarness(Self.configuration(.fixed(1)), records: 10)
+        harness.respond = { $0.records.count > 5 ? .tooLarge(Self.tooLarge) : .accepted }
+        harness.flush()
+        #expect(harness.machine.batchLimits.count == 5)
+        harness.respond = { _ in .accepted }
+        harness.append(Int(SyncStateMachine.ceilingGrowthBatches) * 10)
+        harness.flush()
+        #expect(harness.machine.batchLimits.count > 5)
+    }
+
+    @Test func aRefusedRecordInTheWindowIsDeadLetteredInOrder() {
+        var harness = MachineHarness(Self.configuration(), records: 40)
+        harness.respond = { batch in
+            batch.records.contains { $0.seq == 23 } ? .rejected(SyncError(.rejected, "bad event", status: 400)) : .accepted
+        }
+        let id = harness.flush()
+        #expect(harness.deadLettered == [23])
+        #expect(harness.committed == 40)
+        #expect(harness.reports[id]?.records == 39)
+        #expect(harness.reports[id]?.deadLettered == 1)
+        // Commits move forward only, and the one at 24 (past the dead letter) comes after the
+        // commit at 20 (the prefix before it).
+        #expect(harness.commits == harness.commits.sorted())
+        #expect(harness.commits.contains(20) && harness.commits.contains(24))
+    }
+
+    @Test func stopWithSeveralInFlightCommitsNothingTheyCarry() {
+        var harness = MachineHarness(Self.configuration(), records: 40)
+        harness.holdUploads = true
+        let id = harness.flush()
+        harness.complete(first: 10)
+        harness.send(.stop)
+        #expect(harness.reports[id]?.failure?.code == .stopped)
+        harness.complete(first: 0)
+        harness.complete(first: 20)
+        harness.complete(first: 30)
+        #expect(harness.commits.isEmpty)
+    }
+
+    /// A fatal answer (a 403 from a destination that will never let this worker in) stops
+    /// the worker: no more sends, nothing committed past that batch, every waiting flush ends
+    /// with the error, and the machine asks its driver for the teardown `stop()` does.
+    @Test func aFatalAnswerStopsTheWorker() {
+        var harness = MachineHarness(Self.configuration(), records: 100)
+        harness.holdUploads = true
+        harness.send(.start)
+        let first = harness.flush(retries: 5)
+        let second = harness.flush()
+        harness.complete(first: 0)
+        #expect(harness.commits == [10])
+        harness.complete(.fatal(Self.forbidden), first: 20)
+        #expect(harness.machine.isStopped)
+        #expect(harness.shutDown)
+        #expect(harness.reports[first]?.failure?.status == 403)
+        #expect(harness.reports[second]?.failure?.status == 403)
+        #expect(harness.results[first]?.last?.name == "error(rejected)")
+        let sent = harness.uploads.count
+        while !harness.inFlight.isEmpty { harness.complete() }
+        #expect(harness.uploads.count == sent)
+        #expect(harness.commits == [10])
+        #expect(harness.timer == nil)
+        let late = harness.flush()
+        #expect(harness.reports[late]?.failure?.code == .stopped)
+    }
+
+    @Test func aDeadlineAnswersTheFlushWhileRequestsAreInFlightAndTheyStillCommit() throws {
+        var harness = MachineHarness(Self.configuration(), records: 40)
+        harness.holdUploads = true
+        let id = harness.flush(deadline: .seconds(5))
+        #expect(harness.inFlight.count == 4)
+        harness.advance(to: .seconds(5))
+        let report = try #require(harness.reports[id])
+        #expect(report.deadlineReached)
+        #expect(report.records == 0)
+        while !harness.inFlight.isEmpty { harness.complete() }
+        #expect(harness.committed == 40)
+        #expect(harness.machine.stats.records == 40)
+    }
+
+    /// `spool sync --once` beside a writer that keeps appending: the flush ends at the end
+    /// of the log it saw when it started, and reads nothing past it.
+    @Test func aFlushThroughAnOffsetEndsThereWhateverIsWrittenAfter() {
+        var harness = MachineHarness(Self.configuration(), records: 35)
+        harness.holdUploads = true
+        let id = harness.flush(through: 35)
+        harness.append(1_000)
+        while !harness.inFlight.isEmpty { harness.complete() }
+        #expect(harness.reports[id]?.records == 35)
+        #expect(harness.reports[id]?.failure == nil)
+        #expect(harness.committed == 35)
+        #expect(harness.uploads.flatMap { $0 }.allSatisfy { $0 < 35 })
+        #expect(harness.machine.isIdle)
+    }
+
+    /// `--retries N` counts retries of one upload: a server that fails one request in three
+    /// (never the same upload twice) does not end a flush with 1 retry allowed.
+    @Test func retriesCountPerUploadNotPerFlush() {
+        var harness = MachineHarness(Self.configuration(.fixed(1)), records: 300)
+        var count = 0
+        harness.respond = { _ in
+            count += 1
+            return count % 3 == 0 ? .retry(Self.unavailable) : .accepted
+        }
+        let id = harness.flush(retries: 1)
+        for _ in 0..<100 where harness.reports[id] == nil { harness.advance(to: harness.now + .seconds(120)) }
+        #expect(harness.reports[id]?.failure == nil)
+        #expect(harness.committed == 300)
+        #expect(harness.machine.stats.retries > 1)
+    }
+
+    @Test func aFlushWithRetriesStillEndsWhenOneUploadFailsTooOften() {
+        var harness = MachineHarness(Self.configuration(.fixed(1)), records: 30)
+        harness.respond = { $0.records[0].seq == 10 ? .retry(Self.unavailable) : .accepted }
+        let id = harness.flush(retries: 2)
+        for _ in 0..<10 where harness.reports[id] == nil { harness.advance(to: harness.now + .seconds(120)) }
+        #expect(harness.reports[id]?.failure?.status == 503)
+        #expect(harness.committed == 10)
+        #expect(harness.uploads.filter { $0.first == 10 }.count == 3)  // the first try and 2 retries
+        #expect(harness.machine.stats.retries == 2)
+    }
+
+    /// Batches delivered since the last failure are progress: the backoff starts over instead
+    /// of growing toward its cap (one failed request in every few took a sync from seconds to
+    /// minutes). Every fifth request fails: no batch fails twice in a row.
+    @Test func progressBetweenFailuresRestartsTheBackoff() {
+        var harness = MachineHarness(Self.configuration(), records: 600)
+        var count = 0
+        harness.respond = { _ in
+            count += 1
+            return count % 5 == 0 ? .retry(Self.unavailable) : .accepted
+        }
+        let id = harness.flush(retries: 5)
+        var longest: Duration = .zero
+        for _ in 0..<1_000 where harness.reports[id] == nil {
+            if let backoff = harness.backoff { longest = max(longest, backoff.at - harness.now) }
+            harness.advance(to: harness.now + .seconds(1))
+        }
+        #expect(harness.committed == 600)
+        #expect(harness.reports[id]?.failure == nil)
+        #expect(longest <= SyncConfiguration().backoff.base)  // never past the first step
+    }
+
+    /// Answers a round trip apart: every request in flight is answered `rtt` after the last
+    /// answers, each answer refilling its slot at once.
+    static func answerInFlight(_ harness: inout MachineHarness, after rtt: Duration, _ outcome: UploadOutcome = .accepted) {
+        harness.now += rtt
+        for _ in 0..<harness.inFlight.count { harness.complete(outcome) }
+    }
+
+    @Test func theFastStartDoublesEveryRoundTripAndStopsAtTheFirst503() {
+        var harness = MachineHarness(Self.configuration(.adaptive(max: 64)), records: 100_000)
+        harness.holdUploads = true
+        harness.flush()
+        var levels: [Int] = []
+        for _ in 0..<5 {
+            levels.append(harness.inFlight.count)
+            Self.answerInFlight(&harness, after: .milliseconds(50))
+        }
+        #expect(levels == [1, 2, 4, 8, 16])
+        #expect(harness.inFlight.count == 32)
+        // A 503 among them: one halving (to the level before the last doubling), not one per 503.
+        harness.now += .milliseconds(50)
+        harness.complete(.retry(Self.unavailable), first: harness.inFlightFirsts.last)
+        #expect(harness.machine.concurrency.limit == 16)
+        #expect(!harness.machine.concurrency.fastStart)
+        #expect(harness.machine.stats.peakConcurrency == 32)
+    }
+
+    @Test func adaptiveConcurrencyNeverGrowsWhileEverythingFails() {
+        var harness = MachineHarness(Self.configuration(.adaptive(max: 16)), records: 1_000)
+        harness.holdUploads = true
+        harness.send(.start)  // a running worker retries by itself
+        for _ in 0..<20 {
+            Self.answerInFlight(&harness, after: .milliseconds(5), .retry(Self.internalError))
+            harness.advance(to: harness.now + .seconds(120))
+        }
+        #expect(harness.machine.concurrency.limit == 1)
+        #expect(harness.machine.stats.peakInFlight == 1)
+        #expect(harness.committed == 0)
+    }
+}
