@@ -10,22 +10,26 @@ public struct PostgresBatch: Sendable {
     let columns: [BinaryArray]
     /// How many rows it carries.
     let count: Int
+    /// How many of its records could not become rows (a collector's log holding a record
+    /// that is not an origin record): such a request is refused without being sent.
+    let unreadable: Int
 
-    /// Encodes `rows`: a record `jsonb` takes goes to `data`, any other to `data_bytes`.
-    init(rows: [PostgresTableRow]) {
+    /// Encodes `rows`: a record `jsonb` takes goes to `data`, any other to `data_bytes`; a
+    /// `nil` (a record that could not become a row) is counted in ``unreadable``.
+    init(rows: [PostgresTableRow?]) {
         var ids = BinaryArray(element: .text, count: rows.count)
         var logIDs = BinaryArray(element: .text, count: rows.count)
         var seqs = BinaryArray(element: .int8, count: rows.count)
         var times = BinaryArray(element: .timestamptz, count: rows.count)
         var data = BinaryArray(element: .jsonb, count: rows.count)
         var dataBytes = BinaryArray(element: .bytea, count: rows.count)
-        for row in rows {
+        let unreadable = rows.count { $0 == nil }
+        for case let row? in rows {
             ids.append(utf8: row.id)
             logIDs.append(utf8: row.logID)
             seqs.append(int64: row.seq)
             // timestamptz: microseconds since 2000-01-01T00:00:00Z.
-            let (micros, overflow) = (row.milliseconds - Self.postgresEpochMilliseconds).multipliedReportingOverflow(by: 1000)
-            if overflow { times.appendNull() } else { times.append(int64: micros) }
+            if let micros = row.milliseconds.flatMap(Self.postgresMicroseconds) { times.append(int64: micros) } else { times.appendNull() }
             if PostgresTableRow.isJSONB(row.bytes) {
                 data.append(jsonb: row.bytes)
                 dataBytes.appendNull()
@@ -34,8 +38,17 @@ public struct PostgresBatch: Sendable {
                 dataBytes.append(bytes: row.bytes)
             }
         }
-        columns = [ids, logIDs, seqs, times, data, dataBytes]
-        count = rows.count
+        columns = [ids, logIDs, seqs, times, data, dataBytes].map { $0.finished(count: rows.count - unreadable) }
+        count = rows.count - unreadable
+        self.unreadable = unreadable
+    }
+
+    /// `timestamptz`'s binary form of `milliseconds` since 1970: microseconds since
+    /// 2000-01-01T00:00:00Z; `nil` when that overflows.
+    static func postgresMicroseconds(_ milliseconds: Int64) -> Int64? {
+        let (since2000, borrow) = milliseconds.subtractingReportingOverflow(postgresEpochMilliseconds)
+        let (micros, overflow) = since2000.multipliedReportingOverflow(by: 1000)
+        return borrow || overflow ? nil : micros
     }
 
     /// 2000-01-01T00:00:00Z in milliseconds since 1970: PostgreSQL's epoch.
@@ -68,6 +81,8 @@ struct BinaryArray: PostgresDynamicTypeEncodable, Sendable {
     private let element: Element
     /// Where the has-null flag is, to set it when a null is appended.
     private static let nullFlagIndex = 4
+    /// Where the number of elements is.
+    private static let lengthIndex = 12
 
     init(element: Element, count: Int) {
         self.element = element
@@ -75,8 +90,15 @@ struct BinaryArray: PostgresDynamicTypeEncodable, Sendable {
         buffer.writeInteger(Int32(1))  // dimensions
         buffer.writeInteger(Int32(0))  // has nulls: set by appendNull
         buffer.writeInteger(element.oid)
-        buffer.writeInteger(Int32(count))
+        buffer.writeInteger(Int32(count))  // the length: set again by finished(count:)
         buffer.writeInteger(Int32(1))  // lower bound
+    }
+
+    /// The array with its length set to the `count` elements appended.
+    func finished(count: Int) -> BinaryArray {
+        var array = self
+        array.buffer.setInteger(Int32(count), at: Self.lengthIndex)
+        return array
     }
 
     mutating func appendNull() {

@@ -13,16 +13,27 @@ struct PostgresTableRow: Sendable, Equatable {
     var logID: String
     /// The record's seq in that log.
     var seq: Int64
-    /// Milliseconds since 1970, when the record was appended.
-    var milliseconds: Int64
+    /// Milliseconds since 1970, when the record was appended (`nil`: an origin record
+    /// that arrived without a time).
+    var milliseconds: Int64?
     /// The record's exact bytes.
     var bytes: [UInt8]
 
-    /// The mapping of a log's own records: the id, log id, seq and time are this log's.
+    /// What a record of the log `logID` becomes: the one place a record turns into a row.
     ///
-    /// The one place a record becomes a row: a log whose records carry another log's
-    /// identity (a collector's) maps them here, and nothing else changes.
-    static func mapping(logID: LogID) -> @Sendable (Record) -> PostgresTableRow {
+    /// A log's own records keep this log's id, their seq and their time. A collector's log
+    /// (`origins`) holds ``OriginRecord``s: each row carries the device log's id, the record's
+    /// seq and time there, and its exact bytes, so a record keeps one id from the device to the
+    /// table. `nil` for a record that is not a valid origin record.
+    static func mapping(logID: LogID, origins: Bool) -> @Sendable (Record) -> PostgresTableRow? {
+        if origins {
+            return { record in
+                guard let origin = try? OriginRecord.decode(record.payload) else { return nil }
+                return PostgresTableRow(
+                    id: origin.id, logID: origin.log.description, seq: Int64(bitPattern: origin.seq),
+                    milliseconds: origin.time, bytes: origin.payload)
+            }
+        }
         let logIDText = logID.description
         return { record in
             PostgresTableRow(

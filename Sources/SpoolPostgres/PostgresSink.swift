@@ -28,7 +28,7 @@ public struct PostgresSink: SyncSink {
     /// Where the sink inserts.
     public let configuration: Configuration
     private let table: PostgresTable
-    private let row: @Sendable (Record) -> PostgresTableRow
+    private let row: @Sendable (Record) -> PostgresTableRow?
     private let connections: PostgresConnections
     private let setup: TableSetup
     private let logger: Logger
@@ -41,15 +41,20 @@ public struct PostgresSink: SyncSink {
     /// - Parameters:
     ///   - configuration: the server, credentials and table.
     ///   - logID: the log the records come from: with their seq, it makes their ids.
+    ///   - origins: whether the log is a collector's, whose records are `OriginRecord`s: then
+    ///     each row carries the device record's id, log id, seq, time and bytes, and a record
+    ///     that is not a valid origin record is refused (dead-lettered).
     ///   - logger: where the sink logs, at debug level, connection failures (never a payload
     ///     or a password).
     /// - Throws: ``SyncError/Code/invalidConfiguration`` when the configuration is invalid.
-    public init(configuration: Configuration, logID: LogID, logger: Logger = Logger(label: "spool.postgres")) throws(SyncError) {
+    public init(
+        configuration: Configuration, logID: LogID, origins: Bool = false, logger: Logger = Logger(label: "spool.postgres")
+    ) throws(SyncError) {
         try configuration.validate()
         guard let name = TableName(configuration.table) else { preconditionFailure("validated") }
         self.configuration = configuration
         self.table = PostgresTable(name: name, displayName: configuration.table)
-        self.row = PostgresTableRow.mapping(logID: logID)
+        self.row = PostgresTableRow.mapping(logID: logID, origins: origins)
         self.logger = logger
         self.setup = TableSetup()
         var connection = PostgresConnection.Configuration(
@@ -82,7 +87,10 @@ public struct PostgresSink: SyncSink {
     /// Inserts the request's rows in one transaction, answering ``UploadOutcome/accepted``
     /// once `COMMIT` returned; see ``PostgresSink`` for how errors map to outcomes.
     public func send(_ request: PostgresBatch, timeout: Duration) async -> UploadOutcome {
-        await withTaskGroup(of: UploadOutcome?.self) { group in
+        if request.unreadable > 0 {
+            return .rejected(SyncError(.rejected, "a record of the collector's log is not an origin record"))
+        }
+        return await withTaskGroup(of: UploadOutcome?.self) { group in
             group.addTask { await self.attempt(request) }
             group.addTask {
                 try? await Task.sleep(for: timeout)

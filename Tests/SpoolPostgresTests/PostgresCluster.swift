@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 
+/// Every suite that uses the cluster, one test at a time: some stop and restart it.
+@Suite(.serialized) enum PostgresSuites {}
+
 /// A PostgreSQL 15 cluster of the test process's own: `initdb` into a temporary directory,
 /// `pg_ctl start` on a free port of 127.0.0.1, stopped (`pg_ctl stop -m fast`) and removed
 /// when the process exits. Run as the `postgres` user when the tests run as root.
