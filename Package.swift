@@ -102,7 +102,8 @@ let package = Package(
         .target(
             name: "SpoolBench",
             dependencies: [
-                "Spool", "SpoolSync", "SpoolCollector", "SpoolPubSub", "CZstd", .product(name: "Logging", package: "swift-log"),
+                "Spool", "SpoolSync", "SpoolCollector", "SpoolPubSub", "SpoolPostgres", "CZstd",
+                .product(name: "Logging", package: "swift-log"),
                 // The Pub/Sub emulator's administration and the plain publisher the Pub/Sub row is compared with.
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
