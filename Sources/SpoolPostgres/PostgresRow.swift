@@ -22,7 +22,7 @@ struct PostgresTableRow: Sendable, Equatable {
     /// What a record of the log `logID` becomes: the one place a record turns into a row.
     ///
     /// A log's own records keep this log's id, their seq and their time. A collector's log
-    /// (`origins`) holds ``OriginRecord``s: each row carries the device log's id, the record's
+    /// (`origins`) holds `OriginRecord`s: each row carries the device log's id, the record's
     /// seq and time there, and its exact bytes, so a record keeps one id from the device to the
     /// table. `nil` for a record that is not a valid origin record.
     static func mapping(logID: LogID, origins: Bool) -> @Sendable (Record) -> PostgresTableRow? {

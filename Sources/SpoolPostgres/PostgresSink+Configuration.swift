@@ -8,7 +8,7 @@ extension PostgresSink {
     /// The password is never printed: ``description`` and ``redactedURL`` leave it out.
     public struct Configuration: Sendable, CustomStringConvertible {
         /// Whether the connection is encrypted, as libpq's `sslmode`.
-        public enum TLSMode: String, Sendable {
+        public enum TLSMode: Sendable {
             /// Never: plain TCP. The default.
             case disable
             /// TLS when the server offers it, plain TCP otherwise; the certificate is not
@@ -18,7 +18,23 @@ extension PostgresSink {
             case require
             /// TLS with the certificate verified against the system's roots and the host name
             /// (libpq's `verify-full`).
-            case verifyFull = "verify-full"
+            case verifyFull
+
+            /// Reads libpq's spelling: `disable`, `prefer`, `require`, `verify-full`.
+            public init?(sslmode: String) {
+                guard let mode = [Self.disable, .prefer, .require, .verifyFull].first(where: { $0.sslmode == sslmode }) else { return nil }
+                self = mode
+            }
+
+            /// libpq's spelling of the mode.
+            public var sslmode: String {
+                switch self {
+                case .disable: "disable"
+                case .prefer: "prefer"
+                case .require: "require"
+                case .verifyFull: "verify-full"
+                }
+            }
         }
 
         /// The server's host name or address.
@@ -60,7 +76,7 @@ extension PostgresSink {
         ///   - url: the server's URL; user, password and database are percent-decoded.
         ///   - table: the table (see ``table``).
         ///   - password: the password when the URL carries none (`PGPASSWORD`, say).
-        /// - Throws: ``SyncError/Code/invalidConfiguration`` naming what is wrong, with the URL
+        /// - Throws: `SyncError.Code.invalidConfiguration` naming what is wrong, with the URL
         ///   printed without its password.
         public init(url: String, table: String, password: String? = nil) throws(SyncError) {
             let redacted = Self.redact(url)
@@ -79,7 +95,7 @@ extension PostgresSink {
             for item in components.queryItems ?? [] {
                 switch item.name {
                 case "sslmode":
-                    guard let mode = TLSMode(rawValue: item.value ?? "") else {
+                    guard let mode = TLSMode(sslmode: item.value ?? "") else {
                         throw invalid("has sslmode '\(item.value ?? "")': disable, prefer, require or verify-full")
                     }
                     tls = mode
@@ -98,7 +114,7 @@ extension PostgresSink {
             components.host = host
             components.port = port
             components.path = "/" + database
-            if tls != .disable { components.queryItems = [URLQueryItem(name: "sslmode", value: tls.rawValue)] }
+            if tls != .disable { components.queryItems = [URLQueryItem(name: "sslmode", value: tls.sslmode)] }
             return components.string ?? "postgres://\(host):\(port)/\(database)"
         }
 
@@ -107,7 +123,7 @@ extension PostgresSink {
 
         /// Checks the table's name and the port.
         ///
-        /// - Throws: ``SyncError/Code/invalidConfiguration`` naming the field.
+        /// - Throws: `SyncError.Code.invalidConfiguration` naming the field.
         public func validate() throws(SyncError) {
             guard (1...65_535).contains(port) else {
                 throw SyncError(.invalidConfiguration, "the PostgreSQL port must be 1...65535, not \(port)")

@@ -4,7 +4,7 @@ import Spool
 import SpoolSync
 import Synchronization
 
-/// A ``SyncSink`` that inserts records into a PostgreSQL table, each record exactly once.
+/// A `SyncSink` that inserts records into a PostgreSQL table, each record exactly once.
 ///
 /// Each request is one transaction: `BEGIN`, one `INSERT … SELECT FROM unnest(…)` of every
 /// row (the arrays bound in binary) with `ON CONFLICT (id) DO NOTHING`, `COMMIT`; the request
@@ -46,7 +46,7 @@ public struct PostgresSink: SyncSink {
     ///     that is not a valid origin record is refused (dead-lettered).
     ///   - logger: where the sink logs, at debug level, connection failures (never a payload
     ///     or a password).
-    /// - Throws: ``SyncError/Code/invalidConfiguration`` when the configuration is invalid.
+    /// - Throws: `SyncError.Code.invalidConfiguration` when the configuration is invalid.
     public init(
         configuration: Configuration, logID: LogID, origins: Bool = false, logger: Logger = Logger(label: "spool.postgres")
     ) throws(SyncError) {
@@ -84,7 +84,7 @@ public struct PostgresSink: SyncSink {
         return SinkRequest(body: request, count: records.count, bytes: records.reduce(0) { $0 + $1.payload.count })
     }
 
-    /// Inserts the request's rows in one transaction, answering ``UploadOutcome/accepted``
+    /// Inserts the request's rows in one transaction, answering `UploadOutcome.accepted`
     /// once `COMMIT` returned; see ``PostgresSink`` for how errors map to outcomes.
     public func send(_ request: PostgresBatch, timeout: Duration) async -> UploadOutcome {
         if request.unreadable > 0 {

@@ -34,7 +34,7 @@ struct PostgresTable: Sendable {
 
     /// Creates the table when asked and it is missing, then checks it is Spool's.
     ///
-    /// - Throws: ``SyncError`` (``SyncError/Code/destinationRefused``) when the table is
+    /// - Throws: `SyncError` (`SyncError.Code.destinationRefused`) when the table is
     ///   missing, or has other columns, types, or primary key; what the connection threw
     ///   otherwise (classified by the caller).
     func prepare(on connection: PostgresConnection, create: Bool, destination: String, logger: Logger) async throws {
