@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "Spool", targets: ["Spool"]),
         .library(name: "SpoolSync", targets: ["SpoolSync"]),
         .library(name: "SpoolCollector", targets: ["SpoolCollector"]),
+        .library(name: "SpoolPostgres", targets: ["SpoolPostgres"]),
         .library(name: "SpoolPubSub", targets: ["SpoolPubSub"]),
         .library(name: "SpoolBench", targets: ["SpoolBench"]),
         .executable(name: "spool", targets: ["spool"]),
@@ -34,6 +35,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.21.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.21.0"),
         // `swift package generate-documentation` for the DocC catalogs (scripts/docs); a plugin,
         // so nothing of it is linked into Spool.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
@@ -66,6 +68,16 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
+        // The PostgreSQL sink: its own product, so that an app linking SpoolSync links no
+        // postgres-nio (nor SwiftNIO's TLS stack on Apple platforms).
+        .target(
+            name: "SpoolPostgres",
+            dependencies: [
+                "Spool", "SpoolSync",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Google Cloud Pub/Sub as a destination: its REST publish through SpoolSync's uploaders,
         // and the service-account token flow (RS256 from swift-crypto's extras).
         .target(
@@ -92,7 +104,8 @@ let package = Package(
         .target(
             name: "SpoolBench",
             dependencies: [
-                "Spool", "SpoolSync", "SpoolCollector", "SpoolPubSub", "CZstd", .product(name: "Logging", package: "swift-log"),
+                "Spool", "SpoolSync", "SpoolCollector", "SpoolPubSub", "SpoolPostgres", "CZstd",
+                .product(name: "Logging", package: "swift-log"),
                 // The Pub/Sub emulator's administration and the plain publisher the Pub/Sub row is compared with.
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
@@ -100,7 +113,7 @@ let package = Package(
         .executableTarget(
             name: "spool",
             dependencies: [
-                "Spool", "SpoolSync", "SpoolCollector", "SpoolBench", "SpoolPubSub",
+                "Spool", "SpoolSync", "SpoolCollector", "SpoolBench", "SpoolPubSub", "SpoolPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // `--metrics-port`: the metrics in Prometheus' text format, served by Hummingbird.
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -130,6 +143,12 @@ let package = Package(
         ]),
         .testTarget(name: "SpoolCollectorTests", dependencies: [
             "Spool", "SpoolCollector", "CZstd", "CZlib", .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        ]),
+        // The PostgreSQL sink against a real PostgreSQL 15 cluster of the test process's own
+        // (initdb, pg_ctl on 127.0.0.1), and `spool sync --postgres` as a child process.
+        .testTarget(name: "SpoolPostgresTests", dependencies: [
+            "Spool", "SpoolSync", "SpoolPostgres", "spool",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
         // A fuzz target for the segment and offset-file readers; without libFuzzer it replays
         // inputs given as arguments (README, "Crash testing").

@@ -38,6 +38,10 @@ public struct BenchOptions: Sendable {
     /// outliers, fast start, 503s and a full accept queue, which `sync` includes too); nil runs them all. For profiling one group. The default is nil.
     public var groups: Set<String>? = nil
 
+    /// The PostgreSQL server of the `postgres` group (`postgres://USER@HOST:PORT/DB`), where
+    /// it creates and drops tables named `bench_…`. The default is none: the group is not run.
+    public var postgres: String? = nil
+
     /// Records appended one at a time (0.5 ms apart) per follow measurement. The default is 2,000.
     public var followEvents = 2_000
     /// The arguments that make this executable run ``runFollowProbe(directory:)`` (the log's

@@ -50,6 +50,9 @@ public struct BenchRunner: Sendable {
         if options.runs("sync") || options.runs("sync-window") { rows += try await context.syncWindowRows() }
         // Only when asked: it starts the Pub/Sub emulator (the Google Cloud CLI), which `spool bench` users may not have.
         if options.groups?.contains("pubsub") == true { rows += try await context.pubSubRows() }
+        if options.groups?.contains("postgres") == true || (options.groups == nil && options.postgres != nil) {
+            rows += try await context.postgresRows()
+        }
         if options.runs("open") { rows += try await context.openRows() }
         if options.runs("memory") { rows += try await context.memoryRows() }
         if options.runs("trickle") { rows += try await context.trickleRows() }

@@ -21,6 +21,8 @@ struct BenchCommand: AsyncParsableCommand {
     var json: String?
     @Option(name: .customLong("only"), help: "Run only these scenario groups (append, seal, drain, sync, open, memory, trickle, follow; synced = only the synced appends; sync-latency = only the drains through a collector 0, 10 and 50 ms away); repeatable.")
     var groups: [String] = []
+    @Option(help: "A PostgreSQL server (postgres://USER@HOST:PORT/DB) for the postgres rows: tables bench_… are created and dropped there.")
+    var postgres: String?
 
     @Flag(help: "A run of seconds that touches every scenario.")
     var quick = false
@@ -43,6 +45,7 @@ struct BenchCommand: AsyncParsableCommand {
         options.directory = dir
         if let events { options.events = events }
         if !groups.isEmpty { options.groups = Set(groups) }
+        options.postgres = postgres
         let report = try await BenchRunner(options: options).run()
         try Output.write(report.table() + "\n")
         if let json {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Spool
+import SpoolPostgres
 import SpoolPubSub
 import SpoolSync
 
@@ -26,10 +27,35 @@ struct DestinationOptions: ParsableArguments {
         """)
     var orderingKey: PubSubSink.OrderingKey = .none
 
+    @Option(help: """
+        Insert into PostgreSQL, postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=MODE]: each \
+        request one transaction, each record once (ON CONFLICT (id) DO NOTHING). The password \
+        may come from PGPASSWORD instead; it is never printed.
+        """)
+    var postgres: String?
+
+    @Option(help: "The PostgreSQL table (NAME or SCHEMA.NAME): id text primary key, log_id, seq, time, data jsonb, data_bytes bytea.")
+    var table: String?
+
+    @Flag(name: .customLong("create-table"), help: "Create the --table when it is missing (without it, a missing table stops the sync).")
+    var createTable = false
+
     func validate() throws {
-        let given = [url != nil, pubsubTopic != nil].filter { $0 }.count
+        let given = [url != nil, pubsubTopic != nil, postgres != nil].filter { $0 }.count
         guard given == 1 else {
-            throw ValidationError(given == 0 ? "give a destination: --url or --pubsub-topic" : "give one destination: --url or --pubsub-topic, not both")
+            throw ValidationError(given == 0 ? "give a destination: --url, --pubsub-topic or --postgres"
+                                             : "give one destination: --url, --pubsub-topic or --postgres, not several")
+        }
+        if postgres == nil, table != nil || createTable {
+            throw ValidationError("--table and --create-table go with --postgres")
+        }
+        if postgres != nil {
+            guard table != nil else { throw ValidationError("--postgres needs --table NAME") }
+            do {
+                _ = try postgresConfiguration()
+            } catch {
+                throw ValidationError(error.message)
+            }
         }
         if let url {
             guard let parsed = endpoint?.url, let scheme = parsed.scheme?.lowercased(), ["http", "https"].contains(scheme), parsed.host != nil else {
@@ -51,6 +77,10 @@ struct DestinationOptions: ParsableArguments {
 
     /// The sink for the records of log `logID` (`origins`: a collector's log of device records).
     func sink(logID: LogID, origins: Bool, configuration: SyncConfiguration) throws -> any SyncSink {
+        if postgres != nil {
+            return try PostgresSink(configuration: try postgresConfiguration(), logID: logID, origins: origins,
+                                    logger: commandLogger("spool.postgres"))
+        }
         if let topic = pubsubTopic {
             return try PubSubSink(topic: topic, endpoint: pubsubEndpoint.flatMap(URL.init(string:)), orderingKey: orderingKey,
                                   logID: logID, origins: origins)
@@ -63,10 +93,21 @@ struct DestinationOptions: ParsableArguments {
     /// query's token among them.)
     var printable: String {
         if let pubsubTopic { return "Pub/Sub topic \(pubsubTopic)" }
+        if let configuration = try? postgresConfiguration() { return "PostgreSQL \(configuration)" }
         guard let url = endpoint?.url, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return "the collector" }
         components.query = nil
         components.fragment = nil
         return components.string ?? "the collector"
+    }
+
+    /// `--postgres`, `--table` and `--create-table`, with the password from PGPASSWORD when
+    /// the URL has none.
+    func postgresConfiguration() throws(SyncError) -> PostgresSink.Configuration {
+        guard let postgres else { throw SyncError(.invalidConfiguration, "no --postgres") }
+        var configuration = try PostgresSink.Configuration(
+            url: postgres, table: table ?? "", password: ProcessInfo.processInfo.environment["PGPASSWORD"])
+        configuration.createTable = createTable
+        return configuration
     }
 
     /// `--url` without its `user:password@` part, and those credentials as a Basic

@@ -35,10 +35,10 @@ struct SyncCommand: AsyncParsableCommand {
     @Flag(help: LogDirectory.createConsumerHelp)
     var create = false
 
-    @Option(name: .customLong("batch-count"), help: "Most records per request (default 50).")
+    @Option(name: .customLong("batch-count"), help: "Most records per request (default 50; 1000 with --postgres).")
     var batchCount: Int?
 
-    @Option(name: .customLong("batch-bytes"), help: "Most bytes of encoded body per request (default 524288).")
+    @Option(name: .customLong("batch-bytes"), help: "Most bytes per request: of encoded body, or of the records themselves with --postgres (default 524288).")
     var batchBytes: Int?
 
     @Option(help: "Seconds between periodic flushes; 0 or less disables them (default 15, at least 5).")
@@ -179,6 +179,8 @@ struct SyncCommand: AsyncParsableCommand {
 
     private func makeConfiguration() throws(SyncError) -> SyncConfiguration {
         var configuration = SyncConfiguration()
+        // A PostgreSQL transaction costs three round trips whatever its size: larger batches.
+        if destination.postgres != nil { configuration.maxBatchCount = 1000 }
         if let batchCount { configuration.maxBatchCount = batchCount }
         if let batchBytes { configuration.maxBatchBytes = batchBytes }
         // Not rounded to milliseconds: a positive value below half a millisecond must stay

@@ -28,6 +28,8 @@ struct Compare: AsyncParsableCommand {
     var backlog: Int?
     @Option(name: .customLong("only"), help: "Run only these scenario groups (append, seal, drain, sync, open, memory, trickle, follow; synced = only the synced appends; sync-latency = only the drains through a collector 0, 10 and 50 ms away; sync-window = only issue #26's sliding-window rows); repeatable.")
     var groups: [String] = []
+    @Option(help: "A PostgreSQL server (postgres://USER@HOST:PORT/DB) for the postgres rows: tables bench_… are created and dropped there.")
+    var postgres: String?
     @Option(name: .customLong("producers"), help: "Producers of the synced scenario (default 1, 16, 64); repeatable.")
     var producers: [Int] = []
 
@@ -55,6 +57,7 @@ struct Compare: AsyncParsableCommand {
         if largeOpen { options.includeLargeOpen() }
         if let backlog { options.backlogEvents = backlog }
         if !groups.isEmpty { options.groups = Set(groups) }
+        options.postgres = postgres
         if !producers.isEmpty { options.syncedProducers = producers }
         let report = try await BenchRunner(options: options, baseline: SQLiteBaseline()).run()
         print(report.table())

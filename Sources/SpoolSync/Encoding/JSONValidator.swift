@@ -4,7 +4,7 @@
 /// as a JSON string. Nesting deeper than ``maxDepth`` counts as invalid, so a hostile record
 /// cannot exhaust the stack. Also reports whether the text holds a line break outside its
 /// strings (which NDJSON must turn into spaces).
-struct JSONValidator {
+package struct JSONValidator {
     /// The deepest nesting of arrays and objects accepted: 126. A deeper record is sent as
     /// a JSON string instead, so that every body the worker makes fits the reference
     /// collector's limit (`JSONScanner.maxDepth` in SpoolCollector, 128), which counts the
@@ -13,7 +13,7 @@ struct JSONValidator {
     static let maxDepth = 126
 
     /// Whether `bytes` is a single valid JSON text.
-    static func isValid(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    package static func isValid(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var validator = JSONValidator(bytes: bytes)
         return validator.validateText()
     }

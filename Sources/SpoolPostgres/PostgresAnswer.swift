@@ -1,0 +1,68 @@
+import PostgresNIO
+import SpoolSync
+
+/// What PostgreSQL's answers mean for a request: an error becomes one of the outcomes the
+/// worker knows. Pure, so every mapping is tested without a server.
+///
+/// | answer | outcome |
+/// |---|---|
+/// | no connection, reset, closed; SQLSTATE classes 08 (connection), 53 (resources), 57 (shutting down, starting up, cancelled), 40 (serialization, deadlock), 55, 58, XX and any other | retry |
+/// | 22 (data exception: a value PostgreSQL refuses, which only its record causes) | rejected: split until the record is alone, then dead-lettered |
+/// | 54 (program limit: a value too large) | too large: split, then dead-lettered alone |
+/// | 28 (credentials), 3D (no such database), 3F, 42 (missing table, permission, schema), 0A, 23 (a constraint the table has beyond Spool's), 44; a password asked for and none given; no TLS where required | fatal: the worker stops |
+enum PostgresAnswer {
+    /// The outcome of a request that failed with `error`.
+    ///
+    /// - Parameters:
+    ///   - error: what the connection or a statement threw.
+    ///   - table: the table, named in a fatal error.
+    ///   - destination: the server without its password, named in a fatal error.
+    static func outcome(of error: any Error, table: String, destination: String) -> UploadOutcome {
+        if error is CancellationError {
+            return .retry(SyncError(.timeout, "the PostgreSQL request was cancelled or timed out"))
+        }
+        guard let error = error as? PSQLError else {
+            return .retry(SyncError(.network, "the connection to PostgreSQL at \(destination) failed", cause: error))
+        }
+        switch error.code {
+        case .server:
+            return serverOutcome(error, table: table, destination: destination)
+        case .authMechanismRequiresPassword:
+            return .fatal(SyncError(.destinationRefused, """
+                PostgreSQL at \(destination) asks for a password and none was given (give it in the \
+                URL or PGPASSWORD)
+                """))
+        case .unsupportedAuthMechanism, .saslError:
+            return .fatal(SyncError(.destinationRefused, "PostgreSQL at \(destination) refused the authentication (\(error.code))"))
+        case .sslUnsupported:
+            return .fatal(SyncError(.destinationRefused, "PostgreSQL at \(destination) does not offer TLS, which sslmode requires"))
+        case .queryCancelled:
+            return .retry(SyncError(.timeout, "the PostgreSQL statement was cancelled"))
+        default:
+            return .retry(SyncError(.network, "the connection to PostgreSQL at \(destination) failed (\(error.code))"))
+        }
+    }
+
+    /// The outcome of an error the server sent: by its SQLSTATE's class.
+    private static func serverOutcome(_ error: PSQLError, table: String, destination: String) -> UploadOutcome {
+        let state = error.serverInfo?[.sqlState] ?? ""
+        // The primary message names objects, never values; values go in `detail`, never read.
+        let message = error.serverInfo?[.message] ?? "no message"
+        let stateClass = String(state.prefix(2))
+        func failure(_ code: SyncError.Code, _ text: String) -> SyncError {
+            var failure = SyncError(code, text)
+            failure.serverMessage = message
+            return failure
+        }
+        switch stateClass {
+        case "22":
+            return .rejected(failure(.rejected, "PostgreSQL refused a value of the batch (SQLSTATE \(state))"))
+        case "54":
+            return .tooLarge(failure(.payloadTooLarge, "PostgreSQL refused the batch as too large (SQLSTATE \(state))"))
+        case "28", "3D", "3F", "42", "0A", "23", "44":
+            return .fatal(failure(.destinationRefused, "PostgreSQL at \(destination) refused table \(table): \(message) (SQLSTATE \(state))"))
+        default:
+            return .retry(failure(.serverError, "PostgreSQL failed the request (SQLSTATE \(state))"))
+        }
+    }
+}

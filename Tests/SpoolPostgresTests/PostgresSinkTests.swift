@@ -1,0 +1,265 @@
+import Foundation
+import Spool
+import SpoolSync
+import Testing
+@testable import SpoolPostgres
+
+/// The sink against a real PostgreSQL 15 (``PostgresCluster``), driven directly: `prepare`
+/// and `send` as the worker calls them.
+extension PostgresSuites { @Suite struct PostgresSinkTests {
+    @Test func everyRecordLandsOnceByteForByte() async throws {
+        let cluster = try PostgresCluster.shared()
+        let database = try cluster.createDatabase()
+        let logID = LogID.random()
+        let sink = try makeSink(cluster, database: database, table: "events", create: true, logID: logID)
+        let records = sampleRecords(count: 500)
+        var rest = records[...]
+        while !rest.isEmpty {
+            let request = sink.prepare(rest, maxBytes: 4096)
+            #expect(request.count >= 1)
+            #expect(await sink.send(request.body, timeout: .seconds(30)).isAccepted)
+            // Sent again, as after a lost answer: nothing lands twice.
+            #expect(await sink.send(request.body, timeout: .seconds(30)).isAccepted)
+            rest = rest.dropFirst(request.count)
+        }
+        await sink.shutdown()
+        try expectTable(cluster, database: database, table: "events", holds: records, logID: logID)
+    }
+
+    @Test func aMissingTableStopsTheWorkerNamingIt() async throws {
+        let cluster = try PostgresCluster.shared()
+        let database = try cluster.createDatabase()
+        let sink = try makeSink(cluster, database: database, table: "missing_events", create: false)
+        let outcome = await sink.send(sink.prepare(sampleRecords(count: 3)[...], maxBytes: 1 << 20).body, timeout: .seconds(30))
+        let error = try #require(outcome.fatalError)
+        #expect(error.code == .destinationRefused)
+        #expect(error.message.contains("missing_events"))
+        #expect(error.message.contains("--create-table"))
+        await sink.shutdown()
+    }
+
+    @Test func aTableOfOtherColumnsIsRefused() async throws {
+        let cluster = try PostgresCluster.shared()
+        let database = try cluster.createDatabase()
+        try cluster.psql("CREATE TABLE events (id text PRIMARY KEY, log_id text NOT NULL, seq integer NOT NULL, body json)", database: database)
+        let sink = try makeSink(cluster, database: database, table: "events", create: true)
+        let outcome = await sink.send(sink.prepare(sampleRecords(count: 3)[...], maxBytes: 1 << 20).body, timeout: .seconds(30))
+        let error = try #require(outcome.fatalError)
+        #expect(error.message.contains("is not Spool's"))
+        #expect(error.message.contains("seq integer"))
+        #expect(try cluster.psql("SELECT count(*) FROM events", database: database) == "0")
+        await sink.shutdown()
+    }
+
+    @Test func aTableWithoutItsPrimaryKeyIsRefused() async throws {
+        let cluster = try PostgresCluster.shared()
+        let database = try cluster.createDatabase()
+        try cluster.psql("""
+            CREATE TABLE events (id text, log_id text NOT NULL, seq bigint NOT NULL, time timestamptz, data jsonb, data_bytes bytea)
+            """, database: database)
+        let sink = try makeSink(cluster, database: database, table: "events", create: false)
+        let outcome = await sink.send(sink.prepare(sampleRecords(count: 3)[...], maxBytes: 1 << 20).body, timeout: .seconds(30))
+        #expect(try #require(outcome.fatalError).message.contains("primary key"))
+        await sink.shutdown()
+    }
+
+    @Test func aWrongPasswordIsFatalAndNeverPrinted() async throws {
+        let cluster = try PostgresCluster.shared()
+        let wrong = "not-the-Pa55word"
+        let configuration = try PostgresSink.Configuration(
+            url: cluster.url(database: "postgres", user: PostgresCluster.passwordRole, password: wrong), table: "events")
+        #expect(!configuration.description.contains(wrong))
+        #expect(!configuration.redactedURL.contains(wrong))
+        let sink = try PostgresSink(configuration: configuration, logID: .random())
+        let outcome = await sink.send(sink.prepare(sampleRecords(count: 1)[...], maxBytes: 1 << 20).body, timeout: .seconds(30))
+        let error = try #require(outcome.fatalError)
+        #expect(error.message.contains("password authentication failed"))
+        #expect(!"\(error)".contains(wrong))
+        #expect(!(error.serverMessage ?? "").contains(wrong))
+        await sink.shutdown()
+    }
+
+    @Test func theRightPasswordFromTheEnvironmentConnects() async throws {
+        let cluster = try PostgresCluster.shared()
+        let database = try cluster.createDatabase()
+        let configuration = try PostgresSink.Configuration(
+            url: cluster.url(database: database, user: PostgresCluster.passwordRole), table: "events", password: PostgresCluster.password)
+        var withCreate = configuration
+        withCreate.createTable = true
+        let sink = try PostgresSink(configuration: withCreate, logID: .random())
+        #expect(await sink.send(sink.prepare(sampleRecords(count: 10)[...], maxBytes: 1 << 20).body, timeout: .seconds(30)).isAccepted)
+        #expect(try cluster.psql("SELECT count(*) FROM events", database: database) == "10")
+        await sink.shutdown()
+    }
+
+    @Test func noPasswordWhereOneIsAskedIsFatal() async throws {
+        let cluster = try PostgresCluster.shared()
+        let configuration = try PostgresSink.Configuration(
+            url: cluster.url(database: "postgres", user: PostgresCluster.passwordRole), table: "events")
+        let sink = try PostgresSink(configuration: configuration, logID: .random())
+        let outcome = await sink.send(sink.prepare(sampleRecords(count: 1)[...], maxBytes: 1 << 20).body, timeout: .seconds(30))
+        #expect(try #require(outcome.fatalError).message.contains("password"))
+        await sink.shutdown()
+    }
+
+    @Test func noServerIsRetried() async throws {
+        let port = try PostgresCluster.freePort()
+        let configuration = try PostgresSink.Configuration(url: "postgres://postgres@127.0.0.1:\(port)/postgres", table: "events")
+        let sink = try PostgresSink(configuration: configuration, logID: .random())
+        let outcome = await sink.send(sink.prepare(sampleRecords(count: 1)[...], maxBytes: 1 << 20).body, timeout: .seconds(30))
+        guard case .retry(let error) = outcome else {
+            Issue.record("expected a retry, got \(outcome)")
+            return
+        }
+        #expect(error.code == .network)
+        await sink.shutdown()
+    }
+
+    @Test func aValuePostgresRefusesRejectsTheRequest() async throws {
+        let cluster = try PostgresCluster.shared()
+        let database = try cluster.createDatabase()
+        let sink = try makeSink(cluster, database: database, table: "events", create: true)
+        // Valid JSON, but beyond the range of PostgreSQL's numeric.
+        let poison = Record(seq: 7, timestamp: 0, payload: Array(#"{"n": 1e1000000}"#.utf8))
+        let outcome = await sink.send(sink.prepare(exactly: [poison]).body, timeout: .seconds(30))
+        guard case .rejected(let error) = outcome else {
+            Issue.record("expected a rejection, got \(outcome)")
+            return
+        }
+        #expect(!error.message.contains("1e1000000"))
+        #expect(try cluster.psql("SELECT count(*) FROM events", database: database) == "0")
+        await sink.shutdown()
+    }
+
+    @Test func aCrashOfPostgresIsRetriedAndNothingIsLostOrDoubled() async throws {
+        let cluster = try PostgresCluster.shared()
+        let database = try cluster.createDatabase()
+        let logID = LogID.random()
+        let sink = try makeSink(cluster, database: database, table: "events", create: true, logID: logID)
+        let records = sampleRecords(count: 3000)
+        var rest = records[...]
+        var retries = 0
+        var crashed = false
+        while !rest.isEmpty {
+            let request = sink.prepare(rest, maxBytes: 2048)
+            if !crashed && rest.count < records.count / 2 {
+                try cluster.stop(mode: "immediate")
+                crashed = true
+                #expect(!(await sink.send(request.body, timeout: .seconds(30)).isAccepted))
+                try cluster.start()
+            }
+            switch await sink.send(request.body, timeout: .seconds(30)) {
+            case .accepted:
+                rest = rest.dropFirst(request.count)
+            case .retry:
+                retries += 1
+                #expect(retries < 100)
+                try await Task.sleep(for: .milliseconds(100))
+            case let other:
+                Issue.record("unexpected \(other)")
+                return
+            }
+        }
+        await sink.shutdown()
+        try expectTable(cluster, database: database, table: "events", holds: records, logID: logID)
+    }
+
+    @Test func whatJSONBTakes() {
+        #expect(PostgresTableRow.isJSONB(Array(#"{"a":"\\u0000"}"#.utf8)))  // an escaped backslash, then text
+        #expect(!PostgresTableRow.isJSONB(Array(#"{"a":"\u0000"}"#.utf8)))
+        #expect(!PostgresTableRow.isJSONB(Array(#"["\ud800"]"#.utf8)))
+        #expect(!PostgresTableRow.isJSONB(Array(#"["\udc00\ud800"]"#.utf8)))
+        #expect(PostgresTableRow.isJSONB(Array(#"["\ud83d\ude00"]"#.utf8)))
+        #expect(PostgresTableRow.isJSONB(Array("42".utf8)))
+        #expect(!PostgresTableRow.isJSONB([0xFF, 0x7B]))
+        #expect(!PostgresTableRow.isJSONB(Array("plain".utf8)))
+    }
+
+    @Test func urlsAreReadAndPasswordsNeverPrinted() throws {
+        let configuration = try PostgresSink.Configuration(url: "postgresql://me:p%40ss@db.example:6543/app?sslmode=require", table: "a.events")
+        #expect(configuration.password == "p@ss")
+        #expect(configuration.port == 6543)
+        #expect(configuration.database == "app")
+        #expect(configuration.tls == .require)
+        #expect(configuration.redactedURL == "postgres://me@db.example:6543/app?sslmode=require")
+        #expect(TableName("a.events")?.quoted == #""a"."events""#)
+        #expect(throws: SyncError.self) { try PostgresSink.Configuration(url: "postgres://me:pw@h/db", table: "bad name;") }
+        do {
+            _ = try PostgresSink.Configuration(url: "postgres://me:pw@h/db?x=1", table: "t")
+            Issue.record("an unknown parameter was accepted")
+        } catch {
+            #expect(!"\(error)".contains("pw"))
+        }
+        #expect(PostgresSink.Configuration.redact("postgres://me:pw@h:1/db") == "postgres://me@h:1/db")
+    }
+} }
+
+// MARK: - Helpers
+
+func makeSink(
+    _ cluster: PostgresCluster, database: String, table: String, create: Bool, logID: LogID = .random()
+) throws -> PostgresSink {
+    var configuration = try PostgresSink.Configuration(url: cluster.url(database: database), table: table)
+    configuration.createTable = create
+    return try PostgresSink(configuration: configuration, logID: logID)
+}
+
+/// Records of every kind: JSON objects, JSON scalars, bytes that are not UTF-8, text that is
+/// not JSON, and JSON that `jsonb` refuses (`\u0000`).
+func sampleRecords(count: Int, start: UInt64 = 0) -> [Record] {
+    (start..<start + UInt64(count)).map { seq in
+        let payload: [UInt8] = switch seq % 5 {
+        case 0: Array(#"{"n":\#(seq),"s":"héllo \"q\" ☃","a":[1,2,{"b":null}]}"#.utf8)
+        case 1: [0xFF, 0xFE, 0x00, UInt8(seq % 256)]
+        case 2: Array("plain text \(seq)".utf8)
+        case 3: Array(#"{"nul":"a\u0000b","n":\#(seq)}"#.utf8)
+        default: Array("\(seq)".utf8)
+        }
+        return Record(seq: seq, timestamp: 1_700_000_000_000 + Int64(seq), payload: payload)
+    }
+}
+
+/// Checks that `table` holds exactly `records`, once each: ids, seqs, times, JSON in `data`
+/// (compared as JSON values), any other record's exact bytes in `data_bytes`.
+func expectTable(
+    _ cluster: PostgresCluster, database: String, table: String, holds records: [Record], logID: LogID, times: Bool = true
+) throws {
+    let separator = "\u{1f}"
+    let output = try cluster.run("psql", [
+        "-h", cluster.directory, "-p", "\(cluster.port)", "-U", "postgres", "-d", database, "-X", "-At", "-F", separator, "-c",
+        """
+        SELECT id, log_id, seq, (extract(epoch from time) * 1000)::bigint, coalesce(data::text, ''),
+        data IS NULL, coalesce(encode(data_bytes, 'hex'), ''), data_bytes IS NULL FROM \(table) ORDER BY seq
+        """,
+    ])
+    let rows = output.split(separator: "\n").map { $0.components(separatedBy: separator) }
+    #expect(rows.count == records.count)
+    #expect(Set(rows.map { $0[0] }).count == rows.count)
+    for (row, record) in zip(rows, records) {
+        #expect(row[0] == logID.eventID(seq: record.seq))
+        #expect(row[1] == logID.description)
+        #expect(row[2] == "\(record.seq)")
+        if times { #expect(row[3] == "\(record.timestamp)") }
+        if PostgresTableRow.isJSONB(record.payload) {
+            #expect(row[5] == "f" && row[7] == "t", "record \(record.seq) belongs in data")
+            let stored = try JSONSerialization.jsonObject(with: Data(row[4].utf8), options: .fragmentsAllowed) as? NSObject
+            let sent = try JSONSerialization.jsonObject(with: Data(record.payload), options: .fragmentsAllowed) as? NSObject
+            #expect(stored == sent, "record \(record.seq)")
+        } else {
+            #expect(row[5] == "t" && row[7] == "f", "record \(record.seq) belongs in data_bytes")
+            #expect(row[6] == record.payload.map { String(format: "%02x", $0) }.joined(), "record \(record.seq)")
+        }
+    }
+}
+
+extension UploadOutcome {
+    var isAccepted: Bool {
+        if case .accepted = self { return true }
+        return false
+    }
+
+    var fatalError: SyncError? {
+        if case .fatal(let error) = self { return error }
+        return nil
+    }
+}
