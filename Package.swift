@@ -131,7 +131,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SpoolSyncTests",
-            dependencies: ["Spool", "SpoolSync", "SpoolCollector", .product(name: "MetricsTestKit", package: "swift-metrics")]
+            dependencies: ["Spool", "SpoolSync", "SpoolCollector", "SpoolBench", .product(name: "MetricsTestKit", package: "swift-metrics")]
         ),
         // Against the Pub/Sub emulator (started by the tests) and servers on 127.0.0.1; runs the
         // `spool` binary too.
@@ -147,7 +147,7 @@ let package = Package(
         // The PostgreSQL sink against a real PostgreSQL 15 cluster of the test process's own
         // (initdb, pg_ctl on 127.0.0.1), and `spool sync --postgres` as a child process.
         .testTarget(name: "SpoolPostgresTests", dependencies: [
-            "Spool", "SpoolSync", "SpoolPostgres", "spool",
+            "Spool", "SpoolSync", "SpoolPostgres", "SpoolBench", "spool",
             .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
         // A fuzz target for the segment and offset-file readers; without libFuzzer it replays
@@ -158,7 +158,7 @@ let package = Package(
         // The README's embedding example as a whole program (`swift run GettingStarted`).
         .executableTarget(name: "GettingStarted", dependencies: ["Spool", "SpoolSync"], path: "Examples/GettingStarted"),
         // Tests that run the `spool` binary (and GettingStarted) as real child processes (crash tests, CLI).
-        .testTarget(name: "SpoolCLITests", dependencies: ["Spool", "spool", "GettingStarted"]),
+        .testTarget(name: "SpoolCLITests", dependencies: ["Spool", "spool", "GettingStarted", "SpoolBench"]),
     ]
 )
 

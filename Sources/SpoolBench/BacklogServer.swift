@@ -23,28 +23,9 @@ final class BacklogServer: Sendable {
     /// Listens on 127.0.0.1 on an ephemeral port with a `backlog` of pending connections,
     /// and serves on a thread of its own until ``stop()``.
     init(backlog: Int32 = 5, serviceTime: Duration = .milliseconds(1)) throws {
-        #if canImport(Glibc)
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #else
-        let fd = socket(AF_INET, SOCK_STREAM, 0)
-        #endif
-        guard fd >= 0 else { throw BenchError("socket failed: errno \(errno)") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                bind(fd, address, length) == 0 && listen(fd, backlog) == 0 && getsockname(fd, address, &length) == 0
-            }
-        }
-        guard bound else {
-            close(fd)
-            throw BenchError("bind/listen failed: errno \(errno)")
-        }
+        let (fd, port) = try loopbackSocket(listen: backlog)
         descriptor = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
+        self.port = port
         let micros = UInt32(max(0, serviceTime.seconds * 1e6))
         Thread.detachNewThread { [self] in
             serve(serviceMicros: micros)

@@ -133,21 +133,6 @@ public final class PubSubEmulator: Sendable {
     }
 }
 
-/// A free TCP port on 127.0.0.1 (bound, read, released).
-public func freePort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let ok = withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    guard ok else { throw POSIXError(.EADDRINUSE) }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
-
 /// Process groups this process started, stopped when it exits (a failed test included).
 enum ProcessGroups {
     private static let groups = Mutex<[pid_t]>([])

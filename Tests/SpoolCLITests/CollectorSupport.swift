@@ -1,4 +1,5 @@
 import Foundation
+import SpoolBench
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -66,23 +67,6 @@ final class CollectorChild: @unchecked Sendable {
 struct CollectorStartFailure: Error, CustomStringConvertible {
     var message: String
     var description: String { message }
-}
-
-/// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released).
-func freePort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw CollectorStartFailure(message: "socket failed") }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    guard bound else { throw CollectorStartFailure(message: "bind failed") }
-    return Int(UInt16(bigEndian: address.sin_port))
 }
 
 /// `GET url`: the status and body (status 0 when no answer came).

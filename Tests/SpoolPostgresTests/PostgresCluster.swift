@@ -1,4 +1,5 @@
 import Foundation
+import SpoolBench
 import Testing
 
 /// Every suite that uses the cluster, one test at a time: some stop and restart it.
@@ -48,7 +49,7 @@ final class PostgresCluster: Sendable {
         var template = Array((NSTemporaryDirectory() + "spool-pg-XXXXXX").utf8CString)
         guard let made = mkdtemp(&template) else { throw ClusterError("mkdtemp failed: errno \(errno)") }
         directory = String(cString: made)
-        port = try Self.freePort()
+        port = try SpoolBench.freePort()
         if asPostgres {
             guard let user = getpwnam("postgres") else { throw ClusterError("running as root and there is no postgres user") }
             guard chown(directory, user.pointee.pw_uid, user.pointee.pw_gid) == 0 else {
@@ -157,23 +158,6 @@ final class PostgresCluster: Sendable {
             throw ClusterError("\(tool) \(arguments.prefix(1).joined()) failed (\(process.terminationStatus)): \(text)")
         }
         return text
-    }
-
-    /// A port of 127.0.0.1 nothing listens on now.
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw ClusterError("socket failed") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw ClusterError("bind failed") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
 

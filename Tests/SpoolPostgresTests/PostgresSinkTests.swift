@@ -1,4 +1,5 @@
 import Foundation
+import SpoolBench
 import Spool
 import SpoolSync
 import Testing
@@ -103,7 +104,7 @@ extension PostgresSuites { @Suite struct PostgresSinkTests {
     }
 
     @Test func noServerIsRetried() async throws {
-        let port = try PostgresCluster.freePort()
+        let port = try freePort()
         let configuration = try PostgresSink.Configuration(url: "postgres://postgres@127.0.0.1:\(port)/postgres", table: "events")
         let sink = try PostgresSink(configuration: configuration, logID: .random())
         let outcome = await sink.send(sink.prepare(sampleRecords(count: 1)[...], maxBytes: 1 << 20).body, timeout: .seconds(30))
