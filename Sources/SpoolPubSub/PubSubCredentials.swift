@@ -27,7 +27,7 @@ public struct PubSubCredentials: Sendable {
     /// - Parameters:
     ///   - key: the key file's contents (`type`, `client_email`, `private_key`, `token_uri`).
     ///   - uploader: makes the transport for the token endpoint.
-    /// - Throws: ``SyncError/Code/invalidConfiguration`` naming the field that is missing or
+    /// - Throws: `SyncError/Code/invalidConfiguration` naming the field that is missing or
     ///   malformed (never its value).
     public static func serviceAccount(key: Data, uploader: @Sendable (URL) -> any Uploader = platformUploader(url:)) throws(SyncError) -> PubSubCredentials {
         let account = try ServiceAccountKey.parse(key)
@@ -36,7 +36,7 @@ public struct PubSubCredentials: Sendable {
 
     /// The service account whose key file `GOOGLE_APPLICATION_CREDENTIALS` names.
     ///
-    /// - Throws: ``SyncError/Code/invalidConfiguration`` when the variable is not set or the
+    /// - Throws: `SyncError/Code/invalidConfiguration` when the variable is not set or the
     ///   file cannot be read or parsed.
     static func fromEnvironment(_ environment: [String: String], uploader: @Sendable (URL) -> any Uploader) throws(SyncError) -> PubSubCredentials {
         guard let path = environment["GOOGLE_APPLICATION_CREDENTIALS"], !path.isEmpty else {
@@ -52,7 +52,7 @@ public struct PubSubCredentials: Sendable {
 
     /// The access token to send, fetched or refreshed when needed; `nil` for ``unauthenticated``.
     ///
-    /// - Throws: ``SyncError`` from the token endpoint: ``SyncError/Code/destinationRefused``
+    /// - Throws: `SyncError` from the token endpoint: `SyncError/Code/destinationRefused`
     ///   when it refused the key (a 4xx), a retryable code when it failed or did not answer.
     func token() async throws(SyncError) -> String? {
         guard let source else { return nil }

@@ -17,7 +17,7 @@ import SpoolSync
 /// - 400: the request is refused; the worker splits it until the refused record is alone and
 ///   dead-letters it. A record too large for one message (10 MB once encoded) is refused the
 ///   same way without being sent.
-/// - 401, 403, 404: the worker stops with ``SyncError/Code/destinationRefused`` naming the
+/// - 401, 403, 404: the worker stops with `SyncError/Code/destinationRefused` naming the
 ///   topic and the status (credentials, permissions or a missing topic: no retry and no
 ///   dead letter changes them).
 ///
@@ -63,11 +63,11 @@ public struct PubSubSink: SyncSink {
     ///   - credentials: how requests are authorised; `nil` means none when publishing to the
     ///     emulator, and otherwise the service-account key `GOOGLE_APPLICATION_CREDENTIALS` names.
     ///   - logID: the log the records come from.
-    ///   - origins: whether the log is a collector's, whose records are ``OriginRecord``s: then
+    ///   - origins: whether the log is a collector's, whose records are `OriginRecord`s: then
     ///     each message carries the device record's id, seq, log, time and bytes.
     ///   - environment: the variables read for the defaults.
     ///   - uploader: makes the transport for a URL (the publish endpoint, the token endpoint).
-    /// - Throws: ``SyncError/Code/invalidConfiguration`` for a malformed topic or endpoint, or
+    /// - Throws: `SyncError/Code/invalidConfiguration` for a malformed topic or endpoint, or
     ///   a key file that cannot be read.
     public init(
         topic: String, endpoint: URL? = nil, orderingKey: OrderingKey = .none, credentials: PubSubCredentials? = nil,

@@ -21,7 +21,11 @@ public struct HTTPSink: SyncSink {
     /// A sink posting the records of log `logID` through `uploader`, encoded, compressed and
     /// with the headers `configuration` says.
     ///
-    /// - Parameter wallClock: seconds since 1970, to read `Retry-After` dates.
+    /// - Parameters:
+    ///   - uploader: the transport.
+    ///   - logID: the log the records come from (the `Spool-Batch` header and the record ids).
+    ///   - configuration: the encoding, compression, headers, timeout and retryable statuses.
+    ///   - wallClock: seconds since 1970, to read `Retry-After` dates.
     public init(
         uploader: any Uploader, logID: LogID, configuration: SyncConfiguration,
         wallClock: @escaping @Sendable () -> Double = SyncWorker<ContinuousClock>.systemWallClock

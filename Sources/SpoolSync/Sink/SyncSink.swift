@@ -30,7 +30,9 @@ public protocol SyncSink: Sendable {
     /// The next request: the longest prefix of `records` that one request can carry within
     /// about `maxBytes` (the sink says what it counts), and within the destination's own limits.
     ///
-    /// - Parameter records: at least one record, in seq order.
+    /// - Parameters:
+    ///   - records: at least one record, in seq order.
+    ///   - maxBytes: the worker's `maxBatchBytes` (or less, under a 413 ceiling).
     /// - Returns: a request carrying at least the first record (a record too large for the
     ///   destination travels alone, and ``send(_:timeout:)`` refuses it with
     ///   ``UploadOutcome/rejected(_:)`` so that it is dead-lettered).
