@@ -4,13 +4,12 @@ import Glibc
 import Foundation
 import AsyncHTTPClient
 import NIOCore
-import Synchronization
 import Spool
 import SpoolSync
 
 /// The Google Cloud CLI's Pub/Sub emulator, started once per process (the Pub/Sub tests, the
 /// benchmark) on a free port of 127.0.0.1 in a data directory of its own, and stopped (its
-/// whole process group) at exit.
+/// whole process group) by a watchdog once that process is gone.
 ///
 /// If it cannot start, ``shared()`` throws the reason, with the end of its output: a test that
 /// needs it fails, it is never skipped.
@@ -19,7 +18,6 @@ public final class PubSubEmulator: Sendable {
     public let port: Int
     /// `http://127.0.0.1:<port>`: the root of its REST API.
     public let root: URL
-    private let pid: pid_t
 
     /// The one emulator of this process, started on first use.
     public static func shared() async throws -> PubSubEmulator {
@@ -28,14 +26,15 @@ public final class PubSubEmulator: Sendable {
 
     private actor Shared {
         static let instance = Shared()
-        private var started: Result<PubSubEmulator, any Error>?
+        /// The one start: a task, so that callers arriving while it runs wait for it rather
+        /// than start emulators of their own (an actor is reentrant at each `await`).
+        private var starting: Task<PubSubEmulator, any Error>?
 
         func emulator() async throws -> PubSubEmulator {
-            if let started { return try started.get() }
-            let result: Result<PubSubEmulator, any Error>
-            do { result = .success(try await PubSubEmulator.start()) } catch { result = .failure(error) }
-            started = result
-            return try result.get()
+            if let starting { return try await starting.value }
+            let task = Task { try await PubSubEmulator.start() }
+            starting = task
+            return try await task.value
         }
     }
 
@@ -45,9 +44,8 @@ public final class PubSubEmulator: Sendable {
         public var description: String
     }
 
-    private init(port: Int, pid: pid_t) {
+    private init(port: Int) {
         self.port = port
-        self.pid = pid
         self.root = URL(string: "http://127.0.0.1:\(port)")!
     }
 
@@ -69,8 +67,8 @@ public final class PubSubEmulator: Sendable {
         process.standardError = handle
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        let emulator = PubSubEmulator(port: port, pid: process.processIdentifier)
-        ProcessGroups.stopAtExit(emulator.pid)
+        let emulator = PubSubEmulator(port: port)
+        try watchOver(port: port, data: data.path)
         for _ in 0..<240 {
             if !process.isRunning { break }
             if (try? await emulator.request("GET", "/", body: nil))?.status == 200 { return emulator }
@@ -81,8 +79,14 @@ public final class PubSubEmulator: Sendable {
         throw StartFailed(description: "the Pub/Sub emulator did not answer on 127.0.0.1:\(port) within 60 s; its output ends:\n\(output.suffix(2000))")
     }
 
-    /// Stops the emulator's process group.
-    public func stop() { ProcessGroups.stop(pid) }
+    /// Stops the emulator and the processes it started.
+    public func stop() {
+        let stopper = Process()
+        stopper.executableURL = URL(fileURLWithPath: "/bin/sh")
+        stopper.arguments = ["-c", stopCommand(port: port)]
+        try? stopper.run()
+        stopper.waitUntilExit()
+    }
 
     /// Creates `topic` (`projects/P/topics/T`) and a subscription to it, with message ordering when asked.
     public func createTopic(_ topic: String, subscription: String, ordering: Bool = false) async throws {
@@ -133,25 +137,32 @@ public final class PubSubEmulator: Sendable {
     }
 }
 
-/// Process groups this process started, stopped when it exits (a failed test included).
-enum ProcessGroups {
-    private static let groups = Mutex<[pid_t]>([])
-    private static let registered = Mutex(false)
+/// The command that stops the emulator on `port` and every process it started (gcloud's Python
+/// and the Java server): found by the port on their command lines, not by a process group,
+/// which gcloud's launcher does not keep.
+func stopCommand(port: Int) -> String {
+    // Patterns that do not match themselves: the shell running them has them on its command line.
+    let patterns = ["'127[.]0[.]0[.]1:\(port)'", "'[-]-port=\(port)'"]
+    return patterns.map { "pkill -TERM -f -- \($0)" }.joined(separator: "; ") + "; sleep 1; "
+        + patterns.map { "pkill -KILL -f -- \($0)" }.joined(separator: "; ")
+}
 
-    static func stopAtExit(_ pid: pid_t) {
-        groups.withLock { $0.append(pid) }
-        let first = registered.withLock { done -> Bool in
-            defer { done = true }
-            return !done
-        }
-        if first { atexit { ProcessGroups.groups.withLock { $0 }.forEach(ProcessGroups.stop) } }
-    }
-
-    static func stop(_ pid: pid_t) {
-        kill(-pid, SIGTERM)
-        usleep(300_000)
-        kill(-pid, SIGKILL)
-    }
+/// A watchdog, in a session of its own, that stops the emulator and removes its data once this
+/// process is gone, however it ended (an exit, a SIGKILL, a timeout): no emulator outlives the
+/// process that started it.
+private func watchOver(port: Int, data: String) throws {
+    let script = """
+        while [ -d /proc/\(getpid()) ]; do sleep 1; done
+        \(stopCommand(port: port))
+        rm -rf '\(data)'
+        """
+    let watchdog = Process()
+    watchdog.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
+    watchdog.arguments = ["/bin/sh", "-c", script]
+    watchdog.standardInput = FileHandle.nullDevice
+    watchdog.standardOutput = FileHandle.nullDevice
+    watchdog.standardError = FileHandle.nullDevice
+    try watchdog.run()
 }
 
 /// Plain HTTP requests: the emulator's administration (topics, pulls) and the plain publisher.
