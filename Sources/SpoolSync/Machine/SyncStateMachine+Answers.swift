@@ -244,7 +244,13 @@ extension SyncStateMachine {
         dropWindow(after: -1)
         retryOwed = false
         phase = .idle
-        var actions: [Action] = waiters.isEmpty ? [] : [.notify(ids: waiters.map(\.id), .error(error))]
+        return failWaiters(error, notify: true)
+    }
+
+    /// Answers every waiting flush with `error` (told through `notify` first when asked) and
+    /// forgets them.
+    mutating func failWaiters(_ error: SyncError, notify: Bool) -> [Action] {
+        var actions: [Action] = notify && !waiters.isEmpty ? [.notify(ids: waiters.map(\.id), .error(error))] : []
         for waiter in waiters {
             var report = waiter.report
             report.failure = error

@@ -258,15 +258,7 @@ extension SyncStateMachine {
     mutating func halt(_ error: SyncError) -> [Action] {
         phase = .stopped
         window.removeAll()
-        var actions: [Action] = [.cancelTimer]
-        if error.code != .stopped, !waiters.isEmpty { actions.append(.notify(ids: waiters.map(\.id), .error(error))) }
-        for waiter in waiters {
-            var report = waiter.report
-            report.failure = error
-            actions.append(.finishFlush(id: waiter.id, report))
-        }
-        waiters.removeAll()
-        return actions
+        return [.cancelTimer] + failWaiters(error, notify: error.code != .stopped)
     }
 
     private mutating func pause() -> [Action] {
