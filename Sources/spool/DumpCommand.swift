@@ -16,7 +16,8 @@ struct DumpCommand: ParsableCommand {
             interrupted or --limit records: what it prints is written, not yet durable, \
             and a record that a writer is still writing is never printed half. --consumer --commit \
             works beside a writing process too (as a committer of its own: the records it prints \
-            are made durable first).
+            are made durable first). For a group (DIR/writers/*), each writer's records follow a \
+            '# writer NAME (log ID)' line; --writer NAME reads one writer's log.
             """)
 
     @OptionGroup var log: LogDirectory
@@ -66,6 +67,20 @@ struct DumpCommand: ParsableCommand {
             try followLog()
             return
         }
+        if let writers = try log.groupWriters() {
+            guard from == nil, consumer == nil, !follow else {
+                throw ValidationError("\(log.directory) is a group of writer logs: give --writer NAME with --from, --consumer or --follow")
+            }
+            // Each writer's records under a line naming it (seqs are per writer log).
+            var printed = 0
+            for (name, member) in writers where printed < (limit ?? Int.max) {
+                let snapshot = try member.snapshot()
+                defer { snapshot.close() }
+                try Output.write("# writer \(name) (log \(snapshot.id))\n")
+                printed += try dump(snapshot, from: nil, limit: (limit ?? Int.max) - printed)
+            }
+            return
+        }
         // Without --commit nothing is written: a snapshot, which repairs nothing.
         let snapshot = try log.snapshot()
         defer { snapshot.close() }
@@ -74,9 +89,15 @@ struct DumpCommand: ParsableCommand {
             try LogDirectory.requireConsumer(consumer, in: snapshot.consumerNames)
             start = snapshot.consumerOffsets[consumer]
         }
+        _ = try dump(snapshot, from: start, limit: limit ?? Int.max)
+    }
+
+    /// Prints the snapshot's records from `start` (the oldest if nil), at most `limit`.
+    /// - Returns: how many were printed.
+    private func dump(_ snapshot: LogSnapshot, from start: UInt64?, limit: Int) throws -> Int {
         let reader = snapshot.reader(from: start)
         var printer = Printer()
-        while printer.printed < (limit ?? Int.max) {
+        while printer.printed < limit {
             let item: ReadItem?
             do { item = try reader.next() } catch {
                 // A read that fails (a later segment of a newer version, a missing key) must not
@@ -88,6 +109,7 @@ struct DumpCommand: ParsableCommand {
             try printer.print(item)
         }
         try printer.flush()
+        return printer.printed
     }
 
     /// `--follow --consumer NAME --commit`: the consumer's batches as they are written, each

@@ -5,11 +5,32 @@ import Spool
 struct StatCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stat",
-        abstract: "Print a log's identity, segments, records, compression ratio and consumers.")
+        abstract: "Print a log's identity, segments, records, compression ratio and consumers (for a group: each writer's log, then the totals).")
 
     @OptionGroup var log: LogDirectory
 
     func run() throws {
+        guard let writers = try log.groupWriters() else {
+            try Output.write(try Self.lines(of: log).text.joined(separator: "\n") + "\n")
+            return
+        }
+        // A group: each writer's log, indented, then the totals.
+        var lines = ["group       \(log.directory)", "writers     \(writers.count)"]
+        var records: UInt64 = 0
+        var bytes: Int64 = 0
+        for (name, member) in writers {
+            let one = try Self.lines(of: member)
+            lines.append("writer \(name)")
+            lines += one.text.map { "  " + $0 }
+            records += one.records
+            bytes += one.diskBytes
+        }
+        lines.append("total       \(records) records stored in \(writers.count) writer logs, \(bytes) bytes (\(formatBytes(bytes)))")
+        try Output.write(lines.joined(separator: "\n") + "\n")
+    }
+
+    /// One log's lines, with its stored records and bytes on disk for a group's totals.
+    private static func lines(of log: LogDirectory) throws -> (text: [String], records: UInt64, diskBytes: Int64) {
         let snapshot = try log.snapshot()
         defer { snapshot.close() }
         let summary = try snapshot.summary()
@@ -32,6 +53,6 @@ struct StatCommand: ParsableCommand {
             if behind > 0 { line += "  dropped \(behind) (deleted by the cap before it read them)" }
             lines.append(line)
         }
-        try Output.write(lines.joined(separator: "\n") + "\n")
+        return (lines, UInt64(summary.records), summary.diskBytes)
     }
 }

@@ -14,6 +14,31 @@ struct LogDirectory: ParsableArguments {
                                discussion: "One key per line: '<key id> <64 hex digits>'; '#' starts a comment, at the start of a line or after a key. Only `spool append` encrypts new blocks (with --key-id); other commands only read."))
     var keyFile: String?
 
+    @Option(help: ArgumentHelp("The log of this writer in the group DIR (DIR/writers/NAME): an app and its extensions each append to their own.", valueName: "name"))
+    var writer: String?
+
+    /// With `--writer`, the log is `DIR/writers/NAME` (created by `spool append`).
+    mutating func validate() throws {
+        guard let writer else { return }
+        do {
+            directory = try LogGroup.directory(group: directory, writer: writer)
+        } catch let error as SpoolError {
+            throw ValidationError(error.message)
+        }
+    }
+
+    /// The writer logs of a group (DIR holds `writers/` and no log of its own) when no
+    /// `--writer` chose one: each as the directory option of its own log; nil for a log.
+    func groupWriters() throws -> [(name: String, log: LogDirectory)]? {
+        guard writer == nil, LogGroup.isGroup(directory), !FileManager.default.fileExists(atPath: directory + "/META") else { return nil }
+        return try LogGroup.writers(in: directory).map { name in
+            var member = self
+            member.writer = name
+            member.directory = try LogGroup.directory(group: directory, writer: name)
+            return (name, member)
+        }
+    }
+
     /// Opens the log, applying the library's recovery rules (a torn tail is cut and reported),
     /// with the keys of `--key-file` for reading. Unless `creating`, the directory must already
     /// hold a log: a mistyped path must not become a new, empty log that "verifies" clean.

@@ -65,6 +65,14 @@ struct SyncCommand: AsyncParsableCommand {
     @Flag(help: "Drain up to the end of the log seen at start, then exit, instead of running until interrupted.")
     var once = false
 
+    @Flag(help: """
+        DIR is a group (DIR/writers/NAME, one log per writer process: an app and its extensions): \
+        drain every writer log, each through its own consumer (created at its oldest record) and \
+        window, committing each log's offset separately; writer logs that appear meanwhile are \
+        picked up. Implies --sidecar and --create.
+        """)
+    var group = false
+
     @Option(name: .customLong("max-retry-after"),
             help: "The longest wait, in seconds, a server's Retry-After can impose before a retry (default 3600, or 60 with --once).")
     var maxRetryAfter: Double?
@@ -82,6 +90,7 @@ struct SyncCommand: AsyncParsableCommand {
     var maxConcurrency: Int?
 
     func validate() throws {
+        if group && log.writer != nil { throw ValidationError("--group drains every writer of DIR; --writer names one (give one of them)") }
         if destination.authorization != nil && headers.contains(where: { $0.lowercased().hasPrefix("authorization:") }) {
             throw ValidationError("--url carries credentials and --header gives an Authorization header too; give one of them")
         }
@@ -114,6 +123,10 @@ struct SyncCommand: AsyncParsableCommand {
     }
 
     private func sync() async throws {
+        if group {
+            try await syncGroup()
+            return
+        }
         let logger = commandLogger("spool.sync")
         let directory = log.directory
         let logDirectory = log
@@ -153,6 +166,66 @@ struct SyncCommand: AsyncParsableCommand {
             Output.error("spool sync: \(failure)")
             throw ExitCode(1)
         }
+    }
+
+    /// `--group`: one worker per writer log of DIR, as ``SyncGroup`` runs them.
+    private func syncGroup() async throws {
+        let directory = log.directory
+        guard LogGroup.isGroup(directory) else {
+            throw ValidationError("\(directory) is not a group: it has no writers/ directory (`spool append DIR --writer NAME` makes one)")
+        }
+        let configuration = try makeConfiguration()
+        let destination = self.destination
+        let keys = try log.keys()
+        var logConfiguration = Configuration()
+        if let keys { logConfiguration.encryption = .init(keys: keys, current: nil) }
+        let group = try SyncGroup(directory: directory, consumer: consumer, logConfiguration: logConfiguration,
+                                  configuration: configuration, logger: commandLogger("spool.sync")) { consumer in
+            try destination.sink(logID: consumer.logID, origins: OriginRecord.storesOrigins(at: consumer.directory), configuration: configuration)
+        }
+        let failure: String?
+        if once {
+            let report = await group.flush(retries: retries, throughCurrentEnd: true)
+            let stats = await group.stats
+            var lines = ""
+            for (name, one) in report.writers.sorted(by: { $0.key < $1.key }) {
+                guard let stats = stats[name] else { continue }
+                lines += "writer \(name): " + summary(one.records, one.batches, one.bytes, one.deadLettered, stats)
+            }
+            for (name, error) in report.unopened.sorted(by: { $0.key < $1.key }) { lines += "writer \(name): not drained: \(error)\n" }
+            lines += "total: " + summary(report.records, report.batches, report.bytes, report.deadLettered, Self.sum(stats.values))
+            try Output.write(lines)
+            failure = report.failure.map { "writer \($0.writer): \($0.error)" }
+                ?? report.unopened.sorted(by: { $0.key < $1.key }).first.map { "writer \($0.key): \($0.value)" }
+        } else {
+            let found = await group.start()
+            for (name, error) in found.failed { Output.error("spool sync: writer \(name) not drained yet: \(error)") }
+            Output.error("spool sync: uploading every writer log of \(directory) (\(await group.writers.count) now) to \(destination.printable); interrupt to stop")
+            await Self.waitForInterrupt()
+            let stats = Self.sum(await group.stats.values)
+            try Output.write("total: " + summary(stats.records, stats.batches, stats.bytes, stats.deadLettered, stats))
+            failure = nil
+        }
+        await group.stop()
+        if let failure {
+            Output.error("spool sync: \(failure)")
+            throw ExitCode(1)
+        }
+    }
+
+    /// The counters of several workers added up (the most in flight: of any one of them).
+    private static func sum(_ all: some Sequence<SyncStats>) -> SyncStats {
+        var total = SyncStats()
+        for one in all {
+            total.records += one.records
+            total.batches += one.batches
+            total.bytes += one.bytes
+            total.deadLettered += one.deadLettered
+            total.requests += one.requests
+            total.retries += one.retries
+            total.peakInFlight = max(total.peakInFlight, one.peakInFlight)
+        }
+        return total
     }
 
     /// The longest --interval accepted: a year, far past any useful period and far inside

@@ -5,7 +5,7 @@ import Spool
 struct VerifyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
-        abstract: "Check every block of a log; exit 1 if anything is corrupt, 2 if it could not be checked.",
+        abstract: "Check every block of a log (of every writer log, for a group); exit 1 if anything is corrupt, 2 if it could not be checked.",
         discussion: """
             Prints segments, blocks, records, bytes on disk, uncompressed bytes, the compression \
             ratio and every corrupt range. Reads a snapshot: no file of the log changes (an \
@@ -36,6 +36,29 @@ struct VerifyCommand: ParsableCommand {
     }
 
     private func check() throws {
+        guard let writers = try log.groupWriters() else {
+            let one = try Self.report(of: log)
+            try Output.write(one.lines.joined(separator: "\n") + "\n")
+            if !one.clean { throw ExitCode(1) }
+            return
+        }
+        // A group: every writer's log, then one verdict for all of them.
+        var lines = ["group      \(log.directory)", "writers    \(writers.count)"]
+        var damaged = [String]()
+        for (name, member) in writers {
+            let one = try Self.report(of: member)
+            lines.append("writer \(name)")
+            lines += one.lines.map { "  " + $0 }
+            if !one.clean { damaged.append(name) }
+        }
+        lines.append(damaged.isEmpty ? "ok: no corruption in \(writers.count) writer logs"
+                     : "FAILED: corruption in \(damaged.count) of \(writers.count) writer logs (\(damaged.joined(separator: ", ")))")
+        try Output.write(lines.joined(separator: "\n") + "\n")
+        if !damaged.isEmpty { throw ExitCode(1) }
+    }
+
+    /// One log's report lines and whether it is clean.
+    private static func report(of log: LogDirectory) throws -> (lines: [String], clean: Bool) {
         let snapshot = try log.snapshot(reportingRecovery: false)
         defer { snapshot.close() }
         let report = try snapshot.verify()
@@ -53,7 +76,6 @@ struct VerifyCommand: ParsableCommand {
         for notice in report.corrupt { lines.append("CORRUPT    \(notice)") }
         lines.append(report.isClean ? "ok: no corruption"
                      : "FAILED: \(report.corrupt.count) corrupt ranges, \(report.corrupt.reduce(0) { $0 + $1.count }) records lost, \(report.recovery.setAsideSegments.count) misfit segments")
-        try Output.write(lines.joined(separator: "\n") + "\n")
-        if !report.isClean { throw ExitCode(1) }
+        return (lines, report.isClean)
     }
 }

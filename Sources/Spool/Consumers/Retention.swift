@@ -12,10 +12,10 @@ extension EventLog {
     /// before it releases the directory lock, and none starts once `close()` is called: a new
     /// owner of the directory never has segments deleted under it.
     func applyRetention() throws {
-        if lock.withLock({ state.closeRequested }) { return }
+        if lock.withLock({ state.filesReleased }) { return }
         readDetachedOffsets()
         let doomed: [SegmentInfo] = lock.withLock {
-            guard !state.closeRequested, let floor = state.retentionFloor, state.segments.count > 1 else { return [] }
+            guard !state.filesReleased, let floor = state.retentionFloor, state.segments.count > 1 else { return [] }
             var result = [SegmentInfo]()
             for index in 0..<(state.segments.count - 1) where state.segments[index + 1].baseSeq <= floor {
                 result.append(state.segments[index])
@@ -40,7 +40,7 @@ extension EventLog {
     /// directory `fsync` must not delay appends): consumers in other processes may have passed
     /// older segments, and this is when the writer learns it. One run queued at a time. Lock held.
     func scheduleRetention() {
-        guard !state.retentionQueued, !state.closeRequested else { return }
+        guard !state.retentionQueued, !state.filesReleased else { return }
         state.retentionQueued = true
         retentionQueue.async { [self] in
             lock.withLock { state.retentionQueued = false }

@@ -31,7 +31,10 @@ public final class EventLog: @unchecked Sendable {
     /// Guarded by `lock`.
     var state: LogState
     let metrics: LogMetrics
-    private let directoryLock: DirectoryLock
+    let directoryLock: DirectoryLock
+    /// Serialises ``close()``, ``suspend()`` and ``resume()``: each releases or takes the
+    /// log's files as a whole.
+    let lifecycle = NSLock()
     let writer: SegmentWriter
     let consumerCache = ConsumerCache()
     /// Where retention runs after a roll (``scheduleRetention()``): a serial queue for
@@ -145,6 +148,8 @@ public final class EventLog: @unchecked Sendable {
     /// Blocking. Appends after `close` throw `.closed`. Closing twice is harmless.
     /// - Throws: the write error if pending records could not be written (their count is in the message).
     public func close() throws {
+        lifecycle.lock()
+        defer { lifecycle.unlock() }
         var failure: SpoolError?
         // Only the first call closes; any other waits until it has (closing twice must never
         // release the directory lock's descriptor twice: the second close(2) would close

@@ -88,6 +88,12 @@ struct LogState {
     /// Commits' retention deleting segments right now (see `EventLog.applyRetention`):
     /// `close()` waits for them before it releases the directory lock.
     var retentionsInFlight = 0
+    /// ``EventLog/suspend()`` released the log's files and lock: appends are refused and no
+    /// retention runs until ``EventLog/resume()``.
+    var suspended = false
+    /// `close()` was called or the log is suspended: nothing may touch the log's files but
+    /// what `close()`/`resume()` itself does.
+    var filesReleased: Bool { closeRequested || suspended }
     /// A retention run is queued on the retention queue and has not started.
     var retentionQueued = false
     /// `close()` finished releasing the files and the directory lock (other callers of
@@ -227,6 +233,8 @@ struct LogState {
             return SpoolError(.failed, "an fdatasync failed (\(error.message)); the log refuses writes until it is reopened",
                               path: error.path, errno: error.errno)
         case .closing, .closed: return SpoolError(.closed, "the log is closed")
+        case .open where suspended:
+            return SpoolError(.suspended, "the log is suspended (it holds no lock and no file); call resume() before appending")
         case .open: return nil
         }
     }

@@ -13,7 +13,7 @@ public struct SpoolError: Error, Sendable, CustomStringConvertible {
         private enum Kind: String, Sendable {
             case invalidConfiguration, recordTooLarge, locked, io, diskFull, corrupt
             case full, closed, failed, invalidConsumerName, invalidCommit, unsupportedVersion
-            case missingDictionary, missingKey, authenticationFailed, invalidArgument
+            case missingDictionary, missingKey, authenticationFailed, invalidArgument, suspended
         }
         private let kind: Kind
         private init(_ kind: Kind) { self.kind = kind }
@@ -55,6 +55,9 @@ public struct SpoolError: Error, Sendable, CustomStringConvertible {
         public static let authenticationFailed = Code(.authenticationFailed)
         /// An argument is out of its documented range.
         public static let invalidArgument = Code(.invalidArgument)
+        /// The log is suspended (``EventLog/suspend()``): it holds no lock and no file, and
+        /// takes appends again after ``EventLog/resume()``.
+        public static let suspended = Code(.suspended)
 
         /// The code's name, such as `diskFull`.
         public var description: String { kind.rawValue }

@@ -37,6 +37,25 @@ final class DirectoryLock: Sendable {
     /// holder keeps it past ``readerProbeGrace``.
     private init(file path: String, permissions: UInt16, whenHeld held: SpoolError) throws {
         self.path = path
+        self.permissions = permissions
+        self.held = held
+        self.fd = Mutex(try Self.take(path, permissions: permissions, whenHeld: held))
+    }
+
+    private let permissions: UInt16
+    private let held: SpoolError
+
+    /// Takes the lock again after ``release()`` (``EventLog/resume()``); a no-op while held.
+    /// - Throws: as the initializer: `.locked` if another holder has it now.
+    func reacquire() throws {
+        try fd.withLock { fd in
+            guard fd < 0 else { return }
+            fd = try Self.take(path, permissions: permissions, whenHeld: held)
+        }
+    }
+
+    /// Opens `path` and takes its exclusive `flock`: the descriptor, which holds the lock.
+    private static func take(_ path: String, permissions: UInt16, whenHeld held: SpoolError) throws -> Int32 {
         // Non-blocking: a FIFO named like the lock must not make opening wait for a writer for ever.
         let fd = Self.openFile(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, permissions)
         guard fd >= 0 else {
@@ -56,7 +75,7 @@ final class DirectoryLock: Sendable {
             if error == .wouldBlock { throw held }
             throw SpoolError.system("flock", path: path, error)
         }
-        self.fd = Mutex(fd)
+        return fd
     }
 
     /// Whether a writer holds the lock of the log in `directory` now: a shared lock taken and

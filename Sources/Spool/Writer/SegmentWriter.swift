@@ -102,6 +102,47 @@ final class SegmentWriter {
         active = nil
     }
 
+    /// Whether ``suspend()`` closed an active segment that ``resume(known:)`` reopens.
+    private var suspendedActive = false
+
+    /// ``EventLog/suspend()``: closes the active segment as ``close()`` does, keeping what this
+    /// writer knows of it for ``resume(known:)``.
+    func suspend() {
+        suspendedActive = active != nil
+        close()
+    }
+
+    /// Reopens the active segment ``suspend()`` closed, once sure no other writer changed the
+    /// log meanwhile (the directory lock was free while suspended): the directory must hold
+    /// exactly the segments `known` lists, and the active one the bytes this writer left. One
+    /// directory listing, one `open`, one `fstat`.
+    /// - Throws: `.locked` naming what changed (the caller must close and open the log again,
+    ///   which recovers what the other writer left); `.io` if a file cannot be opened.
+    func resume(known: [SegmentInfo]) throws {
+        let onDisk = Set(try DirectoryIO.list(directory).compactMap(Format.baseSeq(ofSegmentNamed:)))
+        guard onDisk == Set(known.map(\.baseSeq)) else {
+            throw changedWhileSuspended("its segment files are not the ones it left")
+        }
+        guard suspendedActive else { return }
+        let file = try FileIO.open(directory + "/" + Format.segmentName(activeBase), .readWrite)
+        let size: Int64
+        do { size = try file.size() } catch {
+            file.close()
+            throw error
+        }
+        guard size == activeSize else {
+            file.close()
+            throw changedWhileSuspended("its active segment holds \(size) bytes, not the \(activeSize) it left")
+        }
+        active = file
+        fileEnd = size
+        suspendedActive = false
+    }
+
+    private func changedWhileSuspended(_ what: String) -> SpoolError {
+        SpoolError(.locked, "another writer changed the log while this one was suspended (\(what)); close this EventLog and open the log again", path: directory)
+    }
+
     /// What one call to ``write(_:sync:)`` achieved.
     struct Outcome {
         /// Blocks now in a segment file (a prefix of the batch).

@@ -132,7 +132,7 @@ public final class DeadLetterLog: DeadLetterSink {
 }
 
 /// Runs blocking file I/O on a Dispatch thread, off the cooperative pool.
-private func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
     }

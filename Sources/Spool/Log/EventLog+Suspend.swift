@@ -1,0 +1,105 @@
+import Foundation
+
+extension EventLog {
+    /// Lets go of every lock and file the log holds, keeping everything appended: for a
+    /// process about to be suspended (an iOS app entering the background, an extension whose
+    /// work is done), which the system kills if it holds a file lock in a shared container
+    /// (`0xdead10cc`).
+    ///
+    /// In order: new appends are refused (with `.suspended`); every record appended so far is
+    /// written and made durable (one `fdatasync`, as ``syncBlocking()``); then the active
+    /// segment is closed, the log's own consumers (``consumer(named:)``) are closed and their
+    /// locks released, and the directory lock is released. The writer thread stays, parked,
+    /// holding nothing. Afterwards another process may open the log, or a ``DetachedConsumer``
+    /// read it; ``resume()`` takes it back.
+    ///
+    /// Suspending a suspended log does nothing. Blocking (an `fdatasync`): call it from a
+    /// background task's thread, not Swift's cooperative pool. Readers (``LogReader``,
+    /// ``LogFollower``) hold no lock; end them yourself if you want their descriptors closed.
+    /// - Throws: the write error (`.diskFull`, `.io`, `.failed`) if pending records could not
+    ///   be made durable: the log then stays open, holding its lock, and takes appends again;
+    ///   `.closed` once closed.
+    public func suspend() throws {
+        lifecycle.lock()
+        defer { lifecycle.unlock() }
+        let target: UInt64? = try lock.withLock {
+            if state.suspended && !state.closeRequested { return nil }
+            if let error = state.error { throw error }
+            state.suspended = true
+            return state.nextSeq
+        }
+        guard let target else { return }
+        if target > 0 {
+            do {
+                try waitUntilBlocking(target - 1, is: .synced)
+            } catch {
+                lock.withLock { state.suspended = false }
+                throw error
+            }
+        }
+        takeWriteToken(waitingForRetention: true)
+        writer.suspend()
+        consumerCache.closeAll()
+        codec.close()
+        directoryLock.release()
+        releaseWriteToken(resuming: false)
+        logger.debug("suspended log", metadata: ["directory": "\(directory)", "nextSeq": "\(target)"])
+    }
+
+    /// Takes back what ``suspend()`` let go of: the directory lock, then the active segment,
+    /// after checking that no other writer changed the log meanwhile (one directory listing,
+    /// one `open` and `fstat`: no recovery scan). Appends are taken again once it returns.
+    /// Consumers are made again by ``consumer(named:)``.
+    ///
+    /// Resuming a log that is not suspended does nothing. Blocking, but short (well under a
+    /// millisecond on a local disk).
+    /// - Throws: `.locked` if another writer holds the log now, or changed it while this one
+    ///   was suspended (close this `EventLog` and open the log again: opening recovers what the
+    ///   other writer left); the log then stays suspended. `.io` if a file cannot be opened;
+    ///   `.closed` once closed.
+    public func resume() throws {
+        lifecycle.lock()
+        defer { lifecycle.unlock() }
+        let suspended = try lock.withLock {
+            if state.closeRequested { throw SpoolError(.closed, "the log is closed", path: directory) }
+            return state.suspended
+        }
+        guard suspended else { return }
+        takeWriteToken(waitingForRetention: false)
+        do {
+            try directoryLock.reacquire()
+            do {
+                try writer.resume(known: lock.withLock { state.segments })
+            } catch {
+                directoryLock.release()
+                throw error
+            }
+        } catch {
+            releaseWriteToken(resuming: false)
+            throw error
+        }
+        releaseWriteToken(resuming: true)
+    }
+
+    /// Whether the log is suspended (``suspend()``): it holds no lock and no file, and
+    /// refuses appends until ``resume()``.
+    public var isSuspended: Bool { lock.withLock { state.suspended && !state.closeRequested } }
+
+    /// Waits until no one writes (and, when asked, no retention deletes), then holds the write
+    /// token, so that only the caller touches the segment writer.
+    private func takeWriteToken(waitingForRetention: Bool) {
+        lock.withLock {
+            while state.writing || (waitingForRetention && state.retentionsInFlight > 0) { lock.progressWait() }
+            state.writing = true
+        }
+    }
+
+    private func releaseWriteToken(resuming: Bool) {
+        lock.withLock {
+            state.writing = false
+            if resuming { state.suspended = false }
+            if state.writerAwaitsToken { lock.wakeWriter() }
+            lock.broadcastProgress()
+        }
+    }
+}
