@@ -114,6 +114,12 @@ final class Committer: @unchecked Sendable {
     func close() {
         closed.store(true, ordering: .releasing)
         committerLock.release()
+        // Its files too (a suspended writer holds none): after a read or commit in progress,
+        // which the committer lock lets finish; the next one throws `.closed`.
+        lock.withLock {
+            offsetFile.close()
+            cursor.releaseFiles()
+        }
     }
 
     private func checkOpen() throws {

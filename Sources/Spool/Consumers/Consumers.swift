@@ -80,9 +80,13 @@ final class ConsumerCache: Sendable {
     var names: Set<String> { consumers.withLock { Set($0.keys) } }
 
     func closeAll() {
-        consumers.withLock { cache in
-            for consumer in cache.values { consumer.releaseCommitterLock() }
-            cache.removeAll()
+        // Closed outside the cache's lock: a commit in progress holds its committer lock and
+        // may ask the cache for its names (retention), so taking the two the other way round
+        // could deadlock.
+        let all = consumers.withLock { cache in
+            defer { cache.removeAll() }
+            return Array(cache.values)
         }
+        for consumer in all { consumer.releaseCommitterLock() }
     }
 }

@@ -44,7 +44,17 @@ final class OffsetFile {
         self.nextSeq = slot.nextSeq
     }
 
-    deinit { file.close() }
+    deinit { close() }
+
+    private var closed = false
+
+    /// Closes the file, once (the committer's close, or the last reference's end); the
+    /// committer's lock keeps commits from using it after.
+    func close() {
+        guard !closed else { return }
+        closed = true
+        file.close()
+    }
 
     /// Writes `nextSeq` into the older slot; with `durable`, `fdatasync`s it before returning.
     func commit(_ nextSeq: UInt64, durable: Bool) throws {

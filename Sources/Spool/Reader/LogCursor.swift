@@ -42,6 +42,9 @@ final class LogCursor {
     /// The next seq to return.
     private(set) var position: UInt64
     private var segment: SegmentReader?
+
+    /// Closes the segment file it reads: for a closed consumer's cursor, which reads no more.
+    func releaseFiles() { segment = nil }
     /// Offset of the next block to read in `segment`.
     private var offset: Int64 = 0
     /// Holds the last decoded block and hands out its records one at a time. Internal for tests.
