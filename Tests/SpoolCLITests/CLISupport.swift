@@ -96,9 +96,11 @@ final class AppenderChild: @unchecked Sendable {
     ///   - noisy: pad with hex digits instead of x's (they compress little, so the log rolls
     ///     and reaches its cap within a second or two).
     ///   - ack: `--ack`, so ``stdout`` holds the acknowledged seqs.
-    init(directory: String, id: Int, capped: Bool = true, noisy: Bool = false, ack: Bool = false) throws {
+    ///   - writer: `--writer`: append to that writer's log in the group `directory`.
+    init(directory: String, id: Int, capped: Bool = true, noisy: Bool = false, ack: Bool = false, writer: String? = nil) throws {
         process.executableURL = URL(fileURLWithPath: SpoolBinary.path)
         process.arguments = ["append", directory, "--durability", "written", "--segment-size", "\(64 * 1024)"]
+            + (writer.map { ["--writer", $0] } ?? [])
             + (capped ? ["--max-bytes", "\(256 * 1024)"] : []) + (ack ? ["--ack"] : [])
         process.standardInput = input
         process.standardOutput = output
