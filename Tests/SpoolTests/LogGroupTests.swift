@@ -169,3 +169,75 @@ import Testing
         #expect(stored == Array(0..<UInt64(stored.count)), "seqs are dense and never reused")
     }
 }
+
+/// `Configuration.suspendsWhenIdle`: the log holds its lock and files only while calls are in
+/// progress (and while the writer writes what they left).
+@Suite struct IdleSuspensionTests {
+    let group = LogGroupTests()
+
+    /// Polls (10 ms apart, at most 10 s) until `condition` holds.
+    func eventually(_ condition: () throws -> Bool) throws -> Bool {
+        for _ in 0..<1_000 {
+            if try condition() { return true }
+            usleep(10_000)
+        }
+        return try condition()
+    }
+
+    @Test func anIdleLogLetsGoOfItsLockAndEveryAppendTakesItBack() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        var configuration = Configuration()
+        configuration.suspendsWhenIdle = true
+        configuration.linger = .seconds(5)
+        let log = try EventLog.open(group: dir.path, writer: "widget", configuration: configuration)
+        let lock = log.directory + "/LOCK"
+        #expect(try eventually { log.isSuspended }, "a log opened idle suspends itself")
+        #expect(try eventually { try group.anotherProcessCanLock(lock) })
+        #expect(group.openFiles(under: log.directory) == [])
+
+        var acknowledged = [UInt64]()
+        for round in 0..<5 {
+            // Buffered, blocking and async appends each take the log back.
+            acknowledged.append(try log.append("buffered \(round)"))
+            // Its record waits out the 5 s linger in the pending block: not idle, so the log
+            // holds its lock again (the append took it back before taking the record).
+            #expect(!log.isSuspended)
+            #expect(try !group.anotherProcessCanLock(lock), "the log took its lock back before appending")
+            acknowledged.append(try log.appendBlocking(Array("written \(round)".utf8), durability: .written))
+            acknowledged.append(try await log.append(Array("synced \(round)".utf8), durability: .synced))
+            #expect(try eventually { log.isSuspended }, "round \(round): idle again, it suspends itself")
+            #expect(try group.anotherProcessCanLock(lock))
+            #expect(group.openFiles(under: log.directory) == [], "round \(round): an idle log holds no file")
+            #expect(log.syncedThrough == log.nextSeq, "what it let go of is durable")
+        }
+        #expect(acknowledged == Array(0..<15))
+        try log.close()
+        let snapshot = try LogSnapshot(directory: log.directory)
+        defer { snapshot.close() }
+        #expect(records(try snapshot.reader(from: nil).readToEnd()).map { String(decoding: $0.payload, as: UTF8.self) }
+                == (0..<5).flatMap { ["buffered \($0)", "written \($0)", "synced \($0)"] })
+    }
+
+    @Test func anotherWriterMayNotTakeAnIdleLogsNameWhileItIsOpen() throws {
+        // The lock is free while idle, but the name is not: another open of the same writer
+        // log in that spell makes the first one's resume refuse (the tail it knows is stale),
+        // never write over what the other wrote.
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        var configuration = Configuration()
+        configuration.suspendsWhenIdle = true
+        let log = try EventLog.open(group: dir.path, writer: "widget", configuration: configuration)
+        try log.append("first")
+        #expect(try eventually { log.isSuspended })
+        let other = try EventLog.open(group: dir.path, writer: "widget")
+        try other.append("other")
+        try other.close()
+        let refused = #expect(throws: SpoolError.self) { try log.append("late") }
+        #expect(refused?.code == .locked)
+        try log.close()
+        let snapshot = try LogSnapshot(directory: log.directory)
+        defer { snapshot.close() }
+        #expect(records(try snapshot.reader(from: nil).readToEnd()).map(\.seq) == [0, 1])
+    }
+}

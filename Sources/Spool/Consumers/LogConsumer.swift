@@ -118,7 +118,7 @@ public struct ConsumerBatch: Sendable, Equatable {
 /// The queue consumers' `async` methods run their blocking file I/O on.
 private let blockingWork = DispatchQueue(label: "spool.consumers", attributes: .concurrent)
 
-private func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         blockingWork.async { continuation.resume(with: Result { try work() }) }
     }

@@ -51,6 +51,15 @@ public struct Configuration: Sendable {
     /// A calendar expiry rule (Google Analytics': a hit must arrive by 4 a.m. of the next day
     /// in the reporting time zone). The default is `nil`.
     public var reportingDeadline: ReportingDeadline? = nil
+    /// Whether the log lets go of its lock and files whenever it is idle, as
+    /// ``EventLog/suspend()`` does: once the writer has written and synced everything appended
+    /// and no append waits, the log suspends itself (on a queue of its own), and the next
+    /// append resumes it first (well under a millisecond). For a process that iOS may suspend
+    /// at any moment in a shared container (an app extension, a widget): no lock is held while
+    /// none of its calls is in progress, beyond the few milliseconds the writer takes to write
+    /// and sync what the last call left. Every idle spell costs one `fdatasync`. The default is
+    /// `false` (the lock is held from open to close).
+    public var suspendsWhenIdle = false
     /// Permission bits of files Spool creates. The default is `0o600` (owner only).
     public var fileMode: UInt16 = 0o600
     /// Permission bits of directories Spool creates. The default is `0o700` (owner only).

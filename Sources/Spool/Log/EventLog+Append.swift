@@ -61,6 +61,9 @@ extension EventLog {
         if durability == .buffered { return try append(payload) }
         try checkSize(payload.count)
         let timestamp = wallClockMillis()
+        // An idle-suspended log is resumed off the cooperative pool (its open and listing are
+        // file I/O); only an idle suspension racing this append resumes inside `enqueue`.
+        if configuration.suspendsWhenIdle && isSuspended { try await offload { try self.resume() } }
         // One lock round trip: the record and its waiter go in together.
         var seq: UInt64 = 0
         try await suspendUntilStored(durability) {
@@ -193,6 +196,15 @@ extension EventLog {
     private func enqueue(_ payload: UnsafeRawBufferPointer, timestamp: Int64) throws -> UInt64 {
         let framed = PendingBlock.framedSize(payload.count)
         while true {
+            if state.suspended && configuration.suspendsWhenIdle && !state.closeRequested {
+                // Suspended while idle: take the log back first (resume takes the lifecycle
+                // lock before this one, so this one is let go meanwhile).
+                lock.unlock()
+                let resumed = Result { try resume() }
+                lock.lock()
+                try resumed.get()
+                continue
+            }
             if let error = state.error { throw error }
             if configuration.capPolicy == .rejectNew, let cap = configuration.maxBytes,
                state.diskBytes + Int64(state.pendingBytes + framed) > Int64(cap) {

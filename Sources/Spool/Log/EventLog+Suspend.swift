@@ -42,6 +42,7 @@ extension EventLog {
         consumerCache.closeAll()
         codec.close()
         directoryLock.release()
+        lock.withLock { state.released = true }
         releaseWriteToken(resuming: false)
         logger.debug("suspended log", metadata: ["directory": "\(directory)", "nextSeq": "\(target)"])
     }
@@ -83,7 +84,7 @@ extension EventLog {
 
     /// Whether the log is suspended (``suspend()``): it holds no lock and no file, and
     /// refuses appends until ``resume()``.
-    public var isSuspended: Bool { lock.withLock { state.suspended && !state.closeRequested } }
+    public var isSuspended: Bool { lock.withLock { state.released && !state.closeRequested } }
 
     /// Waits until no one writes (and, when asked, no retention deletes), then holds the write
     /// token, so that only the caller touches the segment writer.
@@ -97,9 +98,35 @@ extension EventLog {
     private func releaseWriteToken(resuming: Bool) {
         lock.withLock {
             state.writing = false
-            if resuming { state.suspended = false }
-            if state.writerAwaitsToken { lock.wakeWriter() }
+            if resuming {
+                state.suspended = false
+                state.released = false
+            }
+            // Resumed while idle-suspending: the writer looks again whether it is idle, so a
+            // resume that no append follows does not keep the lock.
+            if state.writerAwaitsToken || (resuming && configuration.suspendsWhenIdle) { lock.wakeWriter() }
             lock.broadcastProgress()
+        }
+    }
+
+    /// `Configuration.suspendsWhenIdle`: the writer found nothing to do, so the log suspends
+    /// itself on its lifecycle queue, unless it is suspended already or something is pending or
+    /// waited for. Lock held (the writer thread, about to sleep).
+    func scheduleIdleSuspensionIfIdle() {
+        guard configuration.suspendsWhenIdle, !state.suspended, !state.idleSuspendQueued, !state.closeRequested,
+              case .open = state.status, state.current.isEmpty, state.full.isEmpty, state.waiters.isEmpty else { return }
+        state.idleSuspendQueued = true
+        lifecycleQueue.async { [self] in
+            let idle = lock.withLock { () -> Bool in
+                state.idleSuspendQueued = false
+                return state.current.isEmpty && state.full.isEmpty && state.waiters.isEmpty
+            }
+            guard idle else { return }  // appends came meanwhile: the writer looks again once they are written
+            do {
+                try suspend()
+            } catch {
+                logger.warning("could not suspend the idle log; it holds its lock until the next idle spell", metadata: ["error": "\(error)"])
+            }
         }
     }
 }

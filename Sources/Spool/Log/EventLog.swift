@@ -35,6 +35,9 @@ public final class EventLog: @unchecked Sendable {
     /// Serialises ``close()``, ``suspend()`` and ``resume()``: each releases or takes the
     /// log's files as a whole.
     let lifecycle = NSLock()
+    /// Where an idle log suspends itself (`Configuration.suspendsWhenIdle`): not the writer
+    /// thread, which `suspend()` waits for.
+    let lifecycleQueue = DispatchQueue(label: "spool.lifecycle", qos: .utility)
     let writer: SegmentWriter
     let consumerCache = ConsumerCache()
     /// Where retention runs after a roll (``scheduleRetention()``): a serial queue for

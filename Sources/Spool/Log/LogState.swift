@@ -91,9 +91,14 @@ struct LogState {
     /// ``EventLog/suspend()`` released the log's files and lock: appends are refused and no
     /// retention runs until ``EventLog/resume()``.
     var suspended = false
+    /// ``EventLog/suspend()`` has released the files and the lock (it sets `suspended` first,
+    /// then flushes, then releases): what `EventLog.isSuspended` reports.
+    var released = false
     /// `close()` was called or the log is suspended: nothing may touch the log's files but
     /// what `close()`/`resume()` itself does.
     var filesReleased: Bool { closeRequested || suspended }
+    /// An idle suspension (`Configuration.suspendsWhenIdle`) is queued and has not run.
+    var idleSuspendQueued = false
     /// A retention run is queued on the retention queue and has not started.
     var retentionQueued = false
     /// `close()` finished releasing the files and the directory lock (other callers of

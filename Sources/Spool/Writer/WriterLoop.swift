@@ -69,6 +69,7 @@ extension EventLog {
                     // Stalled while closing: one last try happened; give up and report at close.
                     break
                 }
+                scheduleIdleSuspensionIfIdle()
                 lock.writerWait(until: nil)
                 continue
             }
