@@ -48,6 +48,11 @@ public struct BenchOptions: Sendable {
     /// directory is appended), for the follow rows' other process; nil leaves them out.
     /// `spool bench` and `compare` pass their hidden `--follow-probe`.
     public var followProbeArguments: [String]? = nil
+    /// The hidden option that makes this executable one writer process of the group rows
+    /// (``runAppendProbe(group:writer:count:)``), followed by the group's directory,
+    /// `--probe-writer NAME` and `--probe-count N`; nil leaves the process rows out.
+    /// `spool bench` and `compare` pass their hidden `--append-probe`.
+    public var appendProbeArguments: [String]? = nil
 
     public init() {}
 

@@ -57,6 +57,7 @@ public struct BenchRunner: Sendable {
         if options.runs("memory") { rows += try await context.memoryRows() }
         if options.runs("trickle") { rows += try await context.trickleRows() }
         if options.runs("follow") { rows += try await context.followRows() }
+        if options.runs("group") { rows += try await context.groupRows() }
 
         let info = RunInfo(
             events: events.count, meanEventBytes: events.meanSize, directory: scratch.root,

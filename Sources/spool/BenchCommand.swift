@@ -19,7 +19,7 @@ struct BenchCommand: AsyncParsableCommand {
     var events: Int?
     @Option(help: "Also write the figures as JSON to this file.")
     var json: String?
-    @Option(name: .customLong("only"), help: "Run only these scenario groups (append, seal, drain, sync, open, memory, trickle, follow; synced = only the synced appends; sync-latency = only the drains through a collector 0, 10 and 50 ms away); repeatable.")
+    @Option(name: .customLong("only"), help: "Run only these scenario groups (append, seal, drain, sync, open, memory, trickle, follow, group; synced = only the synced appends; sync-latency = only the drains through a collector 0, 10 and 50 ms away); repeatable.")
     var groups: [String] = []
     @Option(help: "A PostgreSQL server (postgres://USER@HOST:PORT/DB) for the postgres rows: tables bench_… are created and dropped there.")
     var postgres: String?
@@ -31,6 +31,14 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: .hidden)
     var followProbe: String?
 
+    /// A writer process of the group rows (``runAppendProbe(group:writer:count:)``): the group.
+    @Option(help: .hidden)
+    var appendProbe: String?
+    @Option(help: .hidden)
+    var probeWriter = "app"
+    @Option(help: .hidden)
+    var probeCount = 0
+
     func validate() throws {
         if let events, !(1...10_000_000).contains(events) { throw ValidationError("--events must be between 1 and 10,000,000 (the events are generated in memory)") }
     }
@@ -40,7 +48,12 @@ struct BenchCommand: AsyncParsableCommand {
             try runFollowProbe(directory: followProbe)
             return
         }
+        if let appendProbe {
+            try runAppendProbe(group: appendProbe, writer: probeWriter, count: probeCount)
+            return
+        }
         var options = quick ? BenchOptions.quick : BenchOptions()
+        options.appendProbeArguments = ["bench", "--append-probe"]
         options.followProbeArguments = ["bench", "--follow-probe"]
         options.directory = dir
         if let events { options.events = events }

@@ -10,7 +10,7 @@ import Testing
         let json = dir + "/bench.json"
         let result = try SpoolBinary.run(["bench", "--quick", "--dir", dir, "--json", json])
         #expect(result.status == 0, "\(result.stderr)")
-        for group in ["append", "seal", "drain", "open", "footprint"] {
+        for group in ["append", "seal", "drain", "open", "footprint", "group"] {
             #expect(result.stdout.contains("\n\(group) "), "no \(group) row in:\n\(result.stdout)")
         }
         #expect(result.stdout.contains("synced ×1"))

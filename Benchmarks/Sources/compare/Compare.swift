@@ -37,6 +37,14 @@ struct Compare: AsyncParsableCommand {
     @Option(help: .hidden)
     var followProbe: String?
 
+    /// A writer process of the group rows (``runAppendProbe(group:writer:count:)``): the group.
+    @Option(help: .hidden)
+    var appendProbe: String?
+    @Option(help: .hidden)
+    var probeWriter = "app"
+    @Option(help: .hidden)
+    var probeCount = 0
+
     func validate() throws {
         guard events > 0, seconds > 0, rounds > 0 else { throw ValidationError("--events, --seconds and --rounds must be positive") }
     }
@@ -46,7 +54,12 @@ struct Compare: AsyncParsableCommand {
             try runFollowProbe(directory: followProbe)
             return
         }
+        if let appendProbe {
+            try runAppendProbe(group: appendProbe, writer: probeWriter, count: probeCount)
+            return
+        }
         var options = quick ? BenchOptions.quick : BenchOptions()
+        options.appendProbeArguments = ["--append-probe"]
         options.followProbeArguments = ["--follow-probe"]
         options.directory = dir
         if !quick {

@@ -20,7 +20,7 @@ import Spool
 /// windows run as there are logs: at most `logs ×` the concurrency's maximum in flight.
 ///
 /// **New writers.** A writer log that appears while the group runs is picked up within
-/// `discoveryInterval` (and at every ``flush(retries:)``).
+/// `discoveryInterval` (and at every ``flush(retries:throughCurrentEnd:)``).
 ///
 /// **Suspension.** On Apple platforms the app stops the group (``stop()``) before it is
 /// suspended, since its consumers hold locks in the shared container, and makes a new one
