@@ -79,6 +79,7 @@ struct DumpCommand: ParsableCommand {
                 try Output.write("# writer \(name) (log \(snapshot.id))\n")
                 printed += try dump(snapshot, from: nil, limit: (limit ?? Int.max) - printed)
             }
+            try Output.write("# total: \(printed) records from \(writers.count) writer logs\n")
             return
         }
         // Without --commit nothing is written: a snapshot, which repairs nothing.

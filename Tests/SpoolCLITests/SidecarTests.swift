@@ -57,20 +57,12 @@ import Testing
             try? FileManager.default.removeItem(atPath: dir)
             try? FileManager.default.removeItem(atPath: out)
         }
-        let collector = Process()
-        collector.executableURL = URL(fileURLWithPath: SpoolBinary.path)
-        collector.arguments = ["collector", "--port", "0", "--out", out]
-        let listening = Pipe()
-        collector.standardOutput = listening
-        collector.standardError = FileHandle.nullDevice
-        try collector.run()
+        let collector = try CollectorChild(["--out", out], stderrPath: dir + "-collector.err")
         defer {
-            collector.terminate()
-            collector.waitUntilExit()
+            collector.stop()
+            try? FileManager.default.removeItem(atPath: dir + "-collector.err")
         }
-        let first = String(decoding: listening.fileHandleForReading.availableData, as: UTF8.self)
-        let port = try #require(first.split(separator: ":").last.flatMap { Int($0.prefix { $0.isNumber }) }, "\(first)")
-        let url = "http://127.0.0.1:\(port)/batch"
+        let url = collector.url
 
         let syncArguments = ["sync", dir, "--sidecar", "--url", url, "--interval", "0.2", "--count", "20", "--batch-count", "50", "--create"]
         var acknowledged = Set<UInt64>()

@@ -57,8 +57,10 @@ public struct Configuration: Sendable {
     /// append resumes it first (well under a millisecond). For a process that iOS may suspend
     /// at any moment in a shared container (an app extension, a widget): no lock is held while
     /// none of its calls is in progress, beyond the few milliseconds the writer takes to write
-    /// and sync what the last call left. Every idle spell costs one `fdatasync`. The default is
-    /// `false` (the lock is held from open to close).
+    /// and sync what the last call left. Every idle spell costs one `fdatasync`, and closes the
+    /// log's own consumers (``EventLog/consumer(named:)``), as `suspend()` does: read such a log
+    /// with a ``DetachedConsumer`` (a group's sync worker does). The default is `false` (the lock
+    /// is held from open to close).
     public var suspendsWhenIdle = false
     /// Permission bits of files Spool creates. The default is `0o600` (owner only).
     public var fileMode: UInt16 = 0o600

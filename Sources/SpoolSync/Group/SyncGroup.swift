@@ -22,6 +22,8 @@ import Spool
 /// **New writers.** A writer log that appears while the group runs is picked up within
 /// `discoveryInterval` (and at every ``flush(retries:throughCurrentEnd:)``).
 ///
+/// **Metrics.** Each worker's `spool_sync_*` metrics carry `consumer="<writer>/<consumer>"`.
+///
 /// **Suspension.** On Apple platforms the app stops the group (``stop()``) before it is
 /// suspended, since its consumers hold locks in the shared container, and makes a new one
 /// when it is active again; a stopped group never starts again.
@@ -159,7 +161,8 @@ public actor SyncGroup {
             try DetachedConsumer(directory: path, name: consumerName, creating: true, configuration: logConfiguration, logger: consumerLogger)
         }
         do {
-            let worker = try SyncWorker(consumer: consumer, sink: try makeSink(consumer), configuration: configuration, logger: logger)
+            let worker = try SyncWorker(consumer: consumer, label: "\(name)/\(consumerName)", sink: try makeSink(consumer),
+                                        configuration: configuration, logger: logger)
             return Member(consumer: consumer, worker: worker)
         } catch {
             consumer.close()

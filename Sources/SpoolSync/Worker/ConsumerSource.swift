@@ -8,9 +8,12 @@ struct ConsumerSource: SyncSource {
     let consumer: any LogConsumer
     /// Where a watch that cannot be set up is said.
     let logger: Logger
+    /// What the worker's metrics and logs call it: the consumer's name, or, in a group,
+    /// `<writer>/<consumer>`, so that each writer log has metrics of its own.
+    var label: String? = nil
 
     var logID: LogID { consumer.logID }
-    var consumerName: String { consumer.name }
+    var consumerName: String { label ?? consumer.name }
     var committedOffset: UInt64 { consumer.committed }
     var pendingRecords: UInt64 { consumer.pendingRecords }
 

@@ -20,10 +20,18 @@ extension SyncWorker where C == ContinuousClock {
         consumer: any LogConsumer, sink: some SyncSink, configuration: SyncConfiguration = .init(),
         logger: Logger = Logger(label: "spool.sync")
     ) throws(SyncError) {
+        try self.init(consumer: consumer, label: nil, sink: sink, configuration: configuration, logger: logger)
+    }
+
+    /// As ``init(consumer:sink:configuration:logger:)``, with `label` naming the worker in its
+    /// metrics and logs instead of the consumer's name (a group's `<writer>/<consumer>`).
+    init(
+        consumer: any LogConsumer, label: String?, sink: some SyncSink, configuration: SyncConfiguration, logger: Logger
+    ) throws(SyncError) {
         let deadLetters = DeadLetterLog(logDirectory: consumer.directory, consumer: consumer.name, logID: consumer.logID,
                                         configuration: DeadLetterLog.configuration(from: consumer.configuration), logger: logger)
         try self.init(
-            source: ConsumerSource(consumer: consumer, logger: logger), sink: sink, configuration: configuration,
+            source: ConsumerSource(consumer: consumer, logger: logger, label: label), sink: sink, configuration: configuration,
             deadLetters: deadLetters, clock: ContinuousClock(), logger: logger)
     }
 
