@@ -1,31 +1,29 @@
 import Foundation
-import SpoolBench
-import Testing
 
-/// Every suite that uses the cluster, one test at a time: some stop and restart it.
-@Suite(.serialized) enum PostgresSuites {}
-
-/// A PostgreSQL 15 cluster of the test process's own: `initdb` into a temporary directory,
-/// `pg_ctl start` on a free port of 127.0.0.1, stopped (`pg_ctl stop -m fast`) and removed
-/// when the process exits. Run as the `postgres` user when the tests run as root.
+/// A PostgreSQL 15 cluster of the process's own (the PostgreSQL tests, the fleet tests, the
+/// benchmark's fleet): `initdb` into a temporary directory, `pg_ctl start` on a free port of
+/// 127.0.0.1, stopped (`pg_ctl stop -m fast`) and removed when the process exits, and by a
+/// watchdog if it is killed. Run as the `postgres` user when the process runs as root.
 ///
 /// Loopback connections are trusted, except for the role ``passwordRole``, which must give
 /// ``password`` (SCRAM). When the cluster cannot start, ``shared()`` throws the reason, and the
 /// test asking for it fails: it is never skipped.
-final class PostgresCluster: Sendable {
+public final class PostgresCluster: Sendable {
     /// The binaries: Debian's PostgreSQL 15 (`apt-get install postgresql`).
-    static let binaries = ProcessInfo.processInfo.environment["SPOOL_PG_BIN"] ?? "/usr/lib/postgresql/15/bin"
+    public static let binaries = ProcessInfo.processInfo.environment["SPOOL_PG_BIN"] ?? "/usr/lib/postgresql/15/bin"
     /// The role that must authenticate with a password.
-    static let passwordRole = "spool_pw"
+    public static let passwordRole = "spool_pw"
     /// Its password.
-    static let password = "s3cret-Pa55"
+    public static let password = "s3cret-Pa55"
 
-    let directory: String
-    let port: Int
+    /// Where the cluster lives: its data directory, logs and Unix socket.
+    public let directory: String
+    /// The port it listens on, on 127.0.0.1.
+    public let port: Int
     private let asPostgres: Bool
 
     /// The cluster of this process: started by the first caller, shared by every test.
-    static func shared() throws -> PostgresCluster {
+    public static func shared() throws -> PostgresCluster {
         try startup.get()
     }
 
@@ -49,7 +47,7 @@ final class PostgresCluster: Sendable {
         var template = Array((NSTemporaryDirectory() + "spool-pg-XXXXXX").utf8CString)
         guard let made = mkdtemp(&template) else { throw ClusterError("mkdtemp failed: errno \(errno)") }
         directory = String(cString: made)
-        port = try SpoolBench.freePort()
+        port = try freePort()
         if asPostgres {
             guard let user = getpwnam("postgres") else { throw ClusterError("running as root and there is no postgres user") }
             guard chown(directory, user.pointee.pw_uid, user.pointee.pw_gid) == 0 else {
@@ -69,10 +67,10 @@ final class PostgresCluster: Sendable {
         try psql("CREATE ROLE \(Self.passwordRole) LOGIN PASSWORD '\(Self.password)' SUPERUSER")
     }
 
-    var dataDirectory: String { directory + "/data" }
+    public var dataDirectory: String { directory + "/data" }
 
     /// Starts the server (again, after ``stop(mode:)``), waiting until it takes connections.
-    func start() throws {
+    public func start() throws {
         // Output to a file: the server inherits pg_ctl's descriptors, and a pipe would never end.
         try run("pg_ctl", [
             "start", "-D", dataDirectory, "-l", directory + "/server.log", "-w", "-t", "120",
@@ -98,31 +96,31 @@ final class PostgresCluster: Sendable {
     }
 
     /// Stops the server: `immediate` is a crash (no checkpoint, recovery at the next start).
-    func stop(mode: String = "fast") throws {
+    public func stop(mode: String = "fast") throws {
         try run("pg_ctl", ["stop", "-D", dataDirectory, "-m", mode, "-w", "-t", "120"])
     }
 
     /// A fresh database for one test.
-    func createDatabase(_ name: String = "db_\(UUID().uuidString.prefix(8).lowercased())") throws -> String {
+    public func createDatabase(_ name: String = "db_\(UUID().uuidString.prefix(8).lowercased())") throws -> String {
         try psql("CREATE DATABASE \(name)")
         return name
     }
 
     /// `postgres://USER@127.0.0.1:PORT/DATABASE`.
-    func url(database: String, user: String = "postgres", password: String? = nil) -> String {
+    public func url(database: String, user: String = "postgres", password: String? = nil) -> String {
         "postgres://\(user)\(password.map { ":" + $0 } ?? "")@127.0.0.1:\(port)/\(database)"
     }
 
     /// Runs `sql` with psql over the Unix socket; returns its unaligned output.
     @discardableResult
-    func psql(_ sql: String, database: String = "postgres") throws -> String {
+    public func psql(_ sql: String, database: String = "postgres") throws -> String {
         try run("psql", ["-h", directory, "-p", "\(port)", "-U", "postgres", "-d", database, "-X", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql])
             .trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Runs one of the binaries (or `sh`) as the cluster's owner; throws its output when it fails.
     @discardableResult
-    func run(_ tool: String, _ arguments: [String], input: String? = nil, outputFile: String? = nil) throws -> String {
+    public func run(_ tool: String, _ arguments: [String], input: String? = nil, outputFile: String? = nil) throws -> String {
         let executable = tool == "sh" ? "/bin/sh" : Self.binaries + "/" + tool
         // Through bash, which closes every descriptor above 2 first: Foundation's Process
         // hands its children a socket it waits on, and a server that inherited it (pg_ctl
@@ -162,8 +160,9 @@ final class PostgresCluster: Sendable {
 }
 
 /// Why the cluster could not start, or a tool failed.
-struct ClusterError: Error, CustomStringConvertible {
-    let description: String
+public struct ClusterError: Error, CustomStringConvertible {
+    /// What failed, with the tool's output.
+    public let description: String
     init(_ description: String) { self.description = description }
 }
 
