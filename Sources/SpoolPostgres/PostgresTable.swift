@@ -32,13 +32,28 @@ struct PostgresTable: Sendable {
         """
     }
 
+    /// Creates the table if it is missing, one creator at a time.
+    ///
+    /// `CREATE TABLE IF NOT EXISTS` is not safe against itself: two sessions that both find the
+    /// table missing both create it, and the second fails on a catalog index (SQLSTATE 23505,
+    /// which the sink takes as fatal). Forwarders of a fleet that share a table, started
+    /// together, do exactly that at their first batch. So the statement runs in a transaction
+    /// holding an advisory lock keyed on the table's name: the second creator waits, then finds
+    /// the table.
+    func createIfMissing(on connection: PostgresConnection, logger: Logger) async throws {
+        _ = try await connection.query("BEGIN", logger: logger).get()
+        _ = try await connection.query("SELECT pg_advisory_xact_lock(hashtext(\(name.quoted)))", logger: logger).get()
+        _ = try await connection.query(PostgresQuery(unsafeSQL: createStatement), logger: logger).get()
+        _ = try await connection.query("COMMIT", logger: logger).get()
+    }
+
     /// Creates the table when asked and it is missing, then checks it is Spool's.
     ///
     /// - Throws: `SyncError` (`SyncError.Code.destinationRefused`) when the table is
     ///   missing, or has other columns, types, or primary key; what the connection threw
     ///   otherwise (classified by the caller).
     func prepare(on connection: PostgresConnection, create: Bool, destination: String, logger: Logger) async throws {
-        if create { try await connection.query(PostgresQuery(unsafeSQL: createStatement), logger: logger) }
+        if create { try await createIfMissing(on: connection, logger: logger) }
         var found: [String: String] = [:]
         let columnRows = try await connection.query("""
             SELECT a.attname::text, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a

@@ -27,6 +27,26 @@ extension PostgresSuites { @Suite struct PostgresSinkTests {
         try expectTable(cluster, database: database, table: "events", holds: records, logID: logID)
     }
 
+    /// Sinks of several processes (a fleet's forwarders) that share a missing table and create
+    /// it at their first batch, all at once: every one delivers (two plain `CREATE TABLE IF NOT
+    /// EXISTS` at once fail one of them on a catalog index, SQLSTATE 23505, which is fatal).
+    @Test func sinksCreatingOneTableAtOnceAllDeliver() async throws {
+        let cluster = try PostgresCluster.shared()
+        for _ in 0..<3 {
+            let database = try cluster.createDatabase()
+            let sinks = try (0..<8).map { _ in try makeSink(cluster, database: database, table: "events", create: true) }
+            let requests = sinks.map { $0.prepare(sampleRecords(count: 10)[...], maxBytes: 1 << 20).body }
+            let outcomes = await withTaskGroup(of: UploadOutcome.self) { group in
+                for (sink, request) in zip(sinks, requests) { group.addTask { await sink.send(request, timeout: .seconds(30)) } }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            for sink in sinks { await sink.shutdown() }
+            let refused = outcomes.filter { !$0.isAccepted }
+            #expect(refused.isEmpty, "\(refused)")
+            #expect(try cluster.psql("SELECT count(*) FROM events", database: database) == "80")
+        }
+    }
+
     @Test func aMissingTableStopsTheWorkerNamingIt() async throws {
         let cluster = try PostgresCluster.shared()
         let database = try cluster.createDatabase()
