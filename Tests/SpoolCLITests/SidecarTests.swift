@@ -10,16 +10,30 @@ import Testing
 /// never deletes what the sidecar had not committed (a record deleted unread could never reach
 /// the collector).
 @Suite struct SidecarTests {
-    /// A `spool sync` child whose standard output is collected on a thread of its own.
+    /// A `spool` child (`spool sync`, mostly), its output discarded or its standard error
+    /// appended to a file.
     final class Child: @unchecked Sendable {
         let process = Process()
 
-        init(_ arguments: [String]) throws {
+        /// - Parameters:
+        ///   - environment: variables added to the test process's.
+        ///   - stderrPath: a file its standard error is appended to (else discarded).
+        init(_ arguments: [String], environment: [String: String] = [:], stderrPath: String? = nil) throws {
             process.executableURL = URL(fileURLWithPath: SpoolBinary.path)
             process.arguments = arguments
+            if !environment.isEmpty {
+                process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            }
             process.standardInput = FileHandle.nullDevice
             process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
+            if let stderrPath {
+                if !FileManager.default.fileExists(atPath: stderrPath) { _ = FileManager.default.createFile(atPath: stderrPath, contents: nil) }
+                let errors = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+                errors.seekToEndOfFile()
+                process.standardError = errors
+            } else {
+                process.standardError = FileHandle.nullDevice
+            }
             try process.run()
         }
 
