@@ -32,7 +32,8 @@ public struct BenchOptions: Sendable {
     public var trickleEvents = 10_000
     public var trickleTrainAfter = 4_000
 
-    /// Scenario groups to run (`append`, `seal`, `drain`, `sync`, `open`, `memory`, `trickle`, `follow`, or
+    /// Scenario groups to run (`append`, `seal`, `drain`, `sync`, `collector`, `open`, `memory`, `trickle`, `follow`;
+    /// `fleet`, only when named: devices → nginx → 1, 2, 3 collectors → PostgreSQL; or
     /// `synced`: only the synced appends of `append`; `sync-latency`: only the drains through a
     /// collector 0, 10 and 50 ms away, which `sync` includes; `sync-window`: only issue #26's rows, slow
     /// outliers, fast start, 503s and a full accept queue, which `sync` includes too); nil runs them all. For profiling one group. The default is nil.

@@ -54,6 +54,9 @@ public struct BenchRunner: Sendable {
         if options.groups?.contains("postgres") == true || (options.groups == nil && options.postgres != nil) {
             rows += try await context.postgresRows()
         }
+        if options.runs("collector") { rows += try await context.collectorRows() }
+        // Only when asked: it starts nginx and, without --postgres, a PostgreSQL cluster.
+        if options.groups?.contains("fleet") == true { rows += try await context.fleetRows() }
         if options.runs("open") { rows += try await context.openRows() }
         if options.runs("memory") { rows += try await context.memoryRows() }
         if options.runs("trickle") { rows += try await context.trickleRows() }

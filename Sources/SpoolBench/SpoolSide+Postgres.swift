@@ -49,7 +49,7 @@ extension SpoolSide {
     }
 
     /// A new table like the sink's, named `bench_…`.
-    private static func newTable(url: String) throws -> String {
+    static func newTable(url: String) throws -> String {
         let table = "bench_\(UUID().uuidString.prefix(8).lowercased())"
         try psql(url: url, ["-c", """
             CREATE TABLE \(table) (id text PRIMARY KEY, log_id text NOT NULL, seq bigint NOT NULL, time timestamptz, \
@@ -61,7 +61,7 @@ extension SpoolSide {
     /// Runs psql on `url` (with `-X -q -v ON_ERROR_STOP=1`), standard input from `input`;
     /// returns its output.
     @discardableResult
-    private static func psql(url: String, _ arguments: [String], input: String? = nil) throws -> String {
+    static func psql(url: String, _ arguments: [String], input: String? = nil) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
         process.arguments = ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url] + arguments

@@ -19,7 +19,7 @@ struct BenchCommand: AsyncParsableCommand {
     var events: Int?
     @Option(help: "Also write the figures as JSON to this file.")
     var json: String?
-    @Option(name: .customLong("only"), help: "Run only these scenario groups (append, seal, drain, sync, open, memory, trickle, follow, group; synced = only the synced appends; sync-latency = only the drains through a collector 0, 10 and 50 ms away); repeatable.")
+    @Option(name: .customLong("only"), help: "Run only these scenario groups (append, seal, drain, sync, collector, open, memory, trickle, follow, group; fleet = devices → nginx → 1, 2, 3 collectors → PostgreSQL, only when named; synced = only the synced appends; sync-latency = only the drains through a collector 0, 10 and 50 ms away); repeatable.")
     var groups: [String] = []
     @Option(help: "A PostgreSQL server (postgres://USER@HOST:PORT/DB) for the postgres rows: tables bench_… are created and dropped there.")
     var postgres: String?
