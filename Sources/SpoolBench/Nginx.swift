@@ -4,7 +4,7 @@ import Foundation
 /// the benchmark's fleet): Debian's binary with a configuration of its own in a directory of
 /// the caller's (README's example without TLS), in the foreground, stopped by its pid.
 ///
-/// If it cannot start, ``start(directory:upstreams:)`` throws the reason (nginx's own words):
+/// If it cannot start, ``init(directory:upstreams:)`` throws the reason (nginx's own words):
 /// a test that needs it fails, it is never skipped. `scripts/setup` installs it.
 ///
 /// Thread-safety: `stop()` may be called from any thread (it signals a pid and waits).
@@ -18,12 +18,6 @@ public final class Nginx: @unchecked Sendable {
     /// `http://127.0.0.1:<port>/batch`: where devices send.
     public var url: String { "http://127.0.0.1:\(port)/batch" }
 
-    private init(port: Int, directory: String, process: Process) {
-        self.port = port
-        self.directory = directory
-        self.process = process
-    }
-
     /// The nginx binary: on PATH, or Debian's /usr/sbin/nginx.
     public static var binary: String? {
         let candidates = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { "\($0)/nginx" } + ["/usr/sbin/nginx"]
@@ -31,14 +25,17 @@ public final class Nginx: @unchecked Sendable {
     }
 
     /// Starts nginx on a free port of 127.0.0.1, proxying to collectors on `upstreams` (ports
-    /// of 127.0.0.1), and waits until it proxies `GET /healthz` to one of them with a 200.
-    public static func start(directory: String, upstreams: [Int]) async throws -> Nginx {
-        guard let binary else { throw BenchError("nginx is not installed (scripts/setup installs nginx-light)") }
+    /// of 127.0.0.1), and waits (blocking) until it proxies `GET /healthz` to one of them with
+    /// a 200.
+    public init(directory: String, upstreams: [Int]) throws {
+        guard let binary = Self.binary else { throw BenchError("nginx is not installed (scripts/setup installs nginx-light)") }
         let port = try freePort()
+        self.port = port
+        self.directory = directory
         let configuration = directory + "/nginx.conf"
         try Self.configuration(directory: directory, port: port, upstreams: upstreams)
             .write(toFile: configuration, atomically: true, encoding: .utf8)
-        let process = Process()
+        process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["-p", directory, "-c", configuration, "-e", directory + "/nginx-error.log", "-g", "daemon off;"]
         process.standardInput = FileHandle.nullDevice
@@ -46,15 +43,14 @@ public final class Nginx: @unchecked Sendable {
         _ = FileManager.default.createFile(atPath: directory + "/nginx.stderr", contents: nil)
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/nginx.stderr"))
         try process.run()
-        let nginx = Nginx(port: port, directory: directory, process: process)
         for _ in 0..<100 {
             if !process.isRunning { break }
-            if (try? await HTTP.request("GET", "http://127.0.0.1:\(port)/healthz", body: nil))?.status == 200 { return nginx }
-            try await Task.sleep(for: .milliseconds(50))
+            if (try? HTTP.requestBlocking("GET", "http://127.0.0.1:\(port)/healthz", body: nil))?.status == 200 { return }
+            usleep(50_000)
         }
         let reason = [directory + "/nginx.stderr", directory + "/nginx-error.log"]
             .compactMap { try? String(contentsOfFile: $0, encoding: .utf8) }.joined(separator: "\n")
-        nginx.stop()
+        stop()
         throw BenchError("nginx did not start or did not proxy /healthz: \(reason)")
     }
 

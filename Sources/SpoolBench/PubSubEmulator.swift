@@ -112,6 +112,12 @@ public final class PubSubEmulator: Sendable {
     /// Pulls (and acknowledges) everything the subscription holds now, in delivery order,
     /// until a pull comes back empty.
     public func pullAll(_ subscription: String) async throws -> [Message] {
+        try await blocking { try self.pullAllBlocking(subscription) }
+    }
+
+    /// ``pullAll(_:)`` on the caller's thread, blocking it (no cooperative thread is needed:
+    /// for tests that block theirs while child processes run).
+    public func pullAllBlocking(_ subscription: String) throws -> [Message] {
         struct Pulled: Decodable {
             struct Received: Decodable {
                 var ackId: String
@@ -121,19 +127,24 @@ public final class PubSubEmulator: Sendable {
         }
         var all: [Message] = []
         while true {
-            let answer = try await request("POST", "/v1/\(subscription):pull", body: Array(#"{"maxMessages":1000,"returnImmediately":true}"#.utf8))
+            let answer = try HTTP.requestBlocking("POST", url("/v1/\(subscription):pull"), body: Array(#"{"maxMessages":1000,"returnImmediately":true}"#.utf8))
             guard answer.status == 200 else { throw StartFailed(description: "pull answered \(answer.status)") }
             let pulled = try JSONDecoder().decode(Pulled.self, from: Data(answer.body)).receivedMessages ?? []
             if pulled.isEmpty { return all }
             all += pulled.map(\.message)
             let acks = try JSONSerialization.data(withJSONObject: ["ackIds": pulled.map(\.ackId)])
-            _ = try await request("POST", "/v1/\(subscription):acknowledge", body: Array(acks))
+            _ = try HTTP.requestBlocking("POST", url("/v1/\(subscription):acknowledge"), body: Array(acks))
         }
     }
 
     /// Sends `method path` with a JSON `body` to the emulator; returns the status and the body.
     public func request(_ method: String, _ path: String, body: [UInt8]?) async throws -> (status: Int, body: [UInt8]) {
-        try await HTTP.request(method, root.appendingPathComponent(path).absoluteString.replacingOccurrences(of: "%3A", with: ":"), body: body)
+        try await HTTP.request(method, url(path), body: body)
+    }
+
+    /// The URL of `path` of its REST API (a resource's `:verb` kept as it is).
+    private func url(_ path: String) -> String {
+        root.appendingPathComponent(path).absoluteString.replacingOccurrences(of: "%3A", with: ":")
     }
 }
 
@@ -177,5 +188,16 @@ public enum HTTP {
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
         let bytes = try await response.body.collect(upTo: 64 * 1024 * 1024)
         return (Int(response.status.code), Array(bytes.readableBytesView))
+    }
+
+    /// ``request(_:_:body:headers:)`` on the caller's thread, blocking it until the answer (or
+    /// 60 s): for callers that may not wait for a cooperative thread.
+    public static func requestBlocking(_ method: String, _ url: String, body: [UInt8]?, headers: [String: String] = [:]) throws -> (status: Int, body: [UInt8]) {
+        var request = try HTTPClient.Request(url: url, method: .init(rawValue: method))
+        request.headers.add(name: "Content-Type", value: "application/json")
+        for (name, value) in headers { request.headers.replaceOrAdd(name: name, value: value) }
+        if let body { request.body = .bytes(body) }
+        let response = try HTTPClient.shared.execute(request: request, deadline: .now() + .seconds(60)).wait()
+        return (Int(response.status.code), response.body.map { Array($0.readableBytesView) } ?? [])
     }
 }

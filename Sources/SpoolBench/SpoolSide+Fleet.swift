@@ -61,7 +61,8 @@ extension SpoolSide {
                 forwarders.append((worker, consumer))
                 await worker.start()
             }
-            nginx = try await Nginx.start(directory: directory, upstreams: ports)
+            let upstreams = ports
+            nginx = try await blocking { try Nginx(directory: directory, upstreams: upstreams) }
             var configuration = SyncConfiguration()
             configuration.concurrency = .adaptive(max: 16)
             let entry = URL(string: nginx!.url)!

@@ -21,8 +21,6 @@ enum Fleet {
         var intruder: LogID
         /// How many times a collector was SIGKILLed.
         var kills: Int
-        /// The fleet's directory (logs, nginx's files, every child's standard error).
-        var directory: String
     }
 
     /// Runs the fleet, its forwarders sending to `destination` (`--url …`, `--postgres …`,
@@ -32,19 +30,25 @@ enum Fleet {
     /// stored the intruder's records and that no forwarder ended by itself (a forwarder that
     /// exits, as on a fatal error, forwards nothing more: a fleet of them would stall).
     ///
-    /// The waits are `Task.sleep`s, so the test holds no thread of the cooperative pool while
-    /// the fleet runs; starting, killing and dumping processes block it briefly.
+    /// It blocks its thread throughout, as the other process tests do: an async fleet gave its
+    /// cooperative thread up at each sleep, and in the full CLI run (two threads, held for
+    /// minutes by tests that wait for their children) resumed so late that it took 340 s.
     ///
     /// - Returns: the number of records the collectors' logs hold (repeats included).
     @discardableResult
     static func run(_ name: String = #function, destination: [String], environment: [String: String] = [:],
-                    delivered: (Devices) async throws -> Void) async throws -> Int {
+                    delivered: (Devices) throws -> Void) throws -> Int {
         let dir = temporaryDirectory(name)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let tokens = dir + "/tokens"
         try "fleet-token\n".write(toFile: tokens, atomically: true, encoding: .utf8)
 
         let ports = try (0..<3).map { _ in try freePort() }
+        // --max-concurrent: room for every request the devices may have in flight (4 × adaptive
+        // ≤ 16). nginx counts a collector's overload 503 as a failure (`http_503`), and with every
+        // collector out for `fail_timeout` it answers 502 "no live upstreams", without
+        // Retry-After, from which the devices back off exponentially (at the default of 8, for
+        // tens of seconds).
         func collector(_ index: Int) throws -> CollectorChild {
             try CollectorChild(["--log", dir + "/c\(index)", "--auth-token-file", tokens, "--max-concurrent", "64"], port: ports[index],
                                stderrPath: dir + "/c\(index).err")
@@ -54,17 +58,13 @@ enum Fleet {
                                     "--batch-count", "200"] + destination,
                                    environment: environment, stderrPath: dir + "/f\(index).err")
         }
-        // Room for every request the devices may have in flight (4 × adaptive ≤ 16): nginx counts
-        // a collector's overload 503 as a failure (`http_503`), and with every collector out for
-        // `fail_timeout` it answers 502 "no live upstreams", without Retry-After, from which
-        // the devices back off exponentially (tens of seconds: at the default of 8, it did).
         var collectors = try (0..<3).map(collector)
         var forwarders = try (0..<3).map(forwarder)
         defer {
             collectors.forEach { $0.kill() }
             forwarders.forEach { $0.kill() }
         }
-        let nginx = try await Nginx.start(directory: dir, upstreams: ports)
+        let nginx = try Nginx(directory: dir, upstreams: ports)
         defer { nginx.stop() }
         let entry = nginx.url
 
@@ -77,8 +77,7 @@ enum Fleet {
         defer { feeders.forEach { $0.finish() } }
         let syncs = try devices.map { device in
             try SidecarTests.Child(["sync", device, "--sidecar", "--create", "--url", entry, "--header", "Authorization: Bearer fleet-token",
-                                    "--interval", "0.2", "--count", "1", "--batch-count", "20"],
-                                   stderrPath: device + ".err")
+                                    "--interval", "0.2", "--count", "1", "--batch-count", "20"])
         }
         defer { syncs.forEach { $0.kill() } }
 
@@ -89,13 +88,13 @@ enum Fleet {
         let chaosEnd = Date().addingTimeInterval(10)
         while Date() < chaosEnd {
             let victim = Int(random.next() % 3)
-            try await Task.sleep(for: .milliseconds(200 + random.next() % 500))
+            usleep(UInt32(200_000 + random.next() % 500_000))
             collectors[victim].kill()
             if random.next() % 2 == 0 {
                 forwarders[victim].kill()
                 forwarders[victim] = try forwarder(victim)
             }
-            try await Task.sleep(for: .milliseconds(100 + random.next() % 400))
+            usleep(UInt32(100_000 + random.next() % 400_000))
             collectors[victim] = try collector(victim)
             kills += 1
             if random.next() % 4 == 0 {
@@ -123,7 +122,7 @@ enum Fleet {
         #expect(refused.status == 1 && refused.stderr.contains("401"), "\(refused.stderr)")
 
         let expected = Set(zip(ids, counts).flatMap { id, count in (0..<UInt64(count)).map { id.eventID(seq: $0) } })
-        try await delivered(Devices(expected: expected, intruder: intruderID, kills: kills, directory: dir))
+        try delivered(Devices(expected: expected, intruder: intruderID, kills: kills))
 
         for (index, forwarder) in forwarders.enumerated() {
             let errors = (try? String(contentsOfFile: dir + "/f\(index).err", encoding: .utf8)) ?? ""
@@ -140,13 +139,12 @@ enum Fleet {
 
     /// Polls `received` (what the destination holds now) until it covers `expected` or
     /// `seconds` have passed; returns the last answer.
-    static func waitFor<T>(_ expected: Set<String>, seconds: Double = 90, ids: (T) -> Set<String>,
-                           _ received: () async throws -> T) async throws -> T {
+    static func waitFor<T>(_ expected: Set<String>, seconds: Double = 90, ids: (T) -> Set<String>, _ received: () throws -> T) throws -> T {
         let deadline = Date().addingTimeInterval(seconds)
-        var last = try await received()
+        var last = try received()
         while !ids(last).isSuperset(of: expected), Date() < deadline {
-            try await Task.sleep(for: .milliseconds(250))
-            last = try await received()
+            usleep(250_000)
+            last = try received()
         }
         return last
     }

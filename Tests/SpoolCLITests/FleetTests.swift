@@ -10,15 +10,15 @@ import Testing
     /// Every device record is in the final collector's file under its device id, each once
     /// after its de-duplication by id.
     @Test(.timeLimit(.minutes(5)))
-    func fourDevicesThroughNginxToThreeCollectorsKilledAtRandomLoseNothing() async throws {
+    func fourDevicesThroughNginxToThreeCollectorsKilledAtRandomLoseNothing() throws {
         let scratch = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         let out = scratch + "/final.ndjson"
         let final = try CollectorChild(["--out", out], stderrPath: scratch + "/final.err")
         defer { final.kill() }
         var lines: [(id: String, object: [String: Any])] = []
-        let stored = try await Fleet.run(destination: ["--url", final.url, "--encoding", "ndjson"]) { devices in
-            lines = try await Fleet.waitFor(devices.expected, ids: { Set($0.map(\.id)) }) { try collectedLines(out) }
+        let stored = try Fleet.run(destination: ["--url", final.url, "--encoding", "ndjson"]) { devices in
+            lines = try Fleet.waitFor(devices.expected, ids: { Set($0.map(\.id)) }) { try collectedLines(out) }
             let received = Set(lines.map(\.id))
             let missing = devices.expected.subtracting(received)
             #expect(missing.isEmpty, "\(missing.count) of \(devices.expected.count) device records never reached the final collector after \(devices.kills) kills")
@@ -36,7 +36,7 @@ import Testing
     /// ids are exactly theirs. The three forwarders share the table and each creates it if it
     /// is missing (`--create-table`), all at once at the first batch.
     @Test(.timeLimit(.minutes(5)))
-    func fourDevicesThroughNginxToThreeCollectorsIntoOnePostgresTableExactlyOnce() async throws {
+    func fourDevicesThroughNginxToThreeCollectorsIntoOnePostgresTableExactlyOnce() throws {
         let cluster = try PostgresCluster.shared()
         let database = try cluster.createDatabase()
         func ids() throws -> Set<String> {
@@ -44,8 +44,8 @@ import Testing
         }
         var rows = 0
         let destination = ["--postgres", cluster.url(database: database), "--table", "events", "--create-table"]
-        let stored = try await Fleet.run(destination: destination) { devices in
-            let received = try await Fleet.waitFor(devices.expected, ids: { $0 }) {
+        let stored = try Fleet.run(destination: destination) { devices in
+            let received = try Fleet.waitFor(devices.expected, ids: { $0 }) {
                 try cluster.psql("SELECT to_regclass('events') IS NULL", database: database) == "t" ? [] : try ids()
             }
             let missing = devices.expected.subtracting(received)
@@ -74,11 +74,11 @@ import Testing
         let subscription = "projects/spool-test/subscriptions/fleet-\(unique)"
         try await emulator.createTopic(topic, subscription: subscription)
         var pulled: [String] = []
-        let stored = try await Fleet.run(destination: ["--pubsub-topic", topic],
-                                         environment: ["PUBSUB_EMULATOR_HOST": "127.0.0.1:\(emulator.port)"]) { devices in
-            let ids = try await Fleet.waitFor(devices.expected, ids: { $0 }) {
+        let stored = try Fleet.run(destination: ["--pubsub-topic", topic],
+                                 environment: ["PUBSUB_EMULATOR_HOST": "127.0.0.1:\(emulator.port)"]) { devices in
+            let ids = try Fleet.waitFor(devices.expected, ids: { $0 }) {
                 // Pulled messages are acknowledged: each pull adds what arrived since the last.
-                pulled += try await emulator.pullAll(subscription).map { $0.attributes?["id"] ?? "" }
+                pulled += try emulator.pullAllBlocking(subscription).map { $0.attributes?["id"] ?? "" }
                 return Set(pulled)
             }
             let missing = devices.expected.subtracting(ids)
