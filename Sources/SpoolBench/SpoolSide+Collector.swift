@@ -27,14 +27,46 @@ extension SpoolSide {
         case .log: collectorConfiguration.logDirectory = directory + "/collector"
         case .out: collectorConfiguration.outputPath = directory + "/collected.ndjson"
         }
-        let logs = try await blocking {
+        let logs = try await deviceLogs(devices, perDevice: perDevice, directory: directory)
+        let collector = Collector(configuration: collectorConfiguration)
+        let flushed: (start: UInt64, end: UInt64, reports: [FlushReport])
+        do {
+            flushed = try await flushAtOnce(logs, to: URL(string: "http://127.0.0.1:\(try await collector.start())/batch")!, batch: batch)
+        } catch {
+            await collector.stop()
+            try await blocking { for log in logs { try log.close() } }
+            throw error
+        }
+        let (nanos, reports) = (flushed.end - flushed.start, flushed.reports)
+        let stats = collector.stats
+        await collector.stop()
+        try await blocking { for log in logs { try log.close() } }
+        if let failure = reports.compactMap(\.failure).first { throw failure }
+        let sent = reports.map(\.records).reduce(0, +)
+        guard sent == perDevice * devices, stats.received == sent else {
+            throw BenchError("the devices sent \(sent) of \(perDevice * devices) events, the collector received \(stats.received)")
+        }
+        var run = Run(count: sent, nanos: nanos)
+        run.note = "\(stats.acceptedBatches) requests, \(stats.overloaded) × 503"
+        return run
+    }
+
+    /// `devices` new logs of `perDevice` events each (stored untimed, synced), open.
+    func deviceLogs(_ devices: Int, perDevice: Int, directory: String) async throws -> [EventLog] {
+        try await blocking {
             try (0..<devices).map { index in
                 try fill(count: perDevice, directory: directory + "/device\(index)")
                 return try open(directory + "/device\(index)")
             }
         }
-        let collector = Collector(configuration: collectorConfiguration)
-        let url = URL(string: "http://127.0.0.1:\(try await collector.start())/batch")!
+    }
+
+    /// Drains every log of `logs` to `url` at once, one `SyncWorker` each (adaptive ≤ 16,
+    /// `batch` records per request), then stops the workers.
+    ///
+    /// - Returns: when the first flush started and the last ended (its last answer), in
+    ///   ``monotonicNanos()``, and each worker's report.
+    func flushAtOnce(_ logs: [EventLog], to url: URL, batch: Int) async throws -> (start: UInt64, end: UInt64, reports: [FlushReport]) {
         var configuration = SyncConfiguration()
         configuration.maxBatchCount = batch
         configuration.maxBatchBytes = max(configuration.maxBatchBytes, batch * 1024)
@@ -49,18 +81,8 @@ extension SpoolSide {
             for worker in workers { group.addTask { await worker.flush(retries: 1_000) } }
             return await group.reduce(into: []) { $0.append($1) }
         }
-        let nanos = monotonicNanos() - start
+        let end = monotonicNanos()
         for worker in workers { await worker.stop() }
-        let stats = collector.stats
-        await collector.stop()
-        try await blocking { for log in logs { try log.close() } }
-        if let failure = reports.compactMap(\.failure).first { throw failure }
-        let sent = reports.map(\.records).reduce(0, +)
-        guard sent == perDevice * devices, stats.received == sent else {
-            throw BenchError("the devices sent \(sent) of \(perDevice * devices) events, the collector received \(stats.received)")
-        }
-        var run = Run(count: sent, nanos: nanos)
-        run.note = "\(stats.acceptedBatches) requests, \(stats.overloaded) × 503"
-        return run
+        return (start, end, reports)
     }
 }

@@ -17,18 +17,11 @@ extension SpoolSide {
         let perDevice = count / devices
         let table = try Self.newTable(url: url)
         defer { _ = try? Self.psql(url: url, ["-c", "DROP TABLE \(table)"]) }
-        let logs = try await blocking {
-            try (0..<devices).map { index in
-                try fill(count: perDevice, directory: directory + "/device\(index)")
-                return try open(directory + "/device\(index)")
-            }
-        }
+        let logs = try await deviceLogs(devices, perDevice: perDevice, directory: directory)
         var started: [Collector] = []
         var forwarders: [(worker: SyncWorker<ContinuousClock>, consumer: DetachedConsumer)] = []
-        var workers: [SyncWorker<ContinuousClock>] = []
         var nginx: Nginx?
         func stopAll() async {
-            for worker in workers { await worker.stop() }
             for forwarder in forwarders {
                 await forwarder.worker.stop()
                 forwarder.consumer.close()
@@ -63,19 +56,7 @@ extension SpoolSide {
             }
             let upstreams = ports
             nginx = try await blocking { try Nginx(directory: directory, upstreams: upstreams) }
-            var configuration = SyncConfiguration()
-            configuration.concurrency = .adaptive(max: 16)
-            let entry = URL(string: nginx!.url)!
-            workers = try logs.map { log in
-                try SyncWorker(consumer: try log.consumer(named: "uploader"),
-                               sink: HTTPSink(uploader: platformUploader(url: entry), logID: log.id, configuration: configuration),
-                               configuration: configuration, logger: quietLogger)
-            }
-            let start = monotonicNanos()
-            let reports = await withTaskGroup(of: FlushReport.self) { group in
-                for worker in workers { group.addTask { await worker.flush(retries: 1_000) } }
-                return await group.reduce(into: []) { $0.append($1) }
-            }
+            let (start, _, reports) = try await flushAtOnce(logs, to: URL(string: nginx!.url)!, batch: 50)
             if let failure = reports.compactMap(\.failure).first { throw failure }
             let total = perDevice * devices
             var landed = 0
