@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A PostgreSQL 15 cluster of the process's own (the PostgreSQL tests, the fleet tests, the
 /// benchmark's fleet): `initdb` into a temporary directory, `pg_ctl start` on a free port of
@@ -27,17 +28,21 @@ public final class PostgresCluster: Sendable {
         try startup.get()
     }
 
-    private static let startup: Result<PostgresCluster, ClusterError> = {
+    /// A cluster of the caller's own, for a test that may run beside the PostgreSQL suites in
+    /// one process (a plain `swift test`): they stop and crash the shared one.
+    public static func own() throws -> PostgresCluster {
         do {
             let cluster = try PostgresCluster()
             registerStopAtExit(cluster)
-            return .success(cluster)
+            return cluster
         } catch let error as ClusterError {
-            return .failure(error)
+            throw error
         } catch {
-            return .failure(ClusterError("\(error)"))
+            throw ClusterError("\(error)")
         }
-    }()
+    }
+
+    private static let startup: Result<PostgresCluster, ClusterError> = Result { try own() }.mapError { $0 as? ClusterError ?? ClusterError("\($0)") }
 
     private init() throws {
         guard FileManager.default.isExecutableFile(atPath: Self.binaries + "/initdb") else {
@@ -166,14 +171,19 @@ public struct ClusterError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// The cluster to stop when the test process exits.
-nonisolated(unsafe) private var clusterToStop: PostgresCluster?
+/// The clusters to stop when the process exits.
+private let clustersToStop = Mutex<[PostgresCluster]>([])
 
 private func registerStopAtExit(_ cluster: PostgresCluster) {
-    clusterToStop = cluster
+    let first = clustersToStop.withLock { clusters in
+        clusters.append(cluster)
+        return clusters.count == 1
+    }
+    guard first else { return }
     atexit {
-        guard let cluster = clusterToStop else { return }
-        try? cluster.stop(mode: "fast")
-        try? FileManager.default.removeItem(atPath: cluster.directory)
+        for cluster in clustersToStop.withLock({ $0 }) {
+            try? cluster.stop(mode: "fast")
+            try? FileManager.default.removeItem(atPath: cluster.directory)
+        }
     }
 }
