@@ -168,7 +168,8 @@ public final class PostgresCluster: Sendable {
 public struct ClusterError: Error, CustomStringConvertible {
     /// What failed, with the tool's output.
     public let description: String
-    init(_ description: String) { self.description = description }
+    /// An error that says `description`.
+    public init(_ description: String) { self.description = description }
 }
 
 /// The clusters to stop when the process exits.

@@ -9,7 +9,7 @@ import SpoolSync
 /// | no connection, reset, closed; SQLSTATE classes 08 (connection), 53 (resources), 57 (shutting down, starting up, cancelled), 40 (serialization, deadlock), 55, 58, XX and any other | retry |
 /// | 22 (data exception: a value PostgreSQL refuses, which only its record causes) | rejected: split until the record is alone, then dead-lettered |
 /// | 54 (program limit: a value too large) | too large: split, then dead-lettered alone |
-/// | 28 (credentials), 3D (no such database), 3F, 42 (missing table, permission, schema), 0A, 23 (a constraint the table has beyond Spool's), 44; a password asked for and none given; no TLS where required | fatal: the worker stops |
+/// | 28 (credentials), 3D (no such database), 3F, 42 (missing table, permission, schema), 0A, 23 (a constraint the table has beyond Spool's), 44; a password asked for and none given; no TLS where required; a TLS handshake that failed (a certificate not trusted under verify-full) | fatal: the worker stops |
 enum PostgresAnswer {
     /// The outcome of a request that failed with `error`.
     ///
@@ -38,9 +38,23 @@ enum PostgresAnswer {
             return .fatal(SyncError(.destinationRefused, "PostgreSQL at \(destination) does not offer TLS, which sslmode requires"))
         case .queryCancelled:
             return .retry(SyncError(.timeout, "the PostgreSQL statement was cancelled"))
+        case .connectionError where Self.isHandshakeFailure(error.underlying):
+            // A handshake that failed on the certificate (no root vouches for it, or it names
+            // another host, under verify-full): waiting will not change it.
+            return .fatal(SyncError(.destinationRefused, """
+                the TLS handshake with PostgreSQL at \(destination) failed: its certificate is not \
+                trusted for this host (sslmode verify-full checks it against the system's roots)
+                """, cause: error.underlying))
         default:
             return .retry(SyncError(.network, "the connection to PostgreSQL at \(destination) failed (\(error.code))"))
         }
+    }
+
+    /// Whether `error` is a TLS handshake the client refused (a certificate it does not trust):
+    /// not a connection lost mid-handshake, which is retried.
+    private static func isHandshakeFailure(_ error: (any Error)?) -> Bool {
+        if case .handshakeFailed = error as? NIOSSLError { return true }
+        return false
     }
 
     /// The outcome of an error the server sent: by its SQLSTATE's class.
