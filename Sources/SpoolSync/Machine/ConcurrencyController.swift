@@ -35,7 +35,7 @@
 ///   it is answered, and is left out of the moving average, but neither lowers the limit nor
 ///   sets a ceiling. Read as strain, 2% of the answers 1 s late at L in flight came 0.4·L
 ///   times a second and stepped the ceiling down to 2–3; at 2%, 6 of 32 late happen by chance
-///   about once in 3,000 late answers (4 minutes at 32 in flight and 50 ms). The count starts
+///   about once in 3,000 late answers (minutes apart at 32 in flight and 50 ms). The count starts
 ///   over at each decrease and leaves out requests sent before it, so the next decrease is
 ///   judged on requests sent at the new level.
 ///
