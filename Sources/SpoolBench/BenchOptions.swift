@@ -13,6 +13,9 @@ public struct BenchOptions: Sendable {
     public var rounds: Int = 3
     /// Events stored, then drained, per drain measurement. The default is 100,000.
     public var drainEvents: Int = 100_000
+    /// The adaptive maximum of issue #26's sliding-window rows (`sync-window`), as
+    /// `spool sync`'s default `--max-concurrency`. The default is 32.
+    public var windowAdaptiveMax: Int = 32
     /// Segment sizes (bytes) for the open-after-crash scenario. The default is 1, 16 and
     /// 128 MiB; ``includeLargeOpen()`` adds 1 GiB.
     public var openSizes: [Int] = [1 << 20, 16 << 20, 128 << 20]

@@ -86,7 +86,7 @@ struct SyncCommand: AsyncParsableCommand {
         """)
     var concurrency: ConcurrencySetting = .adaptive
 
-    @Option(name: .customLong("max-concurrency"), help: "The most requests in flight with --concurrency adaptive (default 16, at most 64).")
+    @Option(name: .customLong("max-concurrency"), help: "The most requests in flight with --concurrency adaptive (default 32, at most 64).")
     var maxConcurrency: Int?
 
     func validate() throws {
@@ -268,7 +268,7 @@ struct SyncCommand: AsyncParsableCommand {
         if once { configuration.flushInterval = .zero }
         switch concurrency {
         case .fixed(let count): configuration.concurrency = .fixed(count)
-        case .adaptive: configuration.concurrency = .adaptive(max: maxConcurrency ?? 16)
+        case .adaptive: configuration.concurrency = .adaptive(max: maxConcurrency ?? 32)
         }
         // A one-shot run is someone waiting (a script, a cron job): a server's Retry-After may
         // hold it a minute per retry, not the service's hour, unless they say otherwise.

@@ -98,7 +98,7 @@ public struct SyncConfiguration: Sendable {
     /// batches out of order (never a gap in what is committed): the `Spool-Batch` header
     /// (`<log id>:<first seq>-<last seq>`) orders them.
     /// The default is `.fixed(1)`, the order a mobile app's server expects; `spool sync`
-    /// defaults to `.adaptive(max: 16)`. Range: 1 ... 64.
+    /// defaults to `.adaptive(max: 32)`. Range: 1 ... 64.
     public var concurrency: Concurrency = .fixed(1)
     /// The most payload bytes of records read and not yet committed: the window behind a slow
     /// or failing batch. When a batch at the head of the window holds the commit back (slow to

@@ -21,12 +21,23 @@
 ///   rarer probes, instead of a sawtooth of 503s.
 /// - **Rising latency** (Vector's signal): the mean round trip of an *epoch* (about one
 ///   average round trip of answers) is above its moving average by more than the average
-///   itself (or 2.5 deviations, if more) plus ``latencySlack``; or a request has been in flight
-///   that long without an answer (reported by ``late(sent:now:)``, so a stall counts before it
-///   ends). The limit drops by a tenth (by half during the fast start), with the same ceiling
-///   and probes. A server that queues requests instead of refusing them, or a full accept queue
-///   whose dropped SYNs cost the connections past it a second each, is not pushed further:
-///   adaptive stays near what one request in flight makes, or above.
+///   itself (or 2.5 deviations, if more) plus ``latencySlack``. The limit drops by a tenth (by
+///   half during the fast start), with the same ceiling and probes. A server that queues
+///   requests instead of refusing them is not pushed further.
+/// - **Stalls** (a request in flight that long without an answer, reported by
+///   ``late(sent:now:)``, so a stall counts before it ends) are strain only when they are a
+///   share of the traffic: at least ``lateQuorum`` of the last ``lateWindow`` requests settled
+///   (answered in time, or reported late) were late. Then the limit drops as for a rising
+///   epoch. A full accept queue whose dropped SYNs cost the connections past it a second each
+///   stalls a burst of requests at once, and is not pushed further: adaptive stays near what
+///   one request in flight makes, or above. An *isolated* slow answer (a few percent of the
+///   requests late at every level, the rest on time) is not strain: it holds its slot until
+///   it is answered, and is left out of the moving average, but neither lowers the limit nor
+///   sets a ceiling. Read as strain, 2% of the answers 1 s late at L in flight came 0.4·L
+///   times a second and stepped the ceiling down to 2–3; at 2%, 6 of 32 late happen by chance
+///   about once in 3,000 late answers (minutes apart at 32 in flight and 50 ms). The count starts
+///   over at each decrease and leaves out requests sent before it, so the next decrease is
+///   judged on requests sent at the new level.
 ///
 /// One decrease per round trip: strain shown by requests sent before the last decrease
 /// (answers already on their way) counts no more, as TCP reacts once per window of losses.
@@ -46,6 +57,13 @@ struct ConcurrencyController: Sendable {
     /// How many deviations above the average a round trip must be to count as rising, when
     /// that is more than the average itself (Vector's `rtt_deviation_scale`).
     static let deviationScale = 2.5
+    /// How many of the last requests settled are looked at to tell stalls from outliers
+    /// (the bits of ``recentLate``).
+    static let lateWindow = UInt32.bitWidth
+    /// Late requests among the last ``lateWindow`` that make a stall strain: 6 of 32, about a
+    /// fifth. At 2% of the requests late, a late one has 5 more among the 31 before it about
+    /// once in 3,000; a full accept queue stalls most of a burst.
+    static let lateQuorum = 6
 
     /// How an answer went, as far as capacity is concerned.
     enum Signal: Sendable {
@@ -82,6 +100,10 @@ struct ConcurrencyController: Sendable {
     private var lastFull: Duration?
     /// When the limit last went down.
     private var lastDecrease: Duration?
+    /// The last ``lateWindow`` requests settled, newest in the lowest bit: 1 for one reported
+    /// late, 0 for one answered in time; those sent before the last decrease are left out.
+    /// Cleared at each decrease.
+    private(set) var recentLate: UInt32 = 0
     /// The round trips measured in the current epoch.
     private var epoch: (start: Duration, answers: Int, total: Duration)?
 
@@ -111,7 +133,11 @@ struct ConcurrencyController: Sendable {
     }
 
     /// A request sent at `sent` has been in flight past ``lateAfter``: reported once per request.
+    /// Strain only when at least ``lateQuorum`` of the last ``lateWindow`` requests were late.
     mutating func late(sent: Duration, now: Duration) {
+        guard !isStale(sent) else { return }
+        recentLate = recentLate << 1 | 1
+        guard recentLate.nonzeroBitCount >= Self.lateQuorum else { return }
         strained(sent: sent, now: now, decrease: Self.tenth)
     }
 
@@ -121,6 +147,7 @@ struct ConcurrencyController: Sendable {
     ///   trip is left out of the average, so one stall counts once.
     mutating func answered(roundTrip: Duration, _ signal: Signal, wasLate: Bool = false, now: Duration) {
         let sent = now - roundTrip
+        if !wasLate, !isStale(sent) { recentLate <<= 1 }
         if case .accepted = signal, !wasLate { measure(roundTrip, now: now) }
         switch signal {
         case .overloaded:
@@ -171,6 +198,7 @@ struct ConcurrencyController: Sendable {
     private mutating func strained(sent: Duration, now: Duration, decrease: (Int) -> Int) {
         guard adaptive, !isStale(sent) else { return }
         lastDecrease = now
+        recentLate = 0
         healthyStepsAtCeiling = 0
         credit = 0
         if fastStart {
