@@ -19,13 +19,15 @@ extension Context {
         }
         let direct = [Step(key: "direct") {
             try await spool.drainToPostgres(url: url, count: count, directory: $0, concurrency: .adaptive(max: 16))
-        }]
+        }, Step(key: "copy") { try await spool.copyIntoPostgres(url: url, count: count, directory: $0) }]
         progress("fleet: \(count) events from 4 devices through nginx into PostgreSQL per measurement")
         let best = try await alternate(steps, direct)
         func figure(_ key: String) -> Figure { .events(best[key]!) }
         return [
             Row(group: "fleet", scenario: "4 devices → nginx → 1 collector --log → PostgreSQL", spool: figure("fleet 1"),
                 baseline: "one log → PostgreSQL, adaptive ≤ 16", baselineFigure: figure("direct"), percent: true),
+            Row(group: "fleet", scenario: "4 devices → nginx → 1 collector --log → PostgreSQL", spool: figure("fleet 1"),
+                baseline: "COPY of the same rows by psql", baselineFigure: figure("copy"), percent: true),
         ] + (2...3).map { collectors in
             Row(group: "fleet", scenario: "4 devices → nginx → \(collectors) collectors --log → PostgreSQL",
                 spool: figure("fleet \(collectors)"), baseline: "the same through 1 collector", baselineFigure: figure("fleet 1"))
