@@ -25,18 +25,33 @@ struct CorruptionRound {
         var seqs: Range<UInt64>
     }
 
-    /// Parses the blocks of a segment (the files were just checked clean, so headers are trusted).
+    /// Parses the blocks of a segment, full (`SPBK`, FORMAT.md §3) and compact (`0xC5`, §3.2)
+    /// alike (the files were just checked clean, so headers are trusted). Every block counts:
+    /// a walk that stopped at the first compact block left the records after it out of the
+    /// damage it predicts, so a tear among them was reported as losing what it did lose.
     static func blocks(of bytes: [UInt8]) -> [BlockSpan] {
         func le(_ at: Int, _ width: Int) -> UInt64 {
             (0..<width).reduce(UInt64(0)) { $0 | UInt64(bytes[at + $1]) << (8 * UInt64($1)) }
         }
+        guard bytes.count >= 64 else { return [] }
+        let base = le(16, 8)
         var spans = [BlockSpan]()
         var offset = 64
-        while offset + 40 <= bytes.count, bytes[offset..<offset + 4].elementsEqual("SPBK".utf8) {
-            let size = 40 + Int(le(offset + 20, 4))
+        while offset < bytes.count {
+            let size: Int, seqs: Range<UInt64>
+            if offset + 40 <= bytes.count, bytes[offset..<offset + 4].elementsEqual("SPBK".utf8) {
+                size = 40 + Int(le(offset + 20, 4))
+                let first = le(offset + 8, 8)
+                seqs = first..<first + le(offset + 16, 4)
+            } else if offset + 18 <= bytes.count, bytes[offset] == 0xC5 {
+                size = 18 + Int(le(offset + 8, 2))
+                let first = base + le(offset + 4, 4)
+                seqs = first..<first + UInt64(bytes[offset + 2])
+            } else {
+                break
+            }
             guard offset + size <= bytes.count else { break }
-            let first = le(offset + 8, 8)
-            spans.append(BlockSpan(offset: offset, size: size, seqs: first..<first + le(offset + 16, 4)))
+            spans.append(BlockSpan(offset: offset, size: size, seqs: seqs))
             offset += size
         }
         return spans
