@@ -67,6 +67,18 @@ struct SpoolBinary {
 }
 
 /// A fresh temporary directory for one test.
+/// What a child printed up to and including its next line break (the rest of the chunk that
+/// held it too), or all it printed before it ended without one. Blocks until then.
+func nextLine(of output: Pipe) -> String {
+    var printed = Data()
+    while !printed.contains(0x0A) {
+        let chunk = output.fileHandleForReading.availableData
+        if chunk.isEmpty { break }
+        printed.append(chunk)
+    }
+    return String(decoding: printed, as: UTF8.self)
+}
+
 func temporaryDirectory(_ name: String = #function) -> String {
     let path = NSTemporaryDirectory() + "spool-cli-tests/\(name.filter { $0.isLetter })-\(UUID().uuidString.prefix(8))"
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)

@@ -221,13 +221,7 @@ import Testing
         try holder.run()
         input.fileHandleForWriting.write(Data("first\n".utf8))
         // The holder's acknowledgement proves it has the log open (and its lock).
-        var acknowledged = Data()
-        while !acknowledged.contains(0x0A) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            acknowledged.append(chunk)
-        }
-        #expect(String(decoding: acknowledged, as: UTF8.self) == "0\n")
+        #expect(nextLine(of: output) == "0\n")
         let second = try SpoolBinary.run(["append", dir], input: Data("second\n".utf8))
         #expect(second.status != 0)
         #expect(second.stderr.contains("locked"), "\(second.stderr)")
@@ -240,13 +234,7 @@ import Testing
         #expect(dump.stdout == "0\tfirst\n")
         // The writer was not disturbed: it goes on appending.
         input.fileHandleForWriting.write(Data("third\n".utf8))
-        acknowledged = Data()
-        while !acknowledged.contains(0x0A) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            acknowledged.append(chunk)
-        }
-        #expect(String(decoding: acknowledged, as: UTF8.self) == "1\n")
+        #expect(nextLine(of: output) == "1\n")
         try input.fileHandleForWriting.close()
         holder.waitUntilExit()
         #expect(holder.terminationStatus == 0)

@@ -28,21 +28,20 @@ final class CollectorChild: @unchecked Sendable {
         process.standardError = errors
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        var printed = Data()
-        while !printed.contains(0x0A) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            printed.append(chunk)
-        }
-        let listening = String(decoding: printed, as: UTF8.self)
-        guard listening.hasPrefix("listening on "),
-              let found = listening.split(separator: ":").last.flatMap({ Int($0.prefix { $0.isNumber }) }) else {
+        let listening = nextLine(of: output)
+        guard let found = Self.port(in: listening) else {
             process.waitUntilExit()
             throw CollectorStartFailure(message: "the collector did not start: \(listening) \((try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "")")
         }
         self.port = found
         // Keep reading standard output (the final counts) so the pipe never fills.
         Thread.detachNewThread { while !output.fileHandleForReading.availableData.isEmpty {} }
+    }
+
+    /// The port of a `listening on HOST:PORT` line; nil for any other line.
+    static func port(in listening: String) -> Int? {
+        guard listening.hasPrefix("listening on ") else { return nil }
+        return listening.split(separator: ":").last.flatMap { Int($0.prefix { $0.isNumber }) }
     }
 
     var url: String { "http://127.0.0.1:\(port)/batch" }

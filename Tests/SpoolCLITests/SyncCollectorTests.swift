@@ -139,14 +139,8 @@ import Testing
         collector.standardOutput = output
         collector.standardError = FileHandle.nullDevice
         try collector.run()
-        var printed = Data()
-        while !printed.contains(0x0A) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            printed.append(chunk)
-        }
-        let listening = String(decoding: printed, as: UTF8.self)
-        let port = try #require(listening.split(separator: ":").last.flatMap { Int($0.prefix { $0.isNumber }) }, "\(listening)")
+        let listening = nextLine(of: output)
+        let port = try #require(CollectorChild.port(in: listening), "\(listening)")
         return (collector, port, output)
     }
 

@@ -114,12 +114,12 @@ extension EventLog {
     /// waited for. Lock held (the writer thread, about to sleep).
     func scheduleIdleSuspensionIfIdle() {
         guard configuration.suspendsWhenIdle, !state.suspended, !state.idleSuspendQueued, !state.closeRequested,
-              case .open = state.status, state.current.isEmpty, state.full.isEmpty, state.waiters.isEmpty else { return }
+              case .open = state.status, state.hasNothingPending else { return }
         state.idleSuspendQueued = true
         lifecycleQueue.async { [self] in
             let idle = lock.withLock { () -> Bool in
                 state.idleSuspendQueued = false
-                return state.current.isEmpty && state.full.isEmpty && state.waiters.isEmpty
+                return state.hasNothingPending
             }
             guard idle else { return }  // appends came meanwhile: the writer looks again once they are written
             do {

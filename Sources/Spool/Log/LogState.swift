@@ -97,6 +97,9 @@ struct LogState {
     /// `close()` was called or the log is suspended: nothing may touch the log's files but
     /// what `close()`/`resume()` itself does.
     var filesReleased: Bool { closeRequested || suspended }
+    /// No record waits to be sealed or written and no caller waits on one: what an idle
+    /// suspension (`Configuration.suspendsWhenIdle`) asks before it runs.
+    var hasNothingPending: Bool { current.isEmpty && full.isEmpty && waiters.isEmpty }
     /// An idle suspension (`Configuration.suspendsWhenIdle`) is queued and has not run.
     var idleSuspendQueued = false
     /// A retention run is queued on the retention queue and has not started.
