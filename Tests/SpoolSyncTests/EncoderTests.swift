@@ -212,7 +212,7 @@ extension SyncBatch {
         var configuration = SyncConfiguration()
         configuration.headers = ["X-Api-Key": "k", "content-type": "text/plain"]
         let builder = httpSink(configuration)
-        let batch = builder.prepare(SourceBatch(records: [record(3, "1"), record(4, "2")], end: 9), maxBytes: 1024)
+        let batch = builder.prepare(SourceBatch(records: [record(3, "1"), record(4, "2")], end: 9), start: 3, maxBytes: 1024)
         #expect(batch.end == 9)
         #expect(batch.http?.headers == ["Content-Type": "application/json", "Spool-Batch": "\(Self.id):3-4", "X-Api-Key": "k"])
         #expect(batch.http?.timeout == .seconds(30))
@@ -234,13 +234,13 @@ extension SyncBatch {
         configuration.encoding = .raw
         let builder = httpSink(configuration)
         let read = SourceBatch(records: [record(3, "1"), record(4, "2"), record(6, "3"), record(7, "4")], end: 9)
-        let first = builder.prepare(read, maxBytes: 1024)
+        let first = builder.prepare(read, start: 3, maxBytes: 1024)
         #expect(first.records.map(\.seq) == [3, 4])
         #expect(first.end == 5)
         #expect(first.http?.headers["Spool-Batch"] == "\(Self.id):3-4")
         #expect(first.http.map { String(decoding: $0.body, as: UTF8.self) } == "[1,2]")
         // What the next read returns: the skipped seq 5 is before its first record.
-        let second = builder.prepare(SourceBatch(records: [record(6, "3"), record(7, "4")], end: 9), maxBytes: 1024)
+        let second = builder.prepare(SourceBatch(records: [record(6, "3"), record(7, "4")], end: 9), start: 5, maxBytes: 1024)
         #expect(second.records.map(\.seq) == [6, 7])
         #expect(second.end == 9)
         #expect(second.http?.headers["Spool-Batch"] == "\(Self.id):6-7")
@@ -250,7 +250,7 @@ extension SyncBatch {
         #expect(cut.map(\.end) == [5, 9])
 
         configuration.encoding = .json
-        let json = httpSink(configuration).prepare(read, maxBytes: 1024)
+        let json = httpSink(configuration).prepare(read, start: 3, maxBytes: 1024)
         #expect(json.records.map(\.seq) == [3, 4, 6, 7])
         #expect(json.end == 9)
     }
@@ -259,7 +259,7 @@ extension SyncBatch {
         var configuration = SyncConfiguration()
         configuration.maxBatchBytes = 1024
         let records = (0..<10).map { record(UInt64($0), String(repeating: "c", count: 300)) }
-        let batch = httpSink(configuration).prepare(SourceBatch(records: records, end: 10), maxBytes: configuration.maxBatchBytes)
+        let batch = httpSink(configuration).prepare(SourceBatch(records: records, end: 10), start: 0, maxBytes: configuration.maxBatchBytes)
         #expect(batch.records.count == 2)
         #expect(batch.end == 2)
         #expect(batch.http?.body.count ?? .max <= 1024)

@@ -347,7 +347,7 @@ import Testing
         let actions = harness.machine.handle(.flushRequested(id: id, deadline: nil, retries: 0), now: .zero, jitter: 0)
         guard case .read = actions.first else { Issue.record("expected a read"); return }
         // The read found only an expired range 0..<5.
-        let next = harness.machine.handle(.readCompleted([SyncBatch(records: [], end: 5)]), now: .zero, jitter: 0)
+        let next = harness.machine.handle(.readCompleted([SyncBatch(records: [], start: 0, end: 5)]), now: .zero, jitter: 0)
         guard case .commit(let end) = next.first else { Issue.record("expected a commit"); return }
         #expect(end == 5)
     }

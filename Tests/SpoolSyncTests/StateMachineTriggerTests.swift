@@ -193,7 +193,7 @@ extension StateMachineTriggerTests {
         _ = machine.handle(.flushRequested(id: 0, deadline: nil, retries: 0), now: .zero, jitter: 0)
         // The log writes two records while the read, which started before them, runs.
         _ = machine.handle(.recordsWritten(end: 2), now: .zero, jitter: 0)
-        _ = machine.handle(.readCompleted([SyncBatch(records: [], end: 0)]), now: .zero, jitter: 0)
+        _ = machine.handle(.readCompleted([SyncBatch(records: [], start: 0, end: 0)]), now: .zero, jitter: 0)
         #expect(machine.pending == 2)
         let tick = machine.handle(.timerFired(generation: machine.timerGeneration), now: .seconds(15), jitter: 0)
         #expect(tick.contains { if case .read = $0 { true } else { false } })
@@ -207,7 +207,7 @@ extension StateMachineTriggerTests {
         _ = machine.handle(.flushRequested(id: 0, deadline: nil, retries: 0), now: .zero, jitter: 0)
         // Two records are written while the read, which started before them, runs.
         #expect(machine.handle(.recordsWritten(end: 2), now: .zero, jitter: 0).isEmpty)
-        let done = machine.handle(.readCompleted([SyncBatch(records: [], end: 0)]), now: .zero, jitter: 0)
+        let done = machine.handle(.readCompleted([SyncBatch(records: [], start: 0, end: 0)]), now: .zero, jitter: 0)
         #expect(done.contains { if case .finishFlush(id: 0, _) = $0 { true } else { false } })
         #expect(done.contains { if case .read = $0 { true } else { false } })
     }
@@ -218,7 +218,7 @@ extension StateMachineTriggerTests {
         // The consumer said 5 were pending, but the read finds none (not readable yet, say).
         var machine = SyncStateMachine(configuration: configuration, committed: 0, pending: 5)
         #expect(machine.handle(.start, now: .zero, jitter: 0).contains { if case .read = $0 { true } else { false } })
-        let done = machine.handle(.readCompleted([SyncBatch(records: [], end: 0)]), now: .zero, jitter: 0)
+        let done = machine.handle(.readCompleted([SyncBatch(records: [], start: 0, end: 0)]), now: .zero, jitter: 0)
         #expect(!done.contains { if case .read = $0 { true } else { false } })
         #expect(machine.isIdle)
     }

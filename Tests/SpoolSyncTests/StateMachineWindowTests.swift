@@ -159,7 +159,7 @@ import Testing
         var configuration = Self.configuration(.fixed(1))
         configuration.maxBatchCount = 50
         var harness = MachineHarness(configuration, records: 0)
-        var refused = SyncBatch(records: (0..<50).map { Record(seq: UInt64($0), timestamp: 0, payload: Array(repeating: 0x31, count: 25)) }, end: 50)
+        var refused = SyncBatch(records: (0..<50).map { Record(seq: UInt64($0), timestamp: 0, payload: Array(repeating: 0x31, count: 25)) }, start: 0, end: 50)
         refused.encodedBytes = 50 * 105
         refused.state = .inFlight(slot: 0, sent: .zero)
         harness.machine.phase = .draining

@@ -43,7 +43,7 @@
 /// (answers already on their way) counts no more, as TCP reacts once per window of losses.
 ///
 /// Pure: no clock of its own; times arrive with each report.
-struct ConcurrencyController: Sendable {
+package struct ConcurrencyController: Sendable {
     /// Healthy round trips at the ceiling before the first probe past it.
     static let probeInterval = 20
     /// The longest wait between two probes, in healthy round trips.
@@ -80,7 +80,7 @@ struct ConcurrencyController: Sendable {
     let maximum: Int
     let adaptive: Bool
     /// The number of requests that may be in flight.
-    private(set) var limit: Int
+    package private(set) var limit: Int
     /// The highest limit used so far.
     private(set) var peak: Int
     /// Just below the level where the server last showed strain.

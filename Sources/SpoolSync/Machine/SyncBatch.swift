@@ -1,12 +1,20 @@
 import Spool
 
 /// Records read from the consumer on their way to the server: one entry of the window.
-struct SyncBatch: Sendable {
+///
+/// A batch covers the offsets `start ..< end`: its records, and any range the read skipped
+/// among them (dropped by the cap, expired, or corrupt). The window is one contiguous run of
+/// such ranges from the committed offset, each batch starting where the one before ends; the
+/// machine checks it at every read and every commit (``SyncStateMachine/contiguityViolation(_:from:)``).
+package struct SyncBatch: Sendable {
     /// The records, in order (empty when the read only skipped dropped or expired ranges).
-    var records: [Record]
+    package var records: [Record]
+    /// The first offset the batch covers: the end of the batch before it (or the committed
+    /// offset), at or below its first record's seq.
+    package var start: UInt64
     /// The offset a commit of this batch moves the consumer to: past its last record, and past
     /// any range the read skipped.
-    var end: UInt64
+    package var end: UInt64
     /// The sink's request, once built (a half made by a split has none until it is sent).
     var request: SinkRequest<any Sendable>?
     /// The request's size as `maxBatchBytes` measures it, when known (HTTP: the body before
@@ -56,8 +64,9 @@ struct SyncBatch: Sendable {
     /// The bytes a 413 ceiling is compared with: the encoded body when known, else the payload.
     var bodyBytes: Int { encodedBytes ?? payloadBytes }
 
-    init(records: [Record], end: UInt64, request: SinkRequest<any Sendable>? = nil, encodedBytes: Int? = nil) {
+    package init(records: [Record], start: UInt64, end: UInt64, request: SinkRequest<any Sendable>? = nil, encodedBytes: Int? = nil) {
         self.records = records
+        self.start = start
         self.end = end
         self.request = request
         self.encodedBytes = encodedBytes ?? request?.measuredBytes
@@ -70,13 +79,15 @@ struct SyncBatch: Sendable {
         let middle = records.count / 2
         let first = Array(records[..<middle])
         let share = encodedBytes.map { ($0 * middle / records.count, $0 - $0 * middle / records.count) }
-        return (SyncBatch(records: first, end: first[first.count - 1].seq + 1, encodedBytes: share?.0),
-                SyncBatch(records: Array(records[middle...]), end: end, encodedBytes: share?.1))
+        let middleOffset = first[first.count - 1].seq + 1
+        return (SyncBatch(records: first, start: start, end: middleOffset, encodedBytes: share?.0),
+                SyncBatch(records: Array(records[middle...]), start: middleOffset, end: end, encodedBytes: share?.1))
     }
 
-    /// The records before `limit` only (the batch must hold at least one), ending there.
+    /// The part of the batch before `limit` (its start must be below it): its records before
+    /// `limit`, ending there (a skipped range only, if none of its records is).
     func prefix(before limit: UInt64) -> SyncBatch {
         let kept = Array(records.prefix { $0.seq < limit })
-        return SyncBatch(records: kept, end: min(end, limit))
+        return SyncBatch(records: kept, start: start, end: min(end, limit))
     }
 }

@@ -260,7 +260,7 @@ extension SyncStateMachine {
         return actions
     }
 
-    private mutating func count(_ error: SyncError) {
+    mutating func count(_ error: SyncError) {
         stats.failures[error.code, default: 0] += 1
         stats.lastError = error
     }

@@ -20,7 +20,7 @@ extension SyncStateMachine {
     var windowEnd: UInt64 { window.last?.end ?? stats.committed }
 
     /// Requests in flight: the window's, and those abandoned behind a failure.
-    var inFlight: Int { window.reduce(0) { $0 + ($1.slot == nil ? 0 : 1) } + abandoned.count }
+    package var inFlight: Int { window.reduce(0) { $0 + ($1.slot == nil ? 0 : 1) } + abandoned.count }
 
     /// The records and payload bytes the window holds.
     var held: (records: Int, bytes: Int) {
@@ -28,8 +28,13 @@ extension SyncStateMachine {
     }
 
 
-    /// A failed batch is in the window: nothing more is read or sent until it reaches the head.
-    var halted: Bool { window.contains { if case .failed = $0.answer { true } else { false } } }
+    /// Where the first failed batch is in the window, if any: nothing after it is sent and
+    /// nothing more is read until it reaches the head (batches before it still go out: the
+    /// halves of a split, say, which must be settled for it to reach the head at all).
+    var failedIndex: Int? { window.firstIndex { if case .failed = $0.answer { true } else { false } } }
+
+    /// A failed batch is in the window.
+    var halted: Bool { failedIndex != nil }
 
     /// Someone wants the drain to go on: a flush waiting, or the worker running.
     var wanted: Bool { isRunning || !waiters.isEmpty }
@@ -70,6 +75,7 @@ extension SyncStateMachine {
                 actions += settle(answer, now: now)
                 guard case .draining = phase else { return actions }
             } else if head.records.isEmpty {
+                if let violation = contiguityViolation([head], from: stats.committed) { return internalFailure(violation) }
                 window.removeFirst()
                 local = .committing(end: head.end, .skipped)
                 actions.append(.commit(upTo: head.end))
@@ -96,12 +102,12 @@ extension SyncStateMachine {
             return actions
         }
         retryOwed = false
-        guard !halted else { return actions }
         let timeout = requestTimeout(now: now)
-        while inFlight < concurrency.limit, let index = window.firstIndex(where: { $0.isUnsent && !$0.records.isEmpty }) {
+        let sendable = failedIndex ?? window.endIndex
+        while inFlight < concurrency.limit, let index = window[..<sendable].firstIndex(where: { $0.isUnsent && !$0.records.isEmpty }) {
             actions.append(send(at: index, timeout: timeout, now: now))
         }
-        guard local == nil, window.isEmpty || (!caughtUp && window.count(where: \.isUnsent) < concurrency.limit) else {
+        guard !halted, local == nil, window.isEmpty || (!caughtUp && window.count(where: \.isUnsent) < concurrency.limit) else {
             return actions
         }
         // The window's bound: a read only with room for a whole batch (always, when the window
@@ -111,7 +117,7 @@ extension SyncStateMachine {
         let room = window.isEmpty ? Int.max : configuration.maxWindowBytes - held.bytes
         guard room >= bytes else { return actions }
         let batches = min(2 * concurrency.limit, room / bytes)
-        local = .reading
+        local = .reading(from: windowEnd)
         writtenEndAtRead = writtenEnd
         actions.append(.read(from: windowEnd, count: held.records + count * batches, bytes: held.bytes + min(room, bytes * batches),
                              batches: batches, maxCount: count, maxBytes: bytes))
@@ -136,6 +142,9 @@ extension SyncStateMachine {
     /// The window's head was answered: commit the run of accepted batches it starts,
     /// dead-letter a refused record, or back off for a failure.
     private mutating func settle(_ answer: SyncBatch.Answer, now: Duration) -> [Action] {
+        if let violation = contiguityViolation(window, from: stats.committed) {
+            return internalFailure(violation)
+        }
         switch answer {
         case .failed(let error, let until):
             return retryableFailure(error, until: until, now: now)
@@ -154,6 +163,41 @@ extension SyncStateMachine {
         }
     }
 
+    /// What is wrong, if `batches` are not one contiguous run from `from`: each batch starts
+    /// where the one before ends (the first at `from`), and holds only records of its own
+    /// range, in seq order. Nil when they are. A run that is not contiguous would commit past
+    /// records never sent, so the machine never commits one (``internalFailure(_:)``).
+    package func contiguityViolation(_ batches: some Collection<SyncBatch>, from: UInt64) -> String? {
+        var expected = from
+        for batch in batches {
+            guard batch.start == expected else {
+                return batch.start > expected
+                    ? "records \(expected)..<\(batch.start) are missing from the window (a batch starts at \(batch.start))"
+                    : "a batch starts at \(batch.start), inside records already in the window (up to \(expected))"
+            }
+            var next = batch.start
+            for record in batch.records {
+                guard record.seq >= next, record.seq < batch.end else {
+                    return "record \(record.seq) is out of its batch's range \(batch.start)..<\(batch.end) or out of order"
+                }
+                next = record.seq + 1
+            }
+            guard batch.end >= batch.start else { return "a batch ends at \(batch.end), before its start \(batch.start)" }
+            expected = batch.end
+        }
+        return nil
+    }
+
+    /// The machine found its own invariant broken: stop before committing anything, with an
+    /// error that names the offsets (never payloads).
+    mutating func internalFailure(_ violation: String) -> [Action] {
+        let error = SyncError(.internalError, "the sync worker stopped on a broken invariant: \(violation); nothing past the committed offset \(stats.committed) was committed")
+        count(error)
+        stats.fatalError = error
+        local = nil
+        return halt(error) + [.shutDown]
+    }
+
     /// The most records and encoded body bytes of one batch: the configuration's, or less
     /// under a ceiling a 413 set.
     var batchLimits: (count: Int, bytes: Int) {
@@ -162,13 +206,23 @@ extension SyncStateMachine {
     }
 
     mutating func readCompleted(_ batches: [SyncBatch], now: Duration) -> [Action] {
-        guard case .reading = local else { return [] }
+        guard case .reading(let from) = local else { return [] }
         local = nil
+        guard from == windowEnd else {
+            // The window was cut while the read ran (a 413 dropped its unsent tail to cut it
+            // again smaller, or a failure dropped what followed it): these batches start past
+            // its end now. Appending them would leave a gap that the next commit passes.
+            // They are read again from the window's new end.
+            return pump(now: now)
+        }
+        if let violation = contiguityViolation(batches, from: from) { return internalFailure(violation) }
         var batches = batches
         if let limit = readLimit {
-            // A flush that waits for an offset gets nothing written after it.
+            // A flush that waits for an offset gets nothing written after it; a range skipped
+            // (dropped, expired) up to the offset is still committed, so that the consumer
+            // does reach it.
             batches = batches.compactMap { batch in
-                if let first = batch.records.first, first.seq >= limit { return nil }
+                guard batch.start < limit else { return nil }
                 return batch.end > limit ? batch.prefix(before: limit) : batch
             }
         }

@@ -23,8 +23,8 @@ import Spool
 /// a ``SyncWorker/flush(deadline:retries:)`` caller waiting for it, or the worker running
 /// (started and not paused). It ends when a read finds nothing, at a failure, or when
 /// nobody wants more.
-struct SyncStateMachine: Sendable {
-    enum Event: Sendable {
+package struct SyncStateMachine: Sendable {
+    package enum Event: Sendable {
         /// The worker started its automatic policies.
         case start
         case stop
@@ -53,7 +53,7 @@ struct SyncStateMachine: Sendable {
         case commitFailed(SyncError)
     }
 
-    enum Action: Sendable {
+    package enum Action: Sendable {
         /// Read up to `count` records and about `bytes` payload bytes from the committed offset
         /// (the window's records again, then new ones: a consumer reads only from its committed
         /// offset); drop the records before `from` and cut the rest into at most `batches`
@@ -86,7 +86,7 @@ struct SyncStateMachine: Sendable {
         case shutDown
     }
 
-    enum Phase: Sendable {
+    package enum Phase: Sendable {
         /// No drain.
         case idle
         /// A drain is going on: reading, sending, committing, or waiting for answers.
@@ -97,13 +97,15 @@ struct SyncStateMachine: Sendable {
     }
 
     /// The operation running beside the requests: at most one at a time.
-    enum Local: Sendable {
-        case reading
+    package enum Local: Sendable {
+        /// A read from the window's end at the time it was asked (`from`): its batches are
+        /// added only if the window still ends there (a 413 or a failure may have cut it since).
+        case reading(from: UInt64)
         case committing(end: UInt64, CommitKind)
         case deadLettering(SyncBatch)
     }
 
-    enum CommitKind: Sendable {
+    package enum CommitKind: Sendable {
         /// Batches the server accepted: how many, their records and body bytes.
         case delivered(batches: Int, records: Int, bytes: Int)
         case deadLettered(records: Int)
@@ -121,14 +123,14 @@ struct SyncStateMachine: Sendable {
         var report = FlushReport()
     }
 
-    var configuration: SyncConfiguration
-    var phase: Phase = .idle
-    var stats = SyncStats()
+    package var configuration: SyncConfiguration
+    package var phase: Phase = .idle
+    package var stats = SyncStats()
     /// Batches read and not committed, in seq order: unsent, in flight, or answered and
     /// waiting for those before them. A retry reads again.
-    var window: [SyncBatch] = []
+    package var window: [SyncBatch] = []
     /// The read, commit or dead-letter write in flight, if any.
-    var local: Local?
+    package var local: Local?
     /// Requests in flight whose batches left the window (dropped behind a failure): their
     /// answers are ignored, but they hold a slot until they come. By slot, with when they
     /// were sent.
@@ -139,7 +141,7 @@ struct SyncStateMachine: Sendable {
     /// log grows.
     var caughtUp = false
     /// How many requests may be in flight.
-    var concurrency: ConcurrencyController
+    package var concurrency: ConcurrencyController
     /// The next upload slot.
     var nextSlot = 0
     /// After a 413: the largest batch (records, encoded body bytes) this worker sends, until it grows back.
@@ -172,7 +174,7 @@ struct SyncStateMachine: Sendable {
     /// - Parameters:
     ///   - committed: the consumer's committed offset.
     ///   - pending: records written and not yet committed.
-    init(configuration: SyncConfiguration, committed: UInt64, pending: UInt64) {
+    package init(configuration: SyncConfiguration, committed: UInt64, pending: UInt64) {
         self.configuration = configuration
         concurrency = ConcurrencyController(configuration.concurrency)
         stats.concurrency = concurrency.limit
@@ -184,9 +186,9 @@ struct SyncStateMachine: Sendable {
     }
 
     /// Started, not paused, not stopped: the automatic policies apply.
-    var isRunning: Bool { started && !paused && !isStopped }
+    package var isRunning: Bool { started && !paused && !isStopped }
 
-    var isStopped: Bool {
+    package var isStopped: Bool {
         if case .stopped = phase { return true }
         return false
     }
@@ -206,7 +208,7 @@ struct SyncStateMachine: Sendable {
     ///   - now: the time, since the driver started.
     ///   - jitter: a uniform random draw in `0 ..< 1`, used if the event leads to a backoff.
     /// - Returns: what the driver must do, in order.
-    mutating func handle(_ event: Event, now: Duration, jitter: Double) -> [Action] {
+    package mutating func handle(_ event: Event, now: Duration, jitter: Double) -> [Action] {
         if isStopped {
             if case .flushRequested(let id, _, _, _) = event {
                 var report = FlushReport()

@@ -13,7 +13,7 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         private enum Kind: String, Sendable {
             case network, timeout, serverError, rateLimited, unexpectedResponse
             case payloadTooLarge, rejected, readFailed, commitFailed, deadLetterFailed
-            case stopped, invalidConfiguration, destinationRefused
+            case stopped, invalidConfiguration, destinationRefused, internalError
         }
         private let kind: Kind
         private init(_ kind: Kind) { self.kind = kind }
@@ -49,6 +49,11 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         /// credentials, permissions, a missing topic or table. The worker stops; the message
         /// names the destination and its answer.
         public static let destinationRefused = Code(.destinationRefused)
+        /// A check of the worker's own invariants failed (a defect in Spool, never the
+        /// destination's or the log's): for example a read that would leave a gap in the
+        /// window. The worker stops before committing anything past the gap; the message names
+        /// the offsets. Please report it.
+        public static let internalError = Code(.internalError)
 
         /// Whether a failure of this kind is retried with backoff (nothing is committed, nothing lost).
         public var isRetryable: Bool {

@@ -26,6 +26,13 @@ struct MachineHarness {
     var results: [Int: [BatchResult]] = [:]
     var respond: (SyncBatch) -> UploadOutcome = { _ in .accepted }
     var holdUploads = false
+    /// Reads are held until `completeRead` (as a read still running on the worker's thread),
+    /// and then see the log as it is then.
+    var holdReads = false
+    /// The read held, if any: what it asked for.
+    var heldRead: (from: UInt64, count: Int, maxCount: Int, maxBytes: Int)?
+    /// Seqs the machine's uploads carried that were answered as accepted.
+    var accepted: Set<UInt64> = []
     /// Uploads held in flight, in the order they were sent.
     var inFlight: [(slot: Int, batch: SyncBatch)] = []
     /// The most uploads held in flight at once.
@@ -94,7 +101,33 @@ struct MachineHarness {
         let index = first.map { first in inFlight.firstIndex { $0.batch.records.first?.seq == first } } ?? inFlight.indices.first
         guard let index else { preconditionFailure("no upload in flight starting at \(first.map(String.init) ?? "any seq")") }
         let (slot, batch) = inFlight.remove(at: index)
+        if case .accepted = outcome { accepted.formUnion(batch.records.map(\.seq)) }
         send(.uploadCompleted(slot: slot, outcome, bytes: batch.records.count * 10))
+    }
+
+    /// Completes the read held (see `holdReads`).
+    mutating func completeRead() {
+        guard let read = heldRead else { preconditionFailure("no read is held") }
+        heldRead = nil
+        send(self.read(from: read.from, count: read.count, maxCount: read.maxCount, maxBytes: read.maxBytes))
+    }
+
+    /// Completes the read held, if any, and accepts every upload held, oldest first (moving the
+    /// clock on by `advancing` after each, and to the end of a backoff when nothing else is
+    /// left), until nothing is held or armed but the interval timer.
+    mutating func drain(advancing step: Duration = .zero) {
+        while true {
+            if heldRead != nil {
+                completeRead()
+            } else if !inFlight.isEmpty {
+                complete()
+            } else if let backoff {
+                advance(to: backoff.at)
+            } else {
+                return
+            }
+            advance(to: now + step)
+        }
     }
 
     /// The first seqs of the uploads held in flight, in the order they were sent.
@@ -125,6 +158,33 @@ struct MachineHarness {
         now = max(now, target)
     }
 
+
+    /// A read as the worker's consumer makes it: from the committed offset, cut from `from`.
+    private func read(from: UInt64, count: Int, maxCount: Int, maxBytes: Int) -> SyncStateMachine.Event {
+        var batches: [SyncBatch] = []
+        var batch: [Record] = []
+        var bytes = 0
+        var start = from
+        for record in records[Int(max(committed, from))...] where !skipped.contains(record.seq) {
+            if batch.count == maxCount || (!batch.isEmpty && bytes + record.payload.count > maxBytes) {
+                let end = batch[batch.count - 1].seq + 1
+                batches.append(SyncBatch(records: batch, start: start, end: end))
+                start = end
+                batch = []
+                bytes = 0
+                if batches.count == count { break }
+            }
+            batch.append(record)
+            bytes += record.payload.count
+        }
+        if batches.count < count {
+            // The last batch also skips whatever the read skipped after it.
+            let end = batch.last.map { $0.seq + 1 } ?? (records.isEmpty ? committed : max(committed, from, UInt64(records.count)))
+            if !batch.isEmpty || batches.isEmpty { batches.append(SyncBatch(records: batch, start: start, end: max(start, end))) }
+        }
+        return .readCompleted(batches)
+    }
+
     private mutating func perform(_ action: SyncStateMachine.Action) -> SyncStateMachine.Event? {
         switch action {
         case .read(let from, _, _, let count, let maxCount, let maxBytes):
@@ -133,25 +193,12 @@ struct MachineHarness {
                 failReads -= 1
                 return .readFailed(SyncError(.readFailed, "injected"))
             }
-            var batches: [SyncBatch] = []
-            var batch: [Record] = []
-            var bytes = 0
-            for record in records[Int(max(committed, from))...] where !skipped.contains(record.seq) {
-                if batch.count == maxCount || (!batch.isEmpty && bytes + record.payload.count > maxBytes) {
-                    batches.append(SyncBatch(records: batch, end: batch[batch.count - 1].seq + 1))
-                    batch = []
-                    bytes = 0
-                    if batches.count == count { break }
-                }
-                batch.append(record)
-                bytes += record.payload.count
+            if holdReads {
+                precondition(heldRead == nil, "two reads at once")
+                heldRead = (from, count, maxCount, maxBytes)
+                return nil
             }
-            if batches.count < count {
-                // The last batch also skips whatever the read skipped after it.
-                let end = batch.last.map { $0.seq + 1 } ?? (records.isEmpty ? committed : max(committed, from, UInt64(records.count)))
-                if !batch.isEmpty || batches.isEmpty { batches.append(SyncBatch(records: batch, end: end)) }
-            }
-            return .readCompleted(batches)
+            return read(from: from, count: count, maxCount: maxCount, maxBytes: maxBytes)
         case .upload(let batch, let slot, let timeout):
             uploads.append(batch.records.map(\.seq))
             timeouts.append(timeout)
@@ -160,7 +207,9 @@ struct MachineHarness {
                 peakInFlight = max(peakInFlight, inFlight.count)
                 return nil
             }
-            return .uploadCompleted(slot: slot, respond(batch), bytes: batch.records.count * 10)
+            let outcome = respond(batch)
+            if case .accepted = outcome { accepted.formUnion(batch.records.map(\.seq)) }
+            return .uploadCompleted(slot: slot, outcome, bytes: batch.records.count * 10)
         case .deadLetter(let refused, _):
             deadLettered += refused.map(\.seq)
             return .deadLetterCompleted
