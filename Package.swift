@@ -131,7 +131,8 @@ let package = Package(
         ),
         .testTarget(
             name: "SpoolSyncTests",
-            dependencies: ["Spool", "SpoolSync", "SpoolCollector", "SpoolBench", .product(name: "MetricsTestKit", package: "swift-metrics")]
+            dependencies: ["Spool", "SpoolSync", "SpoolCollector", "SpoolBench", "SpoolSimulation",
+                           .product(name: "MetricsTestKit", package: "swift-metrics")]
         ),
         // Against the Pub/Sub emulator (started by the tests) and servers on 127.0.0.1; runs the
         // `spool` binary too.
@@ -149,6 +150,13 @@ let package = Package(
         .testTarget(name: "SpoolPostgresTests", dependencies: [
             "Spool", "SpoolSync", "SpoolPostgres", "SpoolBench", "spool",
             .product(name: "PostgresNIO", package: "postgres-nio"),
+        ]),
+        // The deterministic simulator of the sync state machine: a seeded driver, a model of the
+        // log and the destination, invariants checked after every step. Not a product: the
+        // tests run thousands of seeds, `swift run -c release spool-simulate` runs millions.
+        .target(name: "SpoolSimulation", dependencies: ["Spool", "SpoolSync"]),
+        .executableTarget(name: "spool-simulate", dependencies: [
+            "SpoolSimulation", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // A fuzz target for the segment and offset-file readers; without libFuzzer it replays
         // inputs given as arguments (README, "Crash testing").

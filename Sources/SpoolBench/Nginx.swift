@@ -27,13 +27,19 @@ public final class Nginx: @unchecked Sendable {
     /// Starts nginx on a free port of 127.0.0.1, proxying to collectors on `upstreams` (ports
     /// of 127.0.0.1), and waits (blocking) until it proxies `GET /healthz` to one of them with
     /// a 200.
-    public init(directory: String, upstreams: [Int]) throws {
+    ///
+    /// - Parameters:
+    ///   - maxBody: `client_max_body_size`: nginx answers larger requests 413 itself, with its
+    ///     own HTML page, before any collector sees them.
+    ///   - readTimeout: `proxy_read_timeout`: a collector that does not answer within it is a
+    ///     504 (or the next collector).
+    public init(directory: String, upstreams: [Int], maxBody: String = "16m", readTimeout: String = "30s") throws {
         guard let binary = Self.binary else { throw BenchError("nginx is not installed (scripts/setup installs nginx-light)") }
         let port = try freePort()
         self.port = port
         self.directory = directory
         let configuration = directory + "/nginx.conf"
-        try Self.configuration(directory: directory, port: port, upstreams: upstreams)
+        try Self.configuration(directory: directory, port: port, upstreams: upstreams, maxBody: maxBody, readTimeout: readTimeout)
             .write(toFile: configuration, atomically: true, encoding: .utf8)
         process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
@@ -66,7 +72,7 @@ public final class Nginx: @unchecked Sendable {
     /// A collector is out for a second after a failed request; a request that fails, times out
     /// or is answered 502 or 503 moves to the next collector, a `POST` too (a batch is safe
     /// to send twice: its records carry their ids).
-    static func configuration(directory: String, port: Int, upstreams: [Int]) -> String {
+    static func configuration(directory: String, port: Int, upstreams: [Int], maxBody: String, readTimeout: String) -> String {
         """
         \(getuid() == 0 ? "user root;" : "")
         worker_processes 1;
@@ -80,7 +86,7 @@ public final class Nginx: @unchecked Sendable {
             fastcgi_temp_path \(directory)/fastcgi;
             uwsgi_temp_path \(directory)/uwsgi;
             scgi_temp_path \(directory)/scgi;
-            client_max_body_size 16m;
+            client_max_body_size \(maxBody);
             client_body_buffer_size 1m;
             upstream collectors {
         \(upstreams.map { "        server 127.0.0.1:\($0) max_fails=1 fail_timeout=1s;" }.joined(separator: "\n"))
@@ -95,7 +101,7 @@ public final class Nginx: @unchecked Sendable {
                     proxy_next_upstream error timeout http_502 http_503 non_idempotent;
                     proxy_next_upstream_tries 3;
                     proxy_connect_timeout 1s;
-                    proxy_read_timeout 30s;
+                    proxy_read_timeout \(readTimeout);
                 }
             }
         }
