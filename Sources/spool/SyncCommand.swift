@@ -16,7 +16,8 @@ struct SyncCommand: AsyncParsableCommand {
             records a writer appends meanwhile wait for the next run) and exits: 0 when that is \
             delivered, 1 with the error when an upload still fails after --retries retries (or a \
             commit fails). Records the server refuses \
-            (4xx) go to the dead-letter log DIR/deadletter/CONSUMER, readable with `spool dump`. \
+            (4xx) go to the dead-letter log DIR/deadletter/CONSUMER, as their exact bytes and ids, which \
+            `spool sync` of that directory sends again. \
             Beside a process that has the log open for writing (an app, `spool append`), or always \
             with --sidecar, it never opens the log for writing: it reads and commits the consumer \
             as a committer of its own (records are synced before they are sent), and the writer's \
