@@ -107,11 +107,7 @@ public final class Collector: Sendable {
             state = .stopped
             try configuration.validate()
         }
-        if let tokens {
-            guard try await tokens.reload() > 0 else {
-                throw SpoolError(.invalidConfiguration, "the token file holds no token: every request would be refused", path: tokens.path)
-            }
-        }
+        if let tokens { _ = try await tokens.reload() }
         do {
             if let path = configuration.outputPath {
                 try await onLedgerQueue { ledger in try ledger.open(path: path) }
@@ -207,7 +203,8 @@ public final class Collector: Sendable {
     ///
     /// - Returns: how many tokens are now in force (0 without a token file).
     /// - Throws: ``SpoolError`` `.io` when the file cannot be read, `.invalidConfiguration`
-    ///   naming a bad line; the tokens in force then stay.
+    ///   naming a bad line or when it holds no token (a file being rewritten in place, say);
+    ///   the tokens in force then stay.
     @discardableResult
     public func reloadAuthTokens() async throws -> Int {
         guard let tokens else { return 0 }

@@ -42,9 +42,11 @@ final class TokenFile: Sendable {
     }
 
     /// Reads the file and puts its tokens in force. Blocking: call it off the cooperative pool.
-    /// - Returns: how many tokens the file holds.
+    /// - Returns: how many tokens the file holds (at least one).
     /// - Throws: ``SpoolError`` `.io` when the file cannot be read, `.invalidConfiguration`
-    ///   naming the line of a token with characters a bearer token cannot hold; the tokens in
+    ///   naming the line of a token with characters a bearer token cannot hold, or when the
+    ///   file holds no token: every request would be refused, and an empty file is most often
+    ///   one being rewritten in place (`echo new > tokens` truncates it first). The tokens in
     ///   force stay.
     @discardableResult
     func load() throws -> Int {
@@ -53,6 +55,9 @@ final class TokenFile: Sendable {
             throw SpoolError(.io, "the token file cannot be read", path: path)
         }
         let tokens = try Self.parse(String(decoding: data, as: UTF8.self), path: path)
+        guard !tokens.isEmpty else {
+            throw SpoolError(.invalidConfiguration, "the token file holds no token: every request would be refused", path: path)
+        }
         digests.withLock { $0 = tokens.map { Array(SHA256.hash(data: Array($0.utf8))) } }
         signature.withLock { $0 = seen }
         return tokens.count
@@ -66,7 +71,8 @@ final class TokenFile: Sendable {
     }
 
     /// Checks the file every `interval` and re-reads it when it changed; a re-read that fails
-    /// is logged (without the file's contents) and keeps the tokens in force.
+    /// (a file that cannot be read, a bad line, no token at all) is logged as a warning, once
+    /// per change (without the file's contents), and keeps the tokens in force.
     func watch(every interval: Duration) {
         let source = DispatchSource.makeTimerSource(queue: queue)
         let nanoseconds = Int(interval.components.seconds) * 1_000_000_000 + Int(interval.components.attoseconds / 1_000_000_000)
@@ -79,7 +85,7 @@ final class TokenFile: Sendable {
                 logger.info("token file changed: re-read", metadata: ["path": "\(path)", "tokens": "\(count)"])
             } catch {
                 signature.withLock { $0 = now }  // one warning per change, not one per check
-                logger.warning("token file changed but could not be re-read; the tokens in force stay", metadata: ["error": "\(error)"])
+                logger.warning("token file changed but could not be re-read; the tokens in force stay", metadata: ["path": "\(path)", "error": "\(error)"])
             }
         }
         source.resume()

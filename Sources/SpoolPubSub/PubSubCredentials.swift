@@ -167,8 +167,15 @@ final class TokenSource: Sendable {
             batch: BatchID(log: LogID(bytes: Array(repeating: 0, count: 16)), first: 0, last: 0),
             headers: ["Content-Type": "application/x-www-form-urlencoded"], body: Array(form.utf8), timeout: .seconds(30),
             maxResponseBytes: 64 * 1024)
-        let response = try await uploader.upload(request)
         let endpoint = account.tokenURI.absoluteString
+        let response: UploadResponse
+        do {
+            response = try await uploader.upload(request)
+        } catch {
+            // A dead or unreachable token_uri: the transport's error names only a host.
+            let code = (error as? SyncError)?.code ?? .network
+            throw SyncError(code, "the token endpoint \(endpoint) (the key's token_uri) did not answer", cause: error)
+        }
         guard response.status == 200 else {
             var error = SyncError(
                 (400...499).contains(response.status) && response.status != 408 && response.status != 429 ? .destinationRefused : .serverError,

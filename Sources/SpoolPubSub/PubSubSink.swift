@@ -74,9 +74,7 @@ public struct PubSubSink: SyncSink {
         logID: LogID, origins: Bool = false, environment: [String: String] = ProcessInfo.processInfo.environment,
         uploader: @Sendable (URL) -> any Uploader = platformUploader(url:)
     ) throws(SyncError) {
-        guard Self.isValidTopic(topic) else {
-            throw SyncError(.invalidConfiguration, "the Pub/Sub topic must read projects/<project>/topics/<topic>, not \"\(topic)\"")
-        }
+        try Self.validate(topic: topic)
         let emulator = environment["PUBSUB_EMULATOR_HOST"].flatMap { $0.isEmpty ? nil : $0 }
         let root: URL
         if let endpoint {
@@ -172,7 +170,7 @@ public struct PubSubSink: SyncSink {
             return .accepted
         case 401, 403, 404:
             let why = status == 404 ? "does not know the topic" : "refused the credentials"
-            return .fatal(failure(.destinationRefused, "Pub/Sub \(why) (\(topic), HTTP \(status))"))
+            return .fatal(failure(.destinationRefused, "Pub/Sub \(why) (\(topic))"))
         case 413:
             return .tooLarge(failure(.payloadTooLarge, "Pub/Sub refused the publish to \(topic) as too large"))
         case 429:
@@ -190,6 +188,15 @@ public struct PubSubSink: SyncSink {
     static func messageIDCount(_ body: [UInt8]) -> Int? {
         struct Answer: Decodable { var messageIds: [String] }
         return (try? JSONDecoder().decode(Answer.self, from: Data(body)))?.messageIds.count
+    }
+
+    /// Checks that `topic` reads `projects/<project>/topics/<topic>`, as the initializer
+    /// requires, before anything is opened (`spool sync` refuses a malformed topic as a usage error).
+    /// - Throws: ``SyncError/Code/invalidConfiguration`` quoting the topic.
+    public static func validate(topic: String) throws(SyncError) {
+        guard isValidTopic(topic) else {
+            throw SyncError(.invalidConfiguration, "the Pub/Sub topic must read projects/<project>/topics/<topic>, not \"\(topic)\"")
+        }
     }
 
     /// `projects/<project>/topics/<topic>`, with no empty part and nothing that would change

@@ -62,6 +62,13 @@ struct DestinationOptions: ParsableArguments {
                 throw ValidationError("--url must be an http or https URL, not '\(Self.redacted(url))'")
             }
         }
+        if let pubsubTopic {
+            do {
+                try PubSubSink.validate(topic: pubsubTopic)
+            } catch {
+                throw ValidationError(error.message)
+            }
+        }
         if pubsubTopic == nil, pubsubEndpoint != nil || orderingKey != .none {
             throw ValidationError("--pubsub-endpoint and --ordering-key go with --pubsub-topic")
         }

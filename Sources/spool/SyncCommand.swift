@@ -12,11 +12,13 @@ struct SyncCommand: AsyncParsableCommand {
         discussion: """
             Without --once the worker runs until interrupted (SIGINT or SIGTERM): it flushes every \
             --interval seconds, when --count records are pending, and at once for what a previous run \
-            left. With --once it drains what the log holds when it starts (up to the end it sees then; \
+            left; a refusal no retry can change (credentials, a missing table or topic) ends it with \
+            the error and exit status 1. With --once it drains what the log holds when it starts (up to the end it sees then; \
             records a writer appends meanwhile wait for the next run) and exits: 0 when that is \
             delivered, 1 with the error when an upload still fails after --retries retries (or a \
             commit fails). Records the server refuses \
-            (4xx) go to the dead-letter log DIR/deadletter/CONSUMER, readable with `spool dump`. \
+            (4xx) go to the dead-letter log DIR/deadletter/CONSUMER, as their exact bytes and ids, which \
+            `spool sync` of that directory sends again. \
             Beside a process that has the log open for writing (an app, `spool append`), or always \
             with --sidecar, it never opens the log for writing: it reads and commits the consumer \
             as a committer of its own (records are synced before they are sent), and the writer's \
@@ -155,10 +157,9 @@ struct SyncCommand: AsyncParsableCommand {
         } else {
             await worker.start()
             Output.error("spool sync: uploading \(consumer) of \(directory) to \(destination.printable); interrupt to stop")
-            await Self.waitForInterrupt()
+            failure = await Self.waitForInterrupt { await worker.stats.fatalError }
             let stats = await worker.stats
             try Output.write(summary(stats.records, stats.batches, stats.bytes, stats.deadLettered, stats))
-            failure = nil
         }
         await worker.stop()
         try await close()
@@ -201,10 +202,12 @@ struct SyncCommand: AsyncParsableCommand {
             let found = await group.start()
             for (name, error) in found.failed { Output.error("spool sync: writer \(name) not drained yet: \(error)") }
             Output.error("spool sync: uploading every writer log of \(directory) (\(await group.writers.count) now) to \(destination.printable); interrupt to stop")
-            await Self.waitForInterrupt()
+            failure = await Self.waitForInterrupt {
+                let stats = await group.stats
+                return stats.keys.sorted().lazy.compactMap { name in stats[name]?.fatalError.map { "writer \(name): \($0)" } }.first
+            }
             let stats = Self.sum(await group.stats.values)
             try Output.write("total: " + summary(stats.records, stats.batches, stats.bytes, stats.deadLettered, stats))
-            failure = nil
         }
         await group.stop()
         if let failure {
@@ -284,9 +287,12 @@ struct SyncCommand: AsyncParsableCommand {
         return configuration
     }
 
-    /// Returns on the first SIGINT or SIGTERM.
-    private static func waitForInterrupt() async {
-        let (signals, continuation) = AsyncStream.makeStream(of: Int32.self)
+    /// Returns `nil` on the first SIGINT or SIGTERM, or the failure that stopped the sync for
+    /// good (a fatal destination error: credentials, a missing table or topic), which
+    /// `failure` reports, checked every 200 ms: a service that can no longer deliver must end,
+    /// non-zero, for its supervisor to see it (systemd's `Restart=on-failure`).
+    private static func waitForInterrupt<Failure: Sendable>(or failure: @escaping @Sendable () async -> Failure?) async -> Failure? {
+        let (events, continuation) = AsyncStream.makeStream(of: Int32.self)
         var sources: [any DispatchSourceSignal] = []
         for number in [SIGINT, SIGTERM] {
             signal(number, SIG_IGN)
@@ -295,8 +301,19 @@ struct SyncCommand: AsyncParsableCommand {
             source.resume()
             sources.append(source)
         }
-        for await _ in signals { break }
+        let check: Int32 = 0  // no signal's number
+        let ticker = Task {
+            while (try? await Task.sleep(for: .milliseconds(200))) != nil { continuation.yield(check) }
+        }
+        var found: Failure?
+        for await event in events {
+            if event != check { break }
+            found = await failure()
+            if found != nil { break }
+        }
+        ticker.cancel()
         for source in sources { source.cancel() }
+        return found
     }
 }
 

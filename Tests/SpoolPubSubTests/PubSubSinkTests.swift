@@ -196,6 +196,26 @@ import Testing
         await stopped.stop()
     }
 
+    /// A `token_uri` where nothing answers: the error names the token endpoint (issue #33: it
+    /// named only the host, as if the publish itself had failed), and the sync retries.
+    @Test func aDeadTokenEndpointIsNamedInTheError() async throws {
+        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let keyFile = try JSONSerialization.data(withJSONObject: [
+            "type": "service_account", "client_email": "spool@spool-test.iam.gserviceaccount.com",
+            "private_key": key.pemRepresentation, "token_uri": "http://127.0.0.1:1/token",
+        ])
+        let rig = try await Rig.make(records: 3)
+        defer { rig.tearDown() }
+        let sink = try PubSubSink(topic: "\(Self.project)/topics/t", endpoint: URL(string: "http://127.0.0.1:1")!,
+                                  credentials: .serviceAccount(key: keyFile), logID: rig.log.id)
+        let worker = try rig.worker(sink)
+        let report = await worker.flush(retries: 0)
+        await worker.stop()
+        let failure = try #require(report.failure)
+        #expect(failure.code.isRetryable)
+        #expect(failure.message.contains("token endpoint http://127.0.0.1:1/token"), "\(failure)")
+    }
+
     /// What each answer of Pub/Sub means, from a server on 127.0.0.1 answering it.
     @Test(arguments: [401, 403, 404]) func credentialsPermissionsAndMissingTopicsStopTheWorker(status: Int) async throws {
         let server = try await FrontServer { _, _, _, _ in (status, Array(#"{"error":{"code":\#(status)}}"#.utf8)) }
@@ -208,6 +228,7 @@ import Testing
         #expect(report.failure?.code == .destinationRefused)
         #expect(report.failure?.message.contains(topic) == true)
         #expect(report.failure?.status == status)
+        #expect(report.failure.map { "\($0)".components(separatedBy: "HTTP \(status)").count } == 2, "the status once: \(String(describing: report.failure))")
         #expect(server.received == 1, "no retry and no split changes a refusal of the credentials or the topic")
         #expect(await worker.stats.deadLettered == 0)
         #expect(try rig.log.consumer(named: "pubsub").committed == 0)
@@ -280,8 +301,8 @@ import Testing
         let dead = try EventLog.open(directory: rig.directory + "/deadletter/pubsub")
         defer { try? dead.close() }
         let sizes: [Int] = try await dead.consumer(named: "check").read(maxCount: 10, maxBytes: 64 * 1024 * 1024).records.map(\.payload.count).sorted()
-        // Each is stored in its envelope (the big one as base64): one small, one past the record.
-        #expect(sizes.count == 2 && sizes[0] < 1_000 && sizes[1] > 7_600_000)
+        // Each is stored as its exact bytes after the origin record's 38-byte header.
+        #expect(sizes.count == 2 && sizes[0] < 1_000 && sizes[1] == 7_600_000 + OriginRecord.headerSize)
     }
 
     @Test func malformedTopicsAndEndpointsAreRefusedByName() throws {

@@ -14,13 +14,13 @@ import Testing
         return directory.appendingPathComponent("spool").path
     }
 
-    static func sync(_ arguments: [String], emulator: PubSubEmulator) throws -> Process {
+    static func sync(_ arguments: [String], emulator: PubSubEmulator, standardError: FileHandle = .nullDevice) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["sync"] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(["PUBSUB_EMULATOR_HOST": "127.0.0.1:\(emulator.port)"]) { $1 }
         process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        process.standardError = standardError
         try process.run()
         return process
     }

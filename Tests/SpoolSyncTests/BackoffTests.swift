@@ -110,9 +110,21 @@ import Testing
         #expect(code(classify(408)) == "retry(serverError)")
         #expect(code(classify(500)) == "retry(serverError)")
         #expect(code(classify(503)) == "retry(serverError)")
-        #expect(code(classify(401)) == "retry(serverError)")
+        #expect(code(classify(401)) == "retry(unauthorized)")
+        #expect(code(classify(403)) == "retry(unauthorized)")
+        #expect(code(classify(407)) == "retry(unauthorized)")
         #expect(code(classify(400)) == "rejected")
         #expect(code(classify(422)) == "rejected")
+    }
+
+    /// A wrong token says so, and names the header to check (issue #33: it read
+    /// `serverError: the server failed (HTTP 401)`).
+    @Test func refusedCredentialsNameTheHeaderToCheck() {
+        guard case .retry(let unauthorized) = classify(401), case .retry(let proxy) = classify(407) else { Issue.record(); return }
+        #expect("\(unauthorized)" == "unauthorized: the server refused the request's credentials (unauthorized): check the Authorization header (HTTP 401)")
+        #expect("\(proxy)".contains("Proxy-Authorization"))
+        // Not listed as retryable: a refusal like any other 4xx.
+        #expect(code(UploadOutcome.classify(UploadResponse(status: 401), retryableStatuses: [], now: 0)) == "rejected")
     }
 
     @Test(arguments: [408, 429])

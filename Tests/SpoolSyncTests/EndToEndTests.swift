@@ -187,9 +187,11 @@ import Testing
         let deadLetters = try EventLog.open(directory: DeadLetterLog.directory(logDirectory: rig.directory, consumer: "uploader"))
         let batch = try await deadLetters.consumer(named: "inspect").read(maxCount: 10, maxBytes: 1 << 20)
         #expect(batch.records.count == 1)
-        let text = String(decoding: batch.records.first?.payload ?? [], as: UTF8.self)
-        #expect(text.hasPrefix(#"{"id":"\#(rig.log.id)-23","seq":23,"time":"#))
-        #expect(text.hasSuffix(#","status":400,"data":{"n":23,"tag":"POISON"}}"#))
+        // The record's exact bytes, with its identity in the source log.
+        let stored = try OriginRecord.decode(batch.records.first?.payload ?? [])
+        #expect(stored.id == "\(rig.log.id)-23")
+        #expect(stored.payload == Array(#"{"n":23,"tag":"POISON"}"#.utf8))
+        #expect(OriginRecord.storesOrigins(at: deadLetters.directory))
         try deadLetters.close()
         await rig.tearDown()
     }
@@ -222,12 +224,11 @@ import Testing
         #expect { _ = try keyless.readAll() } throws: { ($0 as? SpoolError)?.code == .missingKey }
         try keyless.close()
         let deadLetters = try EventLog.open(directory: directory, configuration: DeadLetterLog.configuration(from: configuration))
-        let payloads = try deadLetters.readAll().compactMap { item -> String? in
-            if case .record(let record) = item { return String(decoding: record.payload, as: UTF8.self) }
+        let payloads = try deadLetters.readAll().compactMap { item -> [UInt8]? in
+            if case .record(let record) = item { return try? OriginRecord.decode(record.payload).payload }
             return nil
         }
-        #expect(payloads.count == 1)
-        #expect(payloads.first?.hasSuffix(#""data":{"n":4,"tag":"POISON-SECRET"}}"#) == true)
+        #expect(payloads == [Array(#"{"n":4,"tag":"POISON-SECRET"}"#.utf8)])
         try deadLetters.close()
         await rig.tearDown()
     }

@@ -14,11 +14,12 @@ import Spool
     }
 
     /// Runs `spool sync` with `arguments`; returns its exit status (or signal) and standard error.
+    /// (`url`: nil for no `--url`, when `arguments` name another destination.)
     func sync(_ arguments: [String], directory: String = NSTemporaryDirectory() + "spool-sync-never-opened",
-              url: String = "http://127.0.0.1:9/batch") throws -> (reason: Process.TerminationReason, status: Int32, stderr: String) {
+              url: String? = "http://127.0.0.1:9/batch") throws -> (reason: Process.TerminationReason, status: Int32, stderr: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = ["sync", directory, "--url", url] + arguments
+        process.arguments = ["sync", directory] + (url.map { ["--url", $0] } ?? []) + arguments
         let errors = Pipe()
         process.standardOutput = FileHandle.nullDevice
         process.standardError = errors
@@ -37,6 +38,15 @@ import Spool
         #expect(result.status == 64)  // EX_USAGE: ArgumentParser's ValidationError
         let option = arguments[0].split(separator: "=")[0]
         #expect(result.stderr.contains("\(option) must be a number of seconds between"))
+    }
+
+    /// A malformed `--pubsub-topic` is a usage error (64, not 1) naming the form it must have,
+    /// found before anything is opened (issue #33).
+    @Test func aMalformedPubSubTopicIsAUsageError() throws {
+        let result = try sync(["--pubsub-topic", "topics/t"], url: nil)
+        #expect(result.reason == .exit)
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr.contains(#"must read projects/<project>/topics/<topic>, not "topics/t""#), "\(result.stderr)")
     }
 
     /// Credentials in `--url` are sent as Basic auth (decoded, RFC 7617), and the password is

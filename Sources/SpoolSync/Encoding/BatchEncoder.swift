@@ -118,10 +118,9 @@ public struct BatchEncoder: Sendable {
         }
     }
 
-    /// Appends the envelope `{"id":…,"seq":…,"time":…,["status":…,]"data":…}` (or
-    /// `"data_base64":…` last), with `status` when given (the dead-letter log's).
-    func appendEnvelope(_ record: Record, to body: inout [UInt8], oneLine: Bool, status: Int? = nil) {
-        if forwardsOrigins, status == nil, let origin = try? OriginRecord.decode(record.payload) {
+    /// Appends the envelope `{"id":…,"seq":…,"time":…,"data":…}` (or `"data_base64":…` last).
+    func appendEnvelope(_ record: Record, to body: inout [UInt8], oneLine: Bool) {
+        if forwardsOrigins, let origin = try? OriginRecord.decode(record.payload) {
             appendOriginEnvelope(record, origin, to: &body, oneLine: oneLine)
             return
         }
@@ -132,11 +131,6 @@ public struct BatchEncoder: Sendable {
         body.append(contentsOf: #","time":"#.utf8)
         if record.timestamp < 0 { body.append(UInt8(ascii: "-")) }
         appendDecimal(record.timestamp.magnitude, to: &body)
-        if let status {
-            body.append(contentsOf: #","status":"#.utf8)
-            if status < 0 { body.append(UInt8(ascii: "-")) }
-            appendDecimal(UInt64(status.magnitude), to: &body)
-        }
         body.append(UInt8(ascii: ","))
         let mark = body.count
         body.append(contentsOf: #""data":"#.utf8)

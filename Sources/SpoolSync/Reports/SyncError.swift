@@ -11,7 +11,7 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
     /// The kind of failure: an extensible set, compared with `==`.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Kind: String, Sendable {
-            case network, timeout, serverError, rateLimited, unexpectedResponse
+            case network, timeout, serverError, rateLimited, unexpectedResponse, unauthorized
             case payloadTooLarge, rejected, readFailed, commitFailed, deadLetterFailed
             case stopped, invalidConfiguration, destinationRefused, internalError
         }
@@ -27,6 +27,11 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         public static let serverError = Code(.serverError)
         /// The server answered 429 Too Many Requests. Retried, honouring `Retry-After`.
         public static let rateLimited = Code(.rateLimited)
+        /// The server refused the request's credentials: 401 Unauthorized or 403 Forbidden
+        /// (check the `Authorization` header), or a proxy's 407 (check `Proxy-Authorization`),
+        /// when `SyncConfiguration.retryableStatuses` lists the status (the default: a token
+        /// may be rotated meanwhile). Retried.
+        public static let unauthorized = Code(.unauthorized)
         /// The server answered a status that is neither success nor an error (1xx, 3xx, ≥ 600). Retried.
         public static let unexpectedResponse = Code(.unexpectedResponse)
         /// The server answered 413: the batch is split; a lone record is dead-lettered.
@@ -58,7 +63,7 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         /// Whether a failure of this kind is retried with backoff (nothing is committed, nothing lost).
         public var isRetryable: Bool {
             switch kind {
-            case .network, .timeout, .serverError, .rateLimited, .unexpectedResponse: true
+            case .network, .timeout, .serverError, .rateLimited, .unexpectedResponse, .unauthorized: true
             default: false
             }
         }

@@ -42,12 +42,24 @@ public enum UploadOutcome: Sendable {
             return .tooLarge(failure(.payloadTooLarge, "the server refused the batch as too large"))
         case 429:
             return .retry(failure(.rateLimited, "the server asked to slow down", retryAfter: retryAfter))
+        case 401 where retryableStatuses.contains(status), 403 where retryableStatuses.contains(status),
+             407 where retryableStatuses.contains(status):
+            return .retry(failure(.unauthorized, Self.credentialsRefused(status), retryAfter: retryAfter))
         case 400...499 where status == 408 || retryableStatuses.contains(status), 500...599:
             return .retry(failure(.serverError, "the server failed", retryAfter: retryAfter))
         case 400...499:
             return .rejected(failure(.rejected, "the server refused the batch"))
         default:
             return .retry(failure(.unexpectedResponse, "the server answered an unexpected status", retryAfter: retryAfter))
+        }
+    }
+
+    /// What a 401, 403 or 407 says, naming the header to check.
+    private static func credentialsRefused(_ status: Int) -> String {
+        switch status {
+        case 407: "the proxy refused the request's credentials (proxy authentication required): check the Proxy-Authorization header"
+        case 403: "the server refused the request's credentials (forbidden): check the Authorization header"
+        default: "the server refused the request's credentials (unauthorized): check the Authorization header"
         }
     }
 

@@ -7,14 +7,23 @@ import Synchronization
 /// `<log directory>/deadletter/<consumer name>`, readable with `spool dump` (with the source
 /// log's `--key-file` when it is encrypted).
 ///
-/// Each refused record becomes one record holding
-/// `{"id":"<log id>-<seq>","seq":<seq>,"time":<ms>,"status":<HTTP status>,"data":<the record>}`
-/// (the record embedded as in the JSON encoding: `"data_base64":"<base64>"` in place of `data`
-/// when it is not valid UTF-8, so every byte of it is kept),
-/// appended at `synced` durability before the worker commits past it. The log is opened on
-/// first use (so a consumer that never meets a poison record gets no directory) off the
-/// cooperative pool, and closed by ``shutdown()``. A `deadletter/` or `deadletter/<consumer>` that
-/// is a symbolic link is refused (`SpoolError` `.io`), never followed.
+/// Each refused record becomes one record of the dead-letter log: an `OriginRecord`
+/// (FORMAT.md §11) holding the source log's id, the record's seq and time there, and its
+/// exact bytes, never re-encoded, so any record the source log took fits. (Stored as a JSON
+/// string, a record of control characters grew six-fold, past the record limit, and blocked
+/// its consumer for good.) A collector's log (marked `ORIGINS`) already holds origin records:
+/// its refused record is stored as it is, keeping the device's identity. A new dead-letter
+/// log is marked `ORIGINS` itself, so `spool sync` of it sends the refused records again
+/// under their own ids. A dead-letter log written before this layout holds JSON envelopes,
+/// which start with `{`; it gets no marker, and its new records are origin records, which
+/// start with their version byte, 1. The refusal (the HTTP status and the reason) is logged
+/// by the worker, not stored.
+///
+/// Records are appended at `synced` durability before the worker commits past them. The log
+/// is opened on first use (so a consumer that never meets a poison record gets no
+/// directory) off the cooperative pool, and closed by ``shutdown()``. A `deadletter/` or
+/// `deadletter/<consumer>` that is a symbolic link is refused (`SpoolError` `.io`), never
+/// followed.
 ///
 /// Thread safety: `Sendable`; stores are serialised by the worker.
 public final class DeadLetterLog: DeadLetterSink {
@@ -25,7 +34,8 @@ public final class DeadLetterLog: DeadLetterSink {
     private let sourceLog: LogID
     private let configuration: Configuration
     private let logger: Logger
-    private let opened = Mutex<EventLog?>(nil)
+    /// The dead-letter log once opened, and whether the source log holds origin records.
+    private let opened = Mutex<(log: EventLog, sourceHoldsOrigins: Bool)?>(nil)
 
     /// The dead-letter log of `consumer` of the log in `logDirectory` (opened on first use).
     ///
@@ -57,8 +67,10 @@ public final class DeadLetterLog: DeadLetterSink {
     ///   their log may, and the oldest are dropped (and counted) first. Refusing new ones
     ///   instead would stop the sync at the first poison record after the cap;
     /// - the same file and directory modes;
-    /// - room for any record the source took, in its envelope (base64 at worst): a
-    ///   `maxRecordSize` of 4/3 the source's plus 1 KiB, at most 64 MiB;
+    /// - room for any record the source took, with the origin record's header: a
+    ///   `maxRecordSize` of the source's plus 1 KiB, at most 64 MiB (the ceiling of any record;
+    ///   only a source record within 38 bytes of it does not fit: its dead-letter write fails,
+    ///   `deadLetterFailed`, and nothing is committed past it);
     /// - everything else the library's defaults (no dictionary: one trained from refused
     ///   records would store pieces of them unencrypted).
     public static func configuration(from source: Configuration) -> Configuration {
@@ -70,10 +82,8 @@ public final class DeadLetterLog: DeadLetterSink {
         configuration.maxBytes = source.maxBytes
         configuration.segmentSize = source.segmentSize
         configuration.capPolicy = .dropOldest
-        // A refused record is stored in its envelope: its bytes as base64 at worst (4 for 3)
-        // and the envelope's own fields. A record the source log took must fit (up to the
-        // 64 MiB ceiling of any record).
-        configuration.maxRecordSize = min(64 * 1024 * 1024, (source.maxRecordSize + 2) / 3 * 4 + 1024)
+        // A refused record is stored as its exact bytes after a 38-byte header.
+        configuration.maxRecordSize = min(64 * 1024 * 1024, source.maxRecordSize + 1024)
         configuration.maxPendingBytes = max(configuration.maxPendingBytes, 2 * configuration.maxRecordSize)
         configuration.fileMode = source.fileMode
         configuration.directoryMode = source.directoryMode
@@ -86,29 +96,34 @@ public final class DeadLetterLog: DeadLetterSink {
         return "\(base)/\(EventLog.deadLetterDirectory)/\(consumer)"
     }
 
-    /// Appends each record's envelope (see ``DeadLetterLog``) at `synced` durability, opening
-    /// the dead-letter log first if needed; when it returns, every record is durable in it.
+    /// Appends each record as an origin record (see ``DeadLetterLog``) at `synced` durability,
+    /// opening the dead-letter log first if needed; when it returns, every record is durable in it.
     /// - Parameters:
     ///   - records: the refused records, in seq order, as read from the log.
-    ///   - error: the refusal; only its HTTP status is stored (0 when there was none).
+    ///   - error: the refusal; not stored (the worker logs it).
     /// - Throws: `SpoolError` if the log cannot be opened or a record cannot be stored; the
     ///   records appended before the failure stay.
     public func store(_ records: [Record], refusedWith error: SyncError) async throws {
-        let log = try await open()
-        let encoder = BatchEncoder(logID: sourceLog, encoding: .json)
+        let (log, sourceHoldsOrigins) = try await open()
         for record in records {
-            var envelope: [UInt8] = []
-            encoder.appendEnvelope(record, to: &envelope, oneLine: false, status: error.status ?? 0)
-            try await log.append(envelope, durability: .synced)
+            try await log.append(Self.entry(record, logID: sourceLog, sourceHoldsOrigins: sourceHoldsOrigins), durability: .synced)
         }
+    }
+
+    /// The dead-letter log's record for `record` of log `logID`: the record as it is when the
+    /// source holds origin records and it reads as one (a collector's record keeps its
+    /// device's identity), else an origin record of `logID`, the record's seq, time and exact bytes.
+    static func entry(_ record: Record, logID: LogID, sourceHoldsOrigins: Bool) -> [UInt8] {
+        if sourceHoldsOrigins, (try? OriginRecord.decode(record.payload)) != nil { return record.payload }
+        return OriginRecord(log: logID, seq: record.seq, time: record.timestamp, payload: record.payload).encoded()
     }
 
     /// Closes the dead-letter log if it was opened (off the cooperative pool). A later
     /// ``store(_:refusedWith:)`` opens it again.
     public func shutdown() async {
-        let log = opened.withLock { log -> EventLog? in
-            defer { log = nil }
-            return log
+        let log = opened.withLock { opened -> EventLog? in
+            defer { opened = nil }
+            return opened?.log
         }
         guard let log else { return }
         do {
@@ -118,16 +133,26 @@ public final class DeadLetterLog: DeadLetterSink {
         }
     }
 
-    private func open() async throws -> EventLog {
-        if let log = opened.withLock({ $0 }) { return log }
+    /// The dead-letter log, opened (and marked `ORIGINS` when new) on first use, and whether
+    /// the source log holds origin records.
+    private func open() async throws -> (log: EventLog, sourceHoldsOrigins: Bool) {
+        if let opened = opened.withLock({ $0 }) { return opened }
         let (logDirectory, consumer, configuration, logger) = (logDirectory, consumer, configuration, logger)
-        let log = try await offPool {
+        let fresh = try await offPool {
             // Neither `deadletter/` nor `deadletter/<consumer>` may be a link (SpoolError .io).
             let directory = try EventLog.createDirectories([EventLog.deadLetterDirectory, consumer], inside: logDirectory, permissions: configuration.directoryMode)
-            return try EventLog.open(directory: directory, configuration: configuration, logger: logger)
+            let log = try EventLog.open(directory: directory, configuration: configuration, logger: logger)
+            do {
+                // An earlier version's log of JSON envelopes stays unmarked.
+                if log.nextSeq == 0 { try OriginRecord.markStoresOrigins(log) }
+            } catch {
+                try? log.close()
+                throw error
+            }
+            return (log: log, sourceHoldsOrigins: OriginRecord.storesOrigins(at: logDirectory))
         }
-        opened.withLock { $0 = log }
-        return log
+        opened.withLock { $0 = fresh }
+        return fresh
     }
 }
 
