@@ -63,10 +63,7 @@ import Testing
     @Test(.timeLimit(.minutes(5)))
     func textAndJSONStringsReachPubSubByteForByte() async throws {
         let emulator = try await PubSubEmulator.shared()
-        let unique = UUID().uuidString.prefix(8).lowercased()
-        let topic = "projects/spool-test/topics/exact-\(unique)"
-        let subscription = "projects/spool-test/subscriptions/exact-\(unique)"
-        try await emulator.createTopic(topic, subscription: subscription)
+        let (topic, subscription) = try await emulator.createTopic(named: "exact")
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let (collected, device) = try Self.collectedLog(directory)
