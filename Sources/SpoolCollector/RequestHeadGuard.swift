@@ -12,13 +12,12 @@ import NIOHTTPTypes
 ///   unanswered, when the next one may start) closes the connection: a client trickling header bytes (slowloris), or an idle
 ///   keep-alive connection, holds a socket for that long at most.
 /// - **A head past the parser's limits** (a header field or all of them past 80 KiB, which NIO
-///   reports as `HTTPParserError.headerOverflow`) is answered 431 with `Connection: close` and
-///   a JSON body saying why. The connection then stops sending, reads and drops what the
-///   client still sends (so a client blocked writing a 5 MB header finishes and reads the
-///   answer: closing on unread bytes would reset the connection and lose it), and closes when
-///   the client does or ``lingerTime`` has passed.
-///
-/// Other parse errors go on to Hummingbird, which answers 400 and closes.
+///   reports as `HTTPParserError.headerOverflow`) is answered 431, and any other request NIO's
+///   parser refuses 400, with `Connection: close` and a JSON body saying why. The connection
+///   then stops sending, reads and drops what the client still sends (so a client blocked
+///   writing a 5 MB header finishes and reads the answer: closing on unread bytes would reset
+///   the connection and lose it; Hummingbird's own 400 stopped reading and waited for the
+///   client to close), and closes when the client does or ``lingerTime`` has passed.
 ///
 /// Thread safety: an event-loop-bound channel handler; NIO calls it on its loop only.
 final class RequestHeadGuard: ChannelDuplexHandler, RemovableChannelHandler {
@@ -84,18 +83,20 @@ final class RequestHeadGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if lingering { return }  // the parser's `dataReceivedInErrorState` for each dropped read
-        guard let parserError = error as? HTTPParserError, parserError == .headerOverflow else {
+        guard let parserError = error as? HTTPParserError else {
             context.fireErrorCaught(error)
             return
         }
         lingering = true
         cancelTimer()
-        let body = ByteBuffer(string: #"{"error":"the request's headers are larger than this collector accepts (80 KiB per field and in all)"}"#)
+        let (status, body) = parserError == .headerOverflow
+            ? (431, ByteBuffer(string: #"{"error":"the request's headers are larger than this collector accepts (80 KiB per field and in all)"}"#))
+            : (400, ByteBuffer(string: #"{"error":"the request is not valid HTTP/1.1"}"#))
         var fields = HTTPFields()
         fields[.connection] = "close"
         fields[.contentType] = "application/json"
         fields[.contentLength] = String(body.readableBytes)
-        context.write(wrapOutboundOut(.head(HTTPResponse(status: .init(code: 431), headerFields: fields))), promise: nil)
+        context.write(wrapOutboundOut(.head(HTTPResponse(status: .init(code: status), headerFields: fields))), promise: nil)
         context.write(wrapOutboundOut(.body(body)), promise: nil)
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in

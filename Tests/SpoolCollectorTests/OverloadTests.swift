@@ -130,6 +130,19 @@ import Testing
         await server.collector.stop()
     }
 
+    /// A request NIO's parser refuses, followed by 5 MB the server never parses, is answered
+    /// 400 and closed, and the client reads the answer (Hummingbird's own 400 stopped reading,
+    /// so a client still writing never did).
+    @Test func aMalformedRequestIsAnswered400AndClosed() async throws {
+        let server = try await TestServer.start { $0.bodyTimeout = .seconds(600) }
+        let request = "POST /batch HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header: x\r\n\r\n" + String(repeating: "a", count: 5 * 1024 * 1024)
+        let answer = await RawConnection(port: server.port).exchange(Array(request.utf8))
+        #expect(answer.text.hasPrefix("HTTP/1.1 400"), "\(answer.text.prefix(200))")
+        #expect(answer.text.contains("not valid HTTP"))
+        #expect(answer.closed)
+        await server.collector.stop()
+    }
+
     /// A head that trickles in (slowloris) gets `headerTimeout`, then its connection is
     /// closed; before, only the idle timer closed it (here 20 minutes).
     @Test func aHeadThatTricklesInIsClosedAfterTheHeaderTimeout() async throws {
