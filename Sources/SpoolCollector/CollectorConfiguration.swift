@@ -80,10 +80,10 @@ public struct CollectorConfiguration: Sendable {
     public var headerTimeout: Duration = .seconds(10)
     /// The longest a request's body may take to arrive, counted from when its handler starts
     /// reading it; a slower one is answered 408, so a body that keeps trickling is bounded
-    /// (it holds no ``maxConcurrentRequests`` slot meanwhile, only its bytes). A connection that sends
-    /// nothing for twice this long, and at least this plus 60 s (idle between requests, or still
-    /// owing a body after its 408), is closed. The default is 30 seconds. Range: above 0, at
-    /// most 1 hour.
+    /// (it holds no ``maxConcurrentRequests`` slot meanwhile, only its bytes). A connection that
+    /// sends nothing for twice this long, and at least this plus 60 s, is closed; one still
+    /// owing a body after its 408 closes sooner, after ``headerTimeout``. The default is 30
+    /// seconds. Range: above 0, at most 1 hour.
     public var bodyTimeout: Duration = .seconds(30)
     /// The longest a request's body may go without a byte arriving (counted from when its
     /// handler starts reading it, then from each piece): a body that stalls is answered 408
@@ -95,8 +95,9 @@ public struct CollectorConfiguration: Sendable {
     /// How long a connection may send nothing before it is closed: see ``bodyTimeout``.
     /// The margin is wide because the 408 is answered from Swift's cooperative pool, which a
     /// busy process (a test run blocking it) can delay, while the idle timer runs on NIO's
-    /// event loop: the 408 must come first. Idle keep-alive connections still close (nginx's
-    /// default is 75 s).
+    /// event loop: the 408 must come first. A connection with no request in hand (idle
+    /// between requests, or still sending a body after its answer) closes sooner, after
+    /// ``headerTimeout`` without a new request head.
     var connectionIdleTimeout: Duration { bodyTimeout + max(bodyTimeout, .seconds(60)) }
     /// How many logs (by log id) the duplicate tracking remembers. Past it, the least recently
     /// seen tenth is forgotten (counted in ``CollectorStats/forgottenLogs`` and logged at
