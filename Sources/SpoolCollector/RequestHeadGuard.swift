@@ -17,7 +17,9 @@ import NIOHTTPTypes
 ///   then stops sending, reads and drops what the client still sends (so a client blocked
 ///   writing a 5 MB header finishes and reads the answer: closing on unread bytes would reset
 ///   the connection and lose it; Hummingbird's own 400 stopped reading and waited for the
-///   client to close), and closes when the client does or ``lingerTime`` has passed.
+///   client to close), and closes when the client does or ``lingerTime`` has passed. A parse
+///   error while a request is in hand (its body) is left to Hummingbird, which answers that
+///   request.
 ///
 /// Thread safety: an event-loop-bound channel handler; NIO calls it on its loop only.
 final class RequestHeadGuard: ChannelDuplexHandler, RemovableChannelHandler {
@@ -83,7 +85,9 @@ final class RequestHeadGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if lingering { return }  // the parser's `dataReceivedInErrorState` for each dropped read
-        guard let parserError = error as? HTTPParserError else {
+        // With a request in hand (a body that does not parse), Hummingbird answers it: two
+        // answers must never interleave.
+        guard let parserError = error as? HTTPParserError, heads == answers else {
             context.fireErrorCaught(error)
             return
         }
