@@ -91,6 +91,7 @@ public final class Nginx: @unchecked Sendable {
             upstream collectors {
         \(upstreams.map { "        server 127.0.0.1:\($0) max_fails=1 fail_timeout=1s;" }.joined(separator: "\n"))
                 keepalive 16;
+                keepalive_timeout 5s;  # below the collectors' headerTimeout (10 s), when they close idle connections
             }
             server {
                 listen 127.0.0.1:\(port);

@@ -97,6 +97,16 @@ public final class PubSubEmulator: Sendable {
         guard sub.status == 200 else { throw StartFailed(description: "creating \(subscription) answered \(sub.status)") }
     }
 
+    /// Creates a topic and a subscription of their own for one test or run:
+    /// `projects/spool-test/topics/<name>-<8 random hex digits>`, and the same name under
+    /// `subscriptions/`.
+    public func createTopic(named name: String) async throws -> (topic: String, subscription: String) {
+        let unique = "\(name)-\(UUID().uuidString.prefix(8).lowercased())"
+        let names = (topic: "projects/spool-test/topics/\(unique)", subscription: "projects/spool-test/subscriptions/\(unique)")
+        try await createTopic(names.topic, subscription: names.subscription)
+        return names
+    }
+
     /// A message as a subscriber receives it.
     public struct Message: Decodable, Sendable {
         /// The data, in base64.

@@ -2,7 +2,8 @@ import Foundation
 
 /// How a batch's records are laid out in its (decompressed) body.
 enum BatchFormat: Sendable, Equatable {
-    /// `application/json`: a JSON array of envelopes `{"id","seq","time","data"}` (or
+    /// `application/json`: a JSON array of envelopes `{"id","seq","time","data"}` (with
+    /// `"data_text":true` when `data` is a string standing for text that is not JSON, or
     /// `"data_base64"` in place of `data`: the record's bytes in standard base64).
     case json
     /// `application/x-ndjson`: the same envelopes, one per line.
@@ -41,7 +42,8 @@ struct BatchRejection: Error, Sendable, Equatable {
 /// Turns a decompressed body into records, checking it against its `Spool-Batch` header.
 ///
 /// Envelopes must carry `id` (`"<log id>-<seq>"`, the header's log), `seq`, `time` (integers)
-/// and either `data` or `data_base64` (a string of standard, padded base64); their seqs must rise strictly, start at the header's first seq and end at its
+/// and either `data` (the record's JSON text; with `"data_text":true`, a string whose value is
+/// the record's text) or `data_base64` (a string of standard, padded base64); their seqs must rise strictly, start at the header's first seq and end at its
 /// last (a batch may skip seqs its log expired, so it may hold fewer records than the range,
 /// never more). A raw batch must hold exactly one record per seq of the range. Stateless.
 enum BatchDecoder {
@@ -142,6 +144,15 @@ enum BatchDecoder {
         let (logID, recordSeq, recordTime) = try origin(body, members, index: index) ?? (header.logID, seq, Optional(time))
         let data = members.first { body[$0.key].elementsEqual("data".utf8) }
         let base64 = members.first { body[$0.key].elementsEqual(base64Member.utf8) }
+        if let flag = members.first(where: { body[$0.key].elementsEqual(textMember.utf8) }), !body[flag.value].elementsEqual("false".utf8) {
+            guard body[flag.value].elementsEqual("true".utf8), let data, base64 == nil, body[data.value.lowerBound] == UInt8(ascii: "\"") else {
+                throw BatchRejection.badRequest("record \(index): \"\(textMember)\" must be true or false, beside a \"data\" that is a string")
+            }
+            guard let value = JSONScanner.stringValue(body, data.value) else {
+                throw BatchRejection.badRequest("record \(index): data holds a lone surrogate escape, which no text has")
+            }
+            return (seq, ReceivedRecord(logID: logID, seq: recordSeq, time: recordTime, text: String(decoding: value, as: UTF8.self)))
+        }
         switch (data, base64) {
         case (let data?, nil):
             return (seq, ReceivedRecord(logID: logID, seq: recordSeq, time: recordTime, data: text(body, data.value)))
@@ -189,6 +200,10 @@ enum BatchDecoder {
 
     /// The member that carries a record's bytes, base64-encoded, when they are not valid UTF-8.
     static let base64Member = "data_base64"
+    /// The member that says `data` is a JSON string whose value is the record's bytes (text
+    /// that is not itself JSON), not the record's JSON text. Without it, or `false`, `data` is
+    /// the record's JSON text (as every envelope before it said, ambiguously, for text).
+    static let textMember = "data_text"
 
     /// The bytes of a raw element `{"data_base64":"…"}`; `nil` for any other element.
     private static func base64Element(_ body: [UInt8], _ range: Range<Int>, index: Int) throws -> [UInt8]? {

@@ -4,25 +4,56 @@ import Spool
 import Synchronization
 
 extension Collector {
-    /// Answers one request, or 503 when ``CollectorConfiguration/maxConcurrentRequests`` are
-    /// already being handled: each may hold a whole body, raw and decompressed, so a burst of
-    /// uploaders must not hold them all at once.
+    /// Answers one request. In order: `/healthz`; 405 for a method other than `POST`; 401
+    /// without a valid bearer token (with ``CollectorConfiguration/authTokenFile``), before
+    /// the body is read; the body is read (413 past ``CollectorConfiguration/maxBodyBytes``,
+    /// 408 when it is slow, 503 when the bodies being read would pass their budget); then 503
+    /// when ``CollectorConfiguration/maxConcurrentRequests`` are already being handled (each
+    /// may hold a whole body, raw and decompressed, so a burst of uploaders must not hold them
+    /// all at once), else the request is handled. Reading a body takes no slot: a slow sender
+    /// holds only its bytes.
     func handle(_ request: Request, context: CollectorRequestContext) async -> Response {
         // Before admission: a load balancer's probe must not be refused for being one too many.
         if request.method == .get || request.method == .head, request.uri.path == "/healthz" {
             guard let problem = health else { return Self.answer(200, json: #"{"status":"ok"}"#) }
             return Self.answer(503, json: #"{"status":"unavailable","reason":"\#(Self.jsonEscaped(problem))"}"#)
         }
-        guard admit() else {
-            tallies.withLock { tallies in
-                tallies.stats.requests += 1
-                tallies.stats.overloaded += 1
-            }
-            logger.debug("overloaded", metadata: ["limit": "\(configuration.maxConcurrentRequests)"])
-            return Self.answer(503, error: "too many requests in flight", extra: [.retryAfter: "1"])
+        tallies.withLock { $0.stats.requests += 1 }
+        guard request.method == .post else {
+            return Self.answer(405, error: "only POST is accepted", extra: [.allow: "POST"])
         }
+        if let tokens, !tokens.authorizes(request.headers[.authorization]) {
+            tallies.withLock { $0.stats.unauthorized += 1 }
+            logger.debug("unauthorized request")
+            return Self.answer(401, error: "a valid Authorization: Bearer token is required", extra: [.wwwAuthenticate: "Bearer"])
+        }
+        let header = Self.header(BatchHeader.name, in: request).flatMap(BatchHeader.init)
+        let held = HeldBytes(self)
+        defer { held.releaseAll() }
+        let body: [UInt8]
+        switch await readBody(request, held: held) {
+        case .success(let bytes): body = bytes
+        case .failure(let rejection) where rejection.status == 503: return overloaded(rejection.message)
+        case .failure(let rejection): return reject(rejection, header: header)
+        }
+        tallies.withLock { $0.stats.bodyBytes += body.count }
+        guard admit() else { return overloaded("too many requests in flight") }
         defer { inFlight.withLock { $0 -= 1 } }
-        return await handleAdmitted(request, context: context)
+        return await handleAdmitted(request, body: body, header: header, context: context)
+    }
+
+    /// 503 with `Retry-After: 1`, counted as overloaded.
+    private func overloaded(_ why: String) -> Response {
+        tallies.withLock { $0.stats.overloaded += 1 }
+        logger.debug("overloaded", metadata: ["limit": "\(configuration.maxConcurrentRequests)", "reason": "\(why)"])
+        return Self.answer(503, error: why, extra: [.retryAfter: "1"])
+    }
+
+    /// The bytes all bodies being read or handled may hold at once:
+    /// ``CollectorConfiguration/maxConcurrentRequests`` times ``CollectorConfiguration/maxBodyBytes``.
+    var bodyBudget: Int {
+        let (budget, overflow) = configuration.maxConcurrentRequests.multipliedReportingOverflow(by: configuration.maxBodyBytes)
+        return overflow ? .max : budget
     }
 
     /// Takes a slot among the requests in flight, if one is free.
@@ -34,38 +65,16 @@ extension Collector {
         }
     }
 
-    /// Answers one admitted request. In order: 405 for a method other than `POST`; 401
-    /// without a valid bearer token (with ``CollectorConfiguration/authTokenFile``), before
-    /// the body is read; injected latency; the body is read (413 past
-    /// ``CollectorConfiguration/maxBodyBytes``); an injected reset, 429 or failure; the
-    /// payload-size rule; headers, decompression (413 past
+    /// Answers one admitted request, its body read. In order: injected latency; an injected
+    /// reset, 429 or failure; the payload-size rule; headers, decompression (413 past
     /// ``CollectorConfiguration/maxDecodedBytes``) and records are checked (400 or 415);
-    /// the poison rule; then new records are recorded (with a log, synced: 503 when it cannot
+    /// 413 for a record past ``CollectorConfiguration/maxRecordBytes``; the poison rule; then new records are recorded (with a log, synced: 503 when it cannot
     /// be) and the answer is `{"accepted":N,"duplicates":M}`.
-    private func handleAdmitted(_ request: Request, context: CollectorRequestContext) async -> Response {
-        let draw = tallies.withLock { tallies in
-            tallies.stats.requests += 1
-            return tallies.faults.next()
-        }
-        guard request.method == .post else {
-            return Self.answer(405, error: "only POST is accepted", extra: [.allow: "POST"])
-        }
-        if let tokens, !tokens.authorizes(request.headers[.authorization]) {
-            tallies.withLock { $0.stats.unauthorized += 1 }
-            logger.debug("unauthorized request")
-            return Self.answer(401, error: "a valid Authorization: Bearer token is required", extra: [.wwwAuthenticate: "Bearer"])
-        }
-        let header = Self.header(BatchHeader.name, in: request).flatMap(BatchHeader.init)
+    private func handleAdmitted(_ request: Request, body: [UInt8], header: BatchHeader?, context: CollectorRequestContext) async -> Response {
+        let draw = tallies.withLock { $0.faults.next() }
         if draw.delay > .zero {
             try? await Task.sleep(for: draw.delay)
         }
-
-        let body: [UInt8]
-        switch await readBody(request) {
-        case .success(let bytes): body = bytes
-        case .failure(let rejection): return reject(rejection, header: header)
-        }
-        tallies.withLock { $0.stats.bodyBytes += body.count }
 
         switch draw.fault {
         case .reset:
@@ -96,6 +105,10 @@ extension Collector {
             records = try decodeBatch(request, body: body, header: header)
         } catch {
             return reject(error, header: header)
+        }
+        if let index = records.firstIndex(where: { $0.payloadCount > configuration.maxRecordBytes }) {
+            let limit = configuration.maxRecordBytes
+            return reject(BatchRejection(status: 413, message: "record \(index) (seq \(records[index].seq)) is \(records[index].payloadCount) bytes, larger than this collector's limit of \(limit) bytes per record (CollectorConfiguration.maxRecordBytes, --max-record-bytes)"), header: header)
         }
         if let marker = configuration.faults.poisonMarker, records.contains(where: { $0.contains(marker) }) {
             tallies.withLock { $0.stats.faults.poisoned += 1 }
@@ -158,13 +171,13 @@ extension Collector {
     /// The body, at most ``CollectorConfiguration/maxBodyBytes`` long, arrived within
     /// ``CollectorConfiguration/bodyTimeout``, with no gap longer than
     /// ``CollectorConfiguration/bodyReadTimeout`` (else 408, which frees the request's slot).
-    private func readBody(_ request: Request) async -> Result<[UInt8], BatchRejection> {
+    private func readBody(_ request: Request, held: HeldBytes) async -> Result<[UInt8], BatchRejection> {
         let (total, gap) = (configuration.bodyTimeout, configuration.bodyReadTimeout)
         let clock = ContinuousClock()
         let start = clock.now
         let progress = BodyProgress(start)
         return await withTaskGroup(of: Result<[UInt8], BatchRejection>?.self) { group in
-            group.addTask { await self.readWholeBody(request) { progress.arrived(at: clock.now) } }
+            group.addTask { await self.readWholeBody(request, held: held) { progress.arrived(at: clock.now) } }
             group.addTask {
                 // Wakes at the nearer deadline until one has passed; nil when cancelled (the
                 // read finished first).
@@ -186,18 +199,22 @@ extension Collector {
         }
     }
 
-    /// Reads the body, calling `arrived` after each piece.
-    private func readWholeBody(_ request: Request, arrived: @Sendable () -> Void) async -> Result<[UInt8], BatchRejection> {
+    /// Reads the body, calling `arrived` after each piece, its bytes counted in `held`
+    /// (503 when the budget has no room for them).
+    private func readWholeBody(_ request: Request, held: HeldBytes, arrived: @Sendable () -> Void) async -> Result<[UInt8], BatchRejection> {
         let limit = configuration.maxBodyBytes
         let tooLarge = BatchRejection(status: 413, message: "the body is larger than \(limit) bytes")
-        if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {
-            return .failure(tooLarge)
+        let busy = BatchRejection(status: 503, message: "too many request bodies are being received")
+        if let length = request.headers[.contentLength].flatMap({ Int($0) }) {
+            guard length <= limit else { return .failure(tooLarge) }
+            guard held.reserve(upTo: length) else { return .failure(busy) }
         }
         var body: [UInt8] = []
         do {
             for try await buffer in request.body {
                 arrived()
                 guard body.count + buffer.readableBytes <= limit else { return .failure(tooLarge) }
+                guard held.reserve(upTo: body.count + buffer.readableBytes) else { return .failure(busy) }
                 body += buffer.readableBytesView
             }
         } catch {

@@ -38,9 +38,12 @@ import Synchronization
 ///   ``CollectorConfiguration/authTokenFile`` is set; 503 `Retry-After: 1` when the log cannot
 ///   store the batch; 400 `{"error":"…"}` for a malformed batch;
 ///   413 for a body past ``CollectorConfiguration/maxBodyBytes`` or, decompressed, past
-///   ``CollectorConfiguration/maxDecodedBytes``; 415 for an unknown type or coding; 405 for
+///   ``CollectorConfiguration/maxDecodedBytes``, or for a record past
+///   ``CollectorConfiguration/maxRecordBytes``; 415 for an unknown type or coding; 405 for
 ///   other methods; 503 with `Retry-After: 1` past ``CollectorConfiguration/maxConcurrentRequests``
-///   requests at once; and the faults of ``FaultConfiguration``.
+///   requests at once (or bodies being read past their budget); 408 for a slow body; 431 for
+///   a head past 80 KiB, and a closed connection for a head slower than
+///   ``CollectorConfiguration/headerTimeout``; and the faults of ``FaultConfiguration``.
 ///
 /// Thread safety: every method may be called from any task. Counters and records sit behind
 /// one lock; what was received and the output file belong to one serial dispatch queue, which
@@ -52,8 +55,11 @@ public final class Collector: Sendable {
     let tallies: Mutex<Tallies>
     let ledger: Mutex<Ledger>
     let queue = DispatchQueue(label: "spool.collector.ledger")
-    /// Requests being handled, at most ``CollectorConfiguration/maxConcurrentRequests``.
+    /// Requests being handled once their bodies arrived, at most
+    /// ``CollectorConfiguration/maxConcurrentRequests``.
     let inFlight = Mutex(0)
+    /// The bytes of the bodies being read or handled, at most ``bodyBudget``.
+    let bodyBytesHeld = Mutex(0)
     private let lifecycle = Mutex(Lifecycle.idle)
     /// The tokens of ``CollectorConfiguration/authTokenFile``, if any.
     let tokens: TokenFile?
@@ -126,12 +132,16 @@ public final class Collector: Sendable {
         }
         if let tokens { tokens.watch(every: configuration.authTokenCheckInterval) }
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
+        let headerTimeout = configuration.headerTimeout
         let application = Application(
             responder: CollectorResponder(collector: self),
             // A connection that sends nothing for `connectionIdleTimeout` (idle between
             // requests, or still owing a body after its 408) is closed; the margin lets a
-            // stalled body get its 408 first (see `connectionIdleTimeout`).
-            server: .http1(configuration: .init(idleTimeout: TimeAmount.nanoseconds(configuration.connectionIdleTimeout.wholeNanoseconds))),
+            // stalled body get its 408 first (see `connectionIdleTimeout`). A request head
+            // gets `headerTimeout`, and one past the parser's limits a 431 (RequestHeadGuard).
+            server: .http1(configuration: .init(
+                additionalChannelHandlers: [RequestHeadGuard(headerTimeout: headerTimeout)],
+                idleTimeout: TimeAmount.nanoseconds(configuration.connectionIdleTimeout.wholeNanoseconds))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
             onServerRunning: { channel in
                 portContinuation.yield(channel.localAddress?.port ?? 0)

@@ -55,30 +55,49 @@ public struct CollectorConfiguration: Sendable {
     /// request is answered 413, so a compression bomb costs at most this much memory.
     /// The default is 64 MiB.
     public var maxDecodedBytes: Int = 64 * 1024 * 1024
-    /// The most requests handled at once; one more is answered 503 with `Retry-After: 1`
-    /// (the sync worker retries it after its backoff). Each request may hold
-    /// ``maxBodyBytes`` plus ``maxDecodedBytes``, so this bounds the memory of a burst.
-    /// The default is 4 per processor.
+    /// The largest record accepted, in bytes (its own bytes: the JSON text, text or decoded
+    /// base64 it stands for). A batch holding a larger one is answered 413 with a body naming
+    /// the record and the limit, so the sender splits it and dead-letters the record alone:
+    /// a collector must not store what its log or a forwarder cannot carry on (a Spool log
+    /// holds records up to `Configuration.maxRecordSize`; Pub/Sub takes 10 MB messages; a
+    /// collector's bodies are ``maxBodyBytes``). The default is Spool's record limit,
+    /// `Configuration().maxRecordSize` (1 MiB). With ``logDirectory``, it must leave room for
+    /// the origin record's header within `logConfiguration.maxRecordSize`.
+    public var maxRecordBytes: Int = Configuration().maxRecordSize
+    /// The most requests handled at once once their bodies have arrived (decompressed,
+    /// decoded, recorded); one more is answered 503 with `Retry-After: 1` (the sync worker
+    /// retries it after its backoff). Each may hold ``maxBodyBytes`` plus ``maxDecodedBytes``,
+    /// so this bounds the memory of a burst. A body still arriving holds no slot: the bodies
+    /// being read share a budget of this many times ``maxBodyBytes`` bytes (a body that would
+    /// pass it is answered 503 too), so slow senders, which hold few bytes, cannot lock
+    /// everyone else out. The default is 4 per processor.
     public var maxConcurrentRequests: Int = 4 * ProcessInfo.processInfo.activeProcessorCount
+    /// The longest a request's head may take to arrive, counted from when the connection
+    /// opens and from the end of each answer; past it the connection is closed, so a client
+    /// trickling header bytes (slowloris) or an idle keep-alive connection holds a socket for
+    /// this long at most. A head larger than NIO's parser takes (80 KiB) is answered 431. The
+    /// default is 10 seconds. Range: above 0, at most 1 hour.
+    public var headerTimeout: Duration = .seconds(10)
     /// The longest a request's body may take to arrive, counted from when its handler starts
-    /// reading it (after any injected latency); a slower one is answered 408, so stalled or slow senders cannot hold the
-    /// ``maxConcurrentRequests`` slots and lock everyone else out. A connection that sends
-    /// nothing for twice this long, and at least this plus 60 s (idle between requests, or still
-    /// owing a body after its 408), is closed. The default is 30 seconds. Range: above 0, at
-    /// most 1 hour.
+    /// reading it; a slower one is answered 408, so a body that keeps trickling is bounded
+    /// (it holds no ``maxConcurrentRequests`` slot meanwhile, only its bytes). A connection that
+    /// sends nothing for twice this long, and at least this plus 60 s, is closed; one still
+    /// owing a body after its 408 closes sooner, after ``headerTimeout``. The default is 30
+    /// seconds. Range: above 0, at most 1 hour.
     public var bodyTimeout: Duration = .seconds(30)
     /// The longest a request's body may go without a byte arriving (counted from when its
     /// handler starts reading it, then from each piece): a body that stalls is answered 408
-    /// this soon, so a few stalled senders free their ``maxConcurrentRequests`` slots in
-    /// seconds instead of holding them for all of ``bodyTimeout``, which still bounds a body
-    /// that keeps trickling. The default is 5 seconds. Range: above 0, at most 1 hour.
+    /// this soon, so a stalled sender frees its connection and its share of the body budget
+    /// in seconds instead of holding them for all of ``bodyTimeout``, which still bounds a
+    /// body that keeps trickling. The default is 5 seconds. Range: above 0, at most 1 hour.
     public var bodyReadTimeout: Duration = .seconds(5)
 
     /// How long a connection may send nothing before it is closed: see ``bodyTimeout``.
     /// The margin is wide because the 408 is answered from Swift's cooperative pool, which a
     /// busy process (a test run blocking it) can delay, while the idle timer runs on NIO's
-    /// event loop: the 408 must come first. Idle keep-alive connections still close (nginx's
-    /// default is 75 s).
+    /// event loop: the 408 must come first. A connection with no request in hand (idle
+    /// between requests, or still sending a body after its answer) closes sooner, after
+    /// ``headerTimeout`` without a new request head.
     var connectionIdleTimeout: Duration { bodyTimeout + max(bodyTimeout, .seconds(60)) }
     /// How many logs (by log id) the duplicate tracking remembers. Past it, the least recently
     /// seen tenth is forgotten (counted in ``CollectorStats/forgottenLogs`` and logged at
@@ -121,12 +140,19 @@ public struct CollectorConfiguration: Sendable {
         }
         guard maxBodyBytes > 0 else { throw fail("maxBodyBytes", "is \(maxBodyBytes); it must be positive") }
         guard maxDecodedBytes > 0 else { throw fail("maxDecodedBytes", "is \(maxDecodedBytes); it must be positive") }
+        guard maxRecordBytes > 0 else { throw fail("maxRecordBytes", "is \(maxRecordBytes); it must be positive") }
+        if logDirectory != nil, maxRecordBytes > logConfiguration.maxRecordSize - OriginRecord.headerSize {
+            throw fail("maxRecordBytes", "is \(maxRecordBytes); the log holds records of at most \(logConfiguration.maxRecordSize) bytes, \(OriginRecord.headerSize) of them the origin header")
+        }
         guard maxTrackedLogs > 0 else { throw fail("maxTrackedLogs", "is \(maxTrackedLogs); it must be positive") }
         guard maxConcurrentRequests > 0 else {
             throw fail("maxConcurrentRequests", "is \(maxConcurrentRequests); it must be positive")
         }
         guard bodyTimeout > .zero, bodyTimeout <= .seconds(3600) else {
             throw fail("bodyTimeout", "is \(bodyTimeout); it must be positive and at most 1 hour")
+        }
+        guard headerTimeout > .zero, headerTimeout <= .seconds(3600) else {
+            throw fail("headerTimeout", "is \(headerTimeout); it must be positive and at most 1 hour")
         }
         guard bodyReadTimeout > .zero, bodyReadTimeout <= .seconds(3600) else {
             throw fail("bodyReadTimeout", "is \(bodyReadTimeout); it must be positive and at most 1 hour")

@@ -1,9 +1,10 @@
 /// What a ``Collector`` has seen since it started.
 public struct CollectorStats: Sendable, Hashable {
-    /// Requests that reached the handler, whatever their outcome.
+    /// Requests that reached the handler, whatever their outcome (health checks aside).
     public var requests: Int = 0
     /// Requests answered 503 because ``CollectorConfiguration/maxConcurrentRequests`` were
-    /// already in flight (counted in ``requests`` too).
+    /// already in flight, or the bodies being read had no room for theirs (counted in
+    /// ``requests`` too).
     public var overloaded: Int = 0
     /// Batches answered 200.
     public var acceptedBatches: Int = 0

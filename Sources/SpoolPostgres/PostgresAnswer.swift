@@ -7,7 +7,7 @@ import SpoolSync
 /// | answer | outcome |
 /// |---|---|
 /// | no connection, reset, closed; SQLSTATE classes 08 (connection), 53 (resources), 57 (shutting down, starting up, cancelled), 40 (serialization, deadlock), 55, 58, XX and any other | retry |
-/// | 22 (data exception: a value PostgreSQL refuses, which only its record causes) | rejected: split until the record is alone, then dead-lettered |
+/// | 22 (data exception: a value PostgreSQL refuses, which only its record causes) | rejected: split until the record is alone; then, if it went to `data`, the sink inserts it again in `data_bytes` (``PostgresSink/send(_:timeout:)``), else it is dead-lettered |
 /// | 54 (program limit: a value too large) | too large: split, then dead-lettered alone |
 /// | 28 (credentials), 3D (no such database), 3F, 42 (missing table, permission, schema), 0A, 23 (a constraint the table has beyond Spool's), 44; a password asked for and none given; no TLS where required; a TLS handshake that failed (a certificate not trusted under verify-full) | fatal: the worker stops |
 enum PostgresAnswer {

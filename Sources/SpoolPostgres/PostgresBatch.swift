@@ -13,10 +13,15 @@ public struct PostgresBatch: Sendable {
     /// How many of its records could not become rows (a collector's log holding a record
     /// that is not an origin record): such a request is refused without being sent.
     let unreadable: Int
+    /// The row of a one-row request whose record went to `data`: if PostgreSQL refuses it
+    /// (`jsonb` refuses some JSON texts `isJSONB` takes, such as `1e999999`, beyond `numeric`),
+    /// the sink inserts it again with its bytes in `data_bytes`. `nil` otherwise.
+    let loneJSONBRow: PostgresTableRow?
 
-    /// Encodes `rows`: a record `jsonb` takes goes to `data`, any other to `data_bytes`; a
-    /// `nil` (a record that could not become a row) is counted in ``unreadable``.
-    init(rows: [PostgresTableRow?]) {
+    /// Encodes `rows`: a record `jsonb` takes goes to `data` (unless `jsonb` is false), any
+    /// other to `data_bytes`; a `nil` (a record that could not become a row) is counted in
+    /// ``unreadable``.
+    init(rows: [PostgresTableRow?], jsonb: Bool = true) {
         var ids = BinaryArray(element: .text, count: rows.count)
         var logIDs = BinaryArray(element: .text, count: rows.count)
         var seqs = BinaryArray(element: .int8, count: rows.count)
@@ -24,15 +29,17 @@ public struct PostgresBatch: Sendable {
         var data = BinaryArray(element: .jsonb, count: rows.count)
         var dataBytes = BinaryArray(element: .bytea, count: rows.count)
         let unreadable = rows.count { $0 == nil }
+        var lastJSONB: PostgresTableRow?
         for case let row? in rows {
             ids.append(utf8: row.id)
             logIDs.append(utf8: row.logID)
             seqs.append(int64: row.seq)
             // timestamptz: microseconds since 2000-01-01T00:00:00Z.
             if let micros = row.milliseconds.flatMap(Self.postgresMicroseconds) { times.append(int64: micros) } else { times.appendNull() }
-            if PostgresTableRow.isJSONB(row.bytes) {
+            if jsonb, PostgresTableRow.isJSONB(row.bytes) {
                 data.append(jsonb: row.bytes)
                 dataBytes.appendNull()
+                lastJSONB = row
             } else {
                 data.appendNull()
                 dataBytes.append(bytes: row.bytes)
@@ -41,6 +48,7 @@ public struct PostgresBatch: Sendable {
         columns = [ids, logIDs, seqs, times, data, dataBytes].map { $0.finished(count: rows.count - unreadable) }
         count = rows.count - unreadable
         self.unreadable = unreadable
+        loneJSONBRow = rows.count == 1 ? lastJSONB : nil
     }
 
     /// `timestamptz`'s binary form of `milliseconds` since 1970: microseconds since

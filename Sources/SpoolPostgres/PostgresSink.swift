@@ -91,7 +91,14 @@ public struct PostgresSink: SyncSink {
             return .rejected(SyncError(.rejected, "a record of the collector's log is not an origin record"))
         }
         return await withTaskGroup(of: UploadOutcome?.self) { group in
-            group.addTask { await self.attempt(request) }
+            group.addTask {
+                let outcome = await self.attempt(request)
+                // A value refused (class 22) in a lone record that went to `data`: `jsonb` did
+                // not take it (a number beyond `numeric`), so it goes to `data_bytes`, as every
+                // record `jsonb` does not take. Refused there too, it is dead-lettered.
+                guard case .rejected = outcome, let row = request.loneJSONBRow else { return outcome }
+                return await self.attempt(PostgresBatch(rows: [row], jsonb: false))
+            }
             group.addTask {
                 try? await Task.sleep(for: timeout)
                 return nil

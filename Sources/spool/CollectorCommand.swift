@@ -48,6 +48,9 @@ struct CollectorCommand: AsyncParsableCommand {
     @Option(help: "The largest request body accepted, in bytes, after decompression.")
     var maxDecoded = CollectorConfiguration().maxDecodedBytes
 
+    @Option(help: "The largest record accepted, in bytes; a batch holding a larger one is answered 413 (the default is Spool's record limit).")
+    var maxRecordBytes = CollectorConfiguration().maxRecordBytes
+
     @Option(help: "The most requests handled at once; more are answered 503 with Retry-After: 1.")
     var maxConcurrent = CollectorConfiguration().maxConcurrentRequests
 
@@ -106,6 +109,7 @@ struct CollectorCommand: AsyncParsableCommand {
         configuration.authTokenFile = authTokenFile
         configuration.maxBodyBytes = maxBody
         configuration.maxDecodedBytes = maxDecoded
+        configuration.maxRecordBytes = maxRecordBytes
         configuration.maxConcurrentRequests = maxConcurrent
         configuration.retainsRecords = false
         configuration.seed = seed

@@ -21,12 +21,13 @@ struct SpoolBinary {
         var stderr: String
     }
 
-    /// Runs `spool arguments…` to completion; with `standardOutput`, its output goes to that
-    /// file (such as /dev/full) and `stdout` is empty.
-    static func run(_ arguments: [String], input: Data? = nil, standardOutput: String? = nil) throws -> Result {
+    /// Runs `spool arguments…` to completion (with `environment` added to the test's); with
+    /// `standardOutput`, its output goes to that file (such as /dev/full) and `stdout` is empty.
+    static func run(_ arguments: [String], input: Data? = nil, standardOutput: String? = nil, environment: [String: String] = [:]) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let out = Pipe()
         let err = Pipe()
         let inPipe = Pipe()

@@ -70,10 +70,7 @@ import Testing
     @Test(.timeLimit(.minutes(5)))
     func fourDevicesThroughNginxToThreeCollectorsIntoOnePubSubTopicAtLeastOnce() async throws {
         let emulator = try await PubSubEmulator.shared()
-        let unique = UUID().uuidString.prefix(8).lowercased()
-        let topic = "projects/spool-test/topics/fleet-\(unique)"
-        let subscription = "projects/spool-test/subscriptions/fleet-\(unique)"
-        try await emulator.createTopic(topic, subscription: subscription)
+        let (topic, subscription) = try await emulator.createTopic(named: "fleet")
         var pulled: [String] = []
         let stored = try Fleet.run(destination: ["--pubsub-topic", topic],
                                  environment: ["PUBSUB_EMULATOR_HOST": "127.0.0.1:\(emulator.port)"]) { devices in

@@ -62,6 +62,29 @@ import Testing
         #expect(stat.stdout.contains("sync  offset \(count)  lag 0 records"), "\(stat.stdout)")
     }
 
+    /// A record larger than the collector's `--max-record-bytes` (issue #33: a collector
+    /// stored a 60 MB record its forwarder could never send on) is answered 413: the sync
+    /// splits its batch down to that record, dead-letters it alone, and delivers every other.
+    @Test func aRecordPastTheCollectorsLimitIsDeadLetteredAloneAndTheRestDelivered() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let log = dir + "/log", out = dir + "/out.ndjson"
+        let big = 7
+        let lines = (0..<20).map { $0 == big ? #"{"big":""# + String(repeating: "x", count: 5000) + #""}"# : #"{"n":\#($0)}"# }
+        #expect(try SpoolBinary.run(["append", log, "--durability", "synced"], input: Data((lines.joined(separator: "\n") + "\n").utf8)).status == 0)
+
+        let (collector, port, _) = try startCollector(out: out, fileSizeBlocks: nil, arguments: ["--max-record-bytes", "1000"])
+        let sync = try SpoolBinary.run(["sync", log, "--url", "http://127.0.0.1:\(port)/batch", "--once", "--create", "--concurrency", "1",
+                                        "--batch-count", "10", "--retries", "5"])
+        collector.terminate()
+        collector.waitUntilExit()
+        #expect(sync.status == 0, "\(sync.stderr)")
+        let received = seqs((try? String(contentsOfFile: out, encoding: .utf8)) ?? "")
+        #expect(received == (0..<20).filter { $0 != big }.map { UInt64($0) })
+        let deadLetters = try SpoolBinary.run(["dump", log + "/deadletter/sync"])
+        #expect(seqs(deadLetters.stdout) == [UInt64(big)], "\(deadLetters.stdout.prefix(300))")
+    }
+
     /// Records that are not UTF-8 (issue #21, item 1: `printf 'caf\\xe9\\n\\xff\\xfe\\x00bin\\n'`,
     /// then random bytes) reach the collector's `--out` file byte for byte in every encoding:
     /// `data_base64` for them, a JSON string for the text ones.

@@ -40,12 +40,11 @@ import Testing
     }
 
     /// The bytes a server gets back from a received record: the decoded base64, the value of a
-    /// JSON string, or the JSON text itself.
+    /// JSON string marked `data_text`, or the JSON text itself.
     static func bytes(of record: ReceivedRecord) throws -> [UInt8] {
         if let binary = record.binary { return binary }
-        let data = try #require(record.data)
-        guard data.hasPrefix("\"") else { return Array(data.utf8) }
-        return Array(try JSONDecoder().decode(String.self, from: Data(data.utf8)).utf8)
+        if let text = record.text { return Array(text.utf8) }
+        return Array(try #require(record.data).utf8)
     }
 
     static func records(_ payloads: [[UInt8]]) -> [Record] {
@@ -67,8 +66,9 @@ import Testing
         #expect(received.map(\.seq) == Array(0..<UInt64(payloads.count)))
         for (record, payload) in zip(received, payloads) {
             #expect(try Self.bytes(of: record) == payload, "seq \(record.seq)")
-            // Only what is not UTF-8 goes as base64; text stays readable.
-            #expect((record.binary != nil) == (String(validating: payload, as: UTF8.self) == nil), "seq \(record.seq)")
+            // Only what is not UTF-8 goes as base64 in an envelope; text stays readable. Raw
+            // has no envelope to mark text in: every record here (none is JSON) is base64.
+            #expect((record.binary != nil) == (encoding == .raw || String(validating: payload, as: UTF8.self) == nil), "seq \(record.seq)")
         }
     }
 

@@ -32,7 +32,7 @@ extension SyncBatch {
     /// The payload as the JSON value of `data`, or `nil` when it is not valid UTF-8.
     func data(_ payload: [UInt8]) -> String? {
         var body: [UInt8] = []
-        guard BatchEncoder.appendData(payload, to: &body, oneLine: false) else {
+        guard BatchEncoder.appendData(payload, to: &body, oneLine: false) != nil else {
             #expect(body.isEmpty)
             return nil
         }
@@ -41,13 +41,22 @@ extension SyncBatch {
 
     @Test func jsonIsAnArrayOfEnvelopesWithTheRecordEmbedded() {
         let body = encode([record(0, #"{"a":1}"#), record(41, "hello", time: 5)], .json)
-        #expect(body == #"[{"id":"\#(Self.id)-0","seq":0,"time":1700000000123,"data":{"a":1}},{"id":"\#(Self.id)-41","seq":41,"time":5,"data":"hello"}]"#)
+        #expect(body == #"[{"id":"\#(Self.id)-0","seq":0,"time":1700000000123,"data":{"a":1}},{"id":"\#(Self.id)-41","seq":41,"time":5,"data":"hello","data_text":true}]"#)
         #expect((try? JSONSerialization.jsonObject(with: Data(body.utf8))) != nil)
+    }
+
+    /// The record `hello` and the record `"hello"` (a JSON string) travel differently: only
+    /// text that is not JSON carries `data_text` (issue #33), in both envelope encodings.
+    @Test(arguments: [SyncConfiguration.Encoding.json, .ndjson])
+    func onlyTextThatIsNotJSONIsMarkedAsText(encoding: SyncConfiguration.Encoding) {
+        let body = encode([record(0, "hello"), record(1, #""hello""#)], encoding)
+        #expect(body.contains(#""seq":0,"time":1700000000123,"data":"hello","data_text":true}"#))
+        #expect(body.contains(#""seq":1,"time":1700000000123,"data":"hello"}"#))
     }
 
     @Test func ndjsonIsOneEnvelopePerLine() {
         let body = encode([record(7, "[1, 2]"), record(8, "x")], .ndjson)
-        #expect(body == "{\"id\":\"\(Self.id)-7\",\"seq\":7,\"time\":1700000000123,\"data\":[1, 2]}\n{\"id\":\"\(Self.id)-8\",\"seq\":8,\"time\":1700000000123,\"data\":\"x\"}\n")
+        #expect(body == "{\"id\":\"\(Self.id)-7\",\"seq\":7,\"time\":1700000000123,\"data\":[1, 2]}\n{\"id\":\"\(Self.id)-8\",\"seq\":8,\"time\":1700000000123,\"data\":\"x\",\"data_text\":true}\n")
     }
 
     @Test func ndjsonKeepsPrettyPrintedRecordsOnOneLine() {
@@ -57,8 +66,11 @@ extension SyncBatch {
         #expect(encode([record(1, "{\n}")], .json).contains("\"data\":{\n}}"))
     }
 
+    /// Text that is not JSON is a base64 element: raw has no room for `data_text`, and the
+    /// element `"plain"` would read as the record `"plain"`, quotes included.
     @Test func rawIsAnArrayOfTheRecords() {
-        #expect(encode([record(0, #"{"a":1}"#), record(1, "plain"), record(2, "3.5e2")], .raw) == #"[{"a":1},"plain",3.5e2]"#)
+        #expect(encode([record(0, #"{"a":1}"#), record(1, "plain"), record(2, "3.5e2"), record(3, #""plain""#)], .raw)
+                == #"[{"a":1},{"data_base64":"cGxhaW4="},3.5e2,"plain"]"#)
     }
 
     @Test func emptyBatchIsAnEmptyArray() {

@@ -258,7 +258,9 @@ import Testing
         let received = rig.collector.records()
         #expect(received.map(\.seq) == Array(0..<120))
         #expect(received[1].data == #"{"n":1,"s":"é☃"}"#)
-        #expect(received[3].data == #""plain \"text\" 3\n""#)
+        // Text that is not JSON arrives as its exact bytes, never as a quoted JSON string.
+        #expect(try BinaryPayloadTests.bytes(of: received[3]) == Array("plain \"text\" 3\n".utf8))
+        #expect(received[3].data == nil)
         #expect(received.allSatisfy { ($0.time == nil) == (encoding == .raw) })
         await worker.stop()
         await rig.tearDown()

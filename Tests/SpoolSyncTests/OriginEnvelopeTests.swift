@@ -30,7 +30,7 @@ import Testing
             #"{"id":"\#(c)-4","seq":4,"time":1700000000000,"origin_id":"\#(d)-90","origin_seq":90,"origin_time":1600000000000,"data":{"a":[1,2]}}"#,
             #"{"id":"\#(c)-5","seq":5,"time":1700000000000,"origin_id":"\#(d)-91","origin_seq":91,"data":"text"}"#,
             #"{"id":"\#(c)-6","seq":6,"time":1700000000000,"origin_id":"\#(d)-92","origin_seq":92,"origin_time":-3,"data_base64":"/wA="}"#,
-            #"{"id":"\#(c)-7","seq":7,"time":1700000000000,"origin_id":"\#(d)-93","origin_seq":93,"origin_time":1,"data_base64":"bm90IGpzb24="}"#,
+            #"{"id":"\#(c)-7","seq":7,"time":1700000000000,"origin_id":"\#(d)-93","origin_seq":93,"origin_time":1,"data":"not json","data_text":true}"#,
         ].joined(separator: ",") + "]")
         let lines = encode(records, .ndjson).split(separator: "\n")
         #expect(lines.count == 4 && lines[0].hasSuffix(#""data":{"a":[1,2]}}"#))

@@ -5,28 +5,30 @@ import Spool
 /// intermediate strings: this is on the drain path).
 ///
 /// - ``SyncConfiguration/Encoding/json``: `[<envelope>,<envelope>]`, where an envelope is
-///   `{"id":"<log id>-<seq>","seq":<seq>,"time":<ms>,"data":<data>}`, or
-///   `{…,"time":<ms>,"data_base64":"<base64>"}` for a record that is not valid UTF-8.
+///   `{"id":"<log id>-<seq>","seq":<seq>,"time":<ms>,"data":<data>}`;
+///   `{…,"time":<ms>,"data":"<text>","data_text":true}` for a record that is valid UTF-8 but
+///   not one JSON text; or `{…,"time":<ms>,"data_base64":"<base64>"}` for a record that is not
+///   valid UTF-8.
 /// - ``SyncConfiguration/Encoding/ndjson``: `<envelope>\n` per record.
-/// - ``SyncConfiguration/Encoding/raw``: `[<data>,<data>]`, where a record that is not valid
-///   UTF-8 is the element `{"data_base64":"<base64>"}`, and so is a record that is itself a
+/// - ``SyncConfiguration/Encoding/raw``: `[<data>,<data>]`, where a record that is not one JSON
+///   text is the element `{"data_base64":"<base64>"}`, and so is a record that is itself a
 ///   JSON object with a member named `data_base64` (so an element with that member always
-///   stands for the bytes it decodes to).
+///   stands for the bytes it decodes to, and every other element is a record's JSON text).
 ///
-/// `<data>` is the record's own bytes when they are one valid JSON text (checked, never
-/// re-serialised; for NDJSON its line breaks between tokens become spaces so each envelope
-/// stays on one line: the same JSON value), and otherwise, when they are valid UTF-8, the
-/// record as a JSON string (quotes, backslashes and control characters escaped) whose value
-/// is exactly the record's bytes. `<base64>` is the record's exact bytes in standard base64
-/// (RFC 4648 §4, padded). So no record is changed on the way: a server gets every byte back.
+/// `<data>` is the record's own bytes, one valid JSON text (checked, never re-serialised; for
+/// NDJSON its line breaks between tokens become spaces so each envelope stays on one line: the
+/// same JSON value). `"<text>"` is the record as a JSON string (quotes, backslashes and control
+/// characters escaped) whose value is exactly the record's bytes, and `"data_text":true` says
+/// so: without it, the record `hello` and the record `"hello"` would travel alike.
+/// `<base64>` is the record's exact bytes in standard base64 (RFC 4648 §4, padded). So no
+/// record is changed on the way: a server gets every byte back.
 ///
 /// With ``forwardsOrigins`` (the log is a collector's, its records `OriginRecord`s), an
 /// envelope also carries the record's origin, after `time`:
 /// `"origin_id":"<device log id>-<seq>","origin_seq":<seq>,"origin_time":<ms>` (`origin_time`
-/// only when the origin has a time), and `data` is the origin's payload when it is one valid
-/// JSON text, else `data_base64` (never a JSON string: the payload is already JSON text or
-/// bytes). A record that does not decode as an origin record (damage) goes out as any other
-/// record would, without origin members.
+/// only when the origin has a time), and the origin's payload goes out as `data`, `data` with
+/// `data_text` or `data_base64`, as any record's bytes do. A record that does not decode as an
+/// origin record (damage) goes out as any other record would, without origin members.
 ///
 /// Thread safety: a value type; use freely from any task.
 public struct BatchEncoder: Sendable {
@@ -110,7 +112,9 @@ public struct BatchEncoder: Sendable {
             appendEnvelope(record, to: &body, oneLine: true)
             body.append(UInt8(ascii: "\n"))
         case .raw:
-            if Self.readsAsBase64Element(record.payload) || !Self.appendData(record.payload, to: &body, oneLine: false) {
+            if record.payload.withUnsafeBufferPointer(JSONValidator.isValid), !Self.readsAsBase64Element(record.payload) {
+                body.append(contentsOf: record.payload)
+            } else {
                 body.append(UInt8(ascii: "{"))
                 Self.appendBase64Member(record.payload, to: &body)
                 body.append(UInt8(ascii: "}"))
@@ -132,18 +136,12 @@ public struct BatchEncoder: Sendable {
         if record.timestamp < 0 { body.append(UInt8(ascii: "-")) }
         appendDecimal(record.timestamp.magnitude, to: &body)
         body.append(UInt8(ascii: ","))
-        let mark = body.count
-        body.append(contentsOf: #""data":"#.utf8)
-        if !Self.appendData(record.payload, to: &body, oneLine: oneLine) {
-            body.removeSubrange(mark...)
-            Self.appendBase64Member(record.payload, to: &body)
-        }
+        Self.appendDataMembers(record.payload, to: &body, oneLine: oneLine)
         body.append(UInt8(ascii: "}"))
     }
 
     /// Appends the envelope of a collector's record: its own id, seq and time, then its
-    /// origin's id, seq and time, then the origin's payload as `data` when it is one valid
-    /// JSON text, else as `data_base64`.
+    /// origin's id, seq and time, then the origin's payload as any record's bytes travel.
     private func appendOriginEnvelope(_ record: Record, _ origin: OriginRecord, to body: inout [UInt8], oneLine: Bool) {
         body.append(contentsOf: idPrefix)
         appendDecimal(record.seq, to: &body)
@@ -160,13 +158,7 @@ public struct BatchEncoder: Sendable {
             appendSigned(time, to: &body)
         }
         body.append(UInt8(ascii: ","))
-        let isJSON = origin.payload.withUnsafeBufferPointer(JSONValidator.isValid)
-        if isJSON {
-            body.append(contentsOf: #""data":"#.utf8)
-            for byte in origin.payload { body.append(oneLine && (byte == 0x0A || byte == 0x0D) ? 0x20 : byte) }
-        } else {
-            Self.appendBase64Member(origin.payload, to: &body)
-        }
+        Self.appendDataMembers(origin.payload, to: &body, oneLine: oneLine)
         body.append(UInt8(ascii: "}"))
     }
 
@@ -177,6 +169,26 @@ public struct BatchEncoder: Sendable {
 
     /// The member a record that is not valid UTF-8 travels in, in every encoding.
     static let base64Member = "data_base64"
+    /// The member that says `data` is a JSON string standing for the record's bytes, not the
+    /// record's own JSON text (FORMAT.md's "Wire format").
+    static let textMember = "data_text"
+
+    /// Appends an envelope's data members: `"data":<the payload>` when it is one valid JSON
+    /// text, `"data":"<the payload as a JSON string>","data_text":true` when it is other
+    /// UTF-8, else `"data_base64":"<base64>"`.
+    static func appendDataMembers(_ payload: [UInt8], to body: inout [UInt8], oneLine: Bool) {
+        let mark = body.count
+        body.append(contentsOf: #""data":"#.utf8)
+        switch appendData(payload, to: &body, oneLine: oneLine) {
+        case .json:
+            break
+        case .text:
+            body.append(contentsOf: ",\"\(textMember)\":true".utf8)
+        case nil:
+            body.removeSubrange(mark...)
+            appendBase64Member(payload, to: &body)
+        }
+    }
 
     /// Appends `"data_base64":"<the payload in standard base64>"`.
     static func appendBase64Member(_ payload: [UInt8], to body: inout [UInt8]) {
@@ -185,23 +197,31 @@ public struct BatchEncoder: Sendable {
         body.append(UInt8(ascii: "\""))
     }
 
+    /// How ``appendData(_:to:oneLine:)`` wrote a payload.
+    enum DataForm {
+        /// The payload's own JSON text.
+        case json
+        /// A JSON string whose value is the payload (valid UTF-8, not one JSON text).
+        case text
+    }
+
     /// Appends a payload as JSON: its bytes if they are valid JSON, else a JSON string whose
     /// value is exactly the payload.
     ///
-    /// - Returns: `false`, with `body` unchanged, when the payload is not valid UTF-8 (no JSON
-    ///   value holds those bytes).
-    static func appendData(_ payload: [UInt8], to body: inout [UInt8], oneLine: Bool) -> Bool {
+    /// - Returns: which of the two it wrote; `nil`, with `body` unchanged, when the payload is
+    ///   not valid UTF-8 (no JSON value holds those bytes).
+    static func appendData(_ payload: [UInt8], to body: inout [UInt8], oneLine: Bool) -> DataForm? {
         payload.withUnsafeBufferPointer { bytes in
             guard JSONValidator.isValid(bytes) else {
-                return JSONString.append(bytes, to: &body)
+                return JSONString.append(bytes, to: &body) ? .text : nil
             }
             guard oneLine, bytes.contains(where: { $0 == 0x0A || $0 == 0x0D }) else {
                 body.append(contentsOf: bytes)
-                return true
+                return .json
             }
             // Valid JSON holds raw line breaks only as whitespace between tokens.
             for byte in bytes { body.append(byte == 0x0A || byte == 0x0D ? 0x20 : byte) }
-            return true
+            return .json
         }
     }
 
@@ -214,7 +234,7 @@ public struct BatchEncoder: Sendable {
     static func readsAsBase64Element(_ payload: [UInt8]) -> Bool {
         guard payload.first(where: { !isJSONWhitespace($0) }) == UInt8(ascii: "{") else { return false }
         guard contains(base64Key, in: payload) || contains(unicodeEscape, in: payload) else { return false }
-        guard payload.withUnsafeBufferPointer(JSONValidator.isValid) else { return false }  // sent as a string
+        guard payload.withUnsafeBufferPointer(JSONValidator.isValid) else { return false }  // not JSON: base64 anyway
         guard let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any] else {
             return true  // valid to us, refused by Foundation: base64 is the safe side
         }
