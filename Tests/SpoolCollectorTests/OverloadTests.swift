@@ -38,7 +38,7 @@ import Testing
         // Injected latency holds each request in its slot after its body arrived.
         let server = try await TestServer.start {
             $0.maxConcurrentRequests = 2
-            $0.faults.latency = .seconds(2)
+            $0.faults.latency = .seconds(10)  // long enough that a loaded machine still sends the third within it
         }
         let held = (UInt64(0)...1).map { seq in
             Task { try await server.post(batch: body(.json, seqs: seq...seq), seqs: seq...seq, format: .json) }
