@@ -121,6 +121,34 @@ import Testing
         #expect(DirectoryIO.exists(dir.file(Format.watermarkFileName)), "the open wrote the watermark")
     }
 
+    /// Recovery cut synced records (a torn last block below the watermark): their seqs go to new
+    /// records, not synced yet, so opening lowers the watermark to the recovered end; a page of
+    /// those new records lost to a power cut is then a torn tail, not corruption.
+    @Test func aWatermarkAboveTheRecoveredEndIsLowered() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let bytes = try await appendForty(dir, synced: true)
+        #expect(try SyncWatermark.read(directory: dir.path) == 40)
+        let cut = try #require(blockHeaders(bytes).first { $0.offset > Self.page })
+        writeFile(dir.file(Format.segmentName(0)), Array(bytes[..<(cut.offset + 10)]))
+        let log = try EventLog.open(directory: dir.path, configuration: smallConfiguration())
+        #expect(log.nextSeq == cut.header.firstSeq)
+        #expect(try SyncWatermark.read(directory: dir.path) == cut.header.firstSeq)
+        for _ in 0..<40 { try await log.append(noisyPayload(Int(log.nextSeq), size: 600), durability: .written) }
+        try log.close()
+        let rewritten = readFile(dir.file(Format.segmentName(0)))
+        let lost = (cut.offset / Self.page + 1) * Self.page
+        zero(lost..<lost + Self.page, of: rewritten, in: dir)
+        let torn = try #require(blockHeaders(rewritten).first { $0.offset + $0.header.totalSize > lost })
+        #expect(torn.header.firstSeq >= cut.header.firstSeq, "the lost page holds only records written after the cut")
+        #expect(torn.header.firstSeq < 40, "below the old watermark: only its lowering makes this a torn tail")
+        let reopened = try EventLog.open(directory: dir.path, configuration: smallConfiguration())
+        #expect(reopened.recoveryReport.corruptions.isEmpty)
+        #expect(reopened.recoveryReport.tornTail?.offset == Int64(torn.offset))
+        #expect(reopened.nextSeq == torn.header.firstSeq)
+        try reopened.close()
+    }
+
     /// The watermark follows every sync, and opening sets it to the recovered end.
     @Test func theWatermarkFollowsSyncsAndOpening() async throws {
         let dir = TemporaryDirectory()
