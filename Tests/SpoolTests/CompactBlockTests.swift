@@ -157,10 +157,11 @@ import Testing
         #expect(blocks.allSatisfy { $0.header.form == .full })
     }
 
-    /// A log of `count` trickled records, one compact block each; returns the segment's bytes.
+    /// A log of `count` trickled records, one compact block each, synced; returns the segment's bytes.
     func trickledLog(_ dir: TemporaryDirectory, count: Int) throws -> [UInt8] {
         let log = try EventLog.open(directory: dir.path)
         try trickle(log, (0..<count).map { payload($0, size: 120 + $0) })
+        try log.syncBlocking()  // damage to synced blocks is corruption, not a torn tail (FORMAT.md §6)
         try log.close()
         let bytes = readFile(dir.file(Format.segmentName(0)))
         #expect(blockHeaders(bytes).count == count)

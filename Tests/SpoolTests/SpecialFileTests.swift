@@ -15,7 +15,7 @@ import Glibc
         }
     }
 
-    @Test(arguments: ["00000000000000000099.seg", "META", "consumers/reader.offset"])
+    @Test(arguments: ["00000000000000000099.seg", "META", "SYNCED", "consumers/reader.offset"])
     func aFIFOUnderALogFilesNameFailsOpenAndSaysWhich(name: String) throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
@@ -59,7 +59,7 @@ import Glibc
 
     /// A symbolic link under a name the log uses is refused, naming it, and the file it points
     /// to (outside the log) is neither cut nor rewritten nor chmod-ed (issue #21, item 3).
-    @Test(arguments: ["00000000000000000099.seg", "META", "LOCK", "consumers/reader.offset", "consumers"])
+    @Test(arguments: ["00000000000000000099.seg", "META", "SYNCED", "LOCK", "consumers/reader.offset", "consumers"])
     func aSymbolicLinkUnderALogFilesNameIsRefusedAndItsTargetLeftAlone(name: String) throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }

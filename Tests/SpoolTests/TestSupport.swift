@@ -122,7 +122,7 @@ func writeLogWithOffsetPastItsRecords(_ dir: TemporaryDirectory) throws {
 }
 
 /// Writes `blocks` blocks of `perBlock` records (`payload(n)`) into a new log, each block
-/// acknowledged at `written` before the next, and returns the first segment's bytes with each
+/// acknowledged at `written` before the next, then synced, and returns the first segment's bytes with each
 /// block's end offset and end seq. The linger is made long, so a block is sealed only by the
 /// wait: block boundaries do not depend on how fast the machine is.
 func writeAcknowledgedBlocks(_ dir: TemporaryDirectory, configuration: Configuration, blocks: Int, perBlock: Int) throws
@@ -141,6 +141,8 @@ func writeAcknowledgedBlocks(_ dir: TemporaryDirectory, configuration: Configura
         try log.waitUntilBlocking(last, is: .written)
         ends.append((Int(log.lock.withLock { log.state.segments.last!.size }), last + 1))
     }
+    // Synced: damage to them is corruption, not a power cut's torn tail (FORMAT.md §6).
+    try log.syncBlocking()
     try log.close()
     return (readFile(dir.file(Format.segmentName(0))), ends)
 }

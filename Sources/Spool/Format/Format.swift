@@ -8,6 +8,8 @@ enum Format {
     static let segmentSuffix = ".seg"
     static let segmentNameDigits = 20
     static let metaFileName = "META"
+    /// `SYNCED`: the synced watermark (FORMAT.md §6), laid out as a consumer offset file (§5).
+    static let watermarkFileName = "SYNCED"
     static let lockFileName = "LOCK"
     static let consumersDirectory = "consumers"
     /// `deadletter/<consumer>/`: a log of the records a server refused (FORMAT.md §1).

@@ -28,7 +28,8 @@ enum Recovery {
                 bases.append(base)
             } else if name.hasSuffix(Format.temporarySuffix) {
                 report.removedTemporaryFiles.append(name)  // removed below, once the keys checked
-            } else if name != Format.metaFileName && name != Format.lockFileName && name != Format.consumersDirectory
+            } else if name != Format.metaFileName && name != Format.lockFileName && name != Format.watermarkFileName
+                        && name != Format.consumersDirectory
                         && name != Format.deadLetterDirectory && name != Format.dictionariesDirectory && name != Format.keysDirectory {
                 report.ignoredFiles.append(name)
             }
@@ -58,7 +59,8 @@ enum Recovery {
         var endSeq: UInt64 = 0
         var activeHeader: SegmentHeader?
         if let active = segments.last {
-            let (size, end, header) = try recoverActive(directory: directory, segment: active, meta: meta, configuration: configuration,
+            let watermark = try SyncWatermark.read(directory: directory)
+            let (size, end, header) = try recoverActive(directory: directory, segment: active, meta: meta, watermark: watermark,
                                                         repairing: repairing, report: &report, logger: logger)
             segments[segments.count - 1].size = size
             endSeq = end
@@ -248,16 +250,24 @@ enum Recovery {
 
     /// Scans every block of the active segment, truncates a torn tail, and returns the
     /// segment's valid size, the seq after its last record and its header.
-    private static func recoverActive(directory: String, segment: SegmentInfo, meta: MetaRecord, configuration: Configuration,
+    ///
+    /// `watermark` is the synced watermark (FORMAT.md §6), nil for a log without one. Damage
+    /// followed by a valid block is a torn tail when the records it held (from the seq it
+    /// interrupts on) are at or past the watermark: never synced, so a power cut that wrote
+    /// later pages back and not this one explains it. Below the watermark (or without one) it
+    /// is corruption: a damaged header refuses the log, damaged blocks are left for readers to
+    /// report.
+    private static func recoverActive(directory: String, segment: SegmentInfo, meta: MetaRecord, watermark: UInt64?,
                                       repairing: Bool, report: inout RecoveryReport, logger: Logger) throws -> (Int64, UInt64, SegmentHeader) {
         let path = directory + "/" + segment.name
         let reader = try SegmentReader(path: path, baseSeq: segment.baseSeq, limit: segment.size)
         if let problem = try reader.checkHeader(logID: meta.logID) {
             // A segment created just before a crash may have no complete header: nothing in it
-            // was acknowledged, so it is rewritten empty.
+            // was acknowledged, so it is rewritten empty. So is one whose records were never
+            // synced, whatever valid blocks a power cut left after its lost header page.
             let validBlock = segment.size > Int64(Format.segmentHeaderSize)
                 ? try reader.resync(after: Int64(Format.segmentHeaderSize) - 1) : nil
-            if validBlock != nil {
+            if validBlock != nil && !isNeverSynced(segment.baseSeq, below: watermark) {
                 throw SpoolError(.corrupt, "the active segment's header is damaged (\(problem)) but it holds valid blocks; move the file aside to open the log", path: path)
             }
             let header = SegmentHeader(baseSeq: segment.baseSeq, createdMillis: wallClockMillis(), logID: meta.logID)
@@ -296,6 +306,9 @@ enum Recovery {
             // keep everything and let readers report the range. Otherwise it is a torn tail:
             // cutting a later block that continues the seqs would lose it and reuse its seqs.
             if let next = try reader.resync(after: offset, wanted: { [endSeq] in $0.firstSeq >= endSeq }) {
+                // Records never synced, torn by a power cut that wrote later pages back: cut
+                // them with everything after them (never synced either).
+                if isNeverSynced(endSeq, below: watermark) { break }
                 report.corruptions.append("\(segment.name): damaged bytes \(offset)..<\(next.offset) (records \(endSeq)..<\(next.header.firstSeq))")
                 logger.warning("damaged bytes inside the active segment; readers report the records lost", metadata: [
                     "segment": "\(segment.name)", "offset": "\(offset)..<\(next.offset)", "records": "\(endSeq)..<\(next.header.firstSeq)",
@@ -323,6 +336,12 @@ enum Recovery {
             }
         }
         return (validEnd, endSeq, reader.header!)  // checkHeader passed above
+    }
+
+    /// Whether the record `seq` was never synced as far as the watermark knows: at or past it.
+    /// Without a watermark (a log written before it existed) every record may have been.
+    private static func isNeverSynced(_ seq: UInt64, below watermark: UInt64?) -> Bool {
+        watermark.map { seq >= $0 } ?? false
     }
 
     /// Whether `file` holds only zero bytes in `start..<end` (read in 1 MiB chunks).

@@ -8,8 +8,10 @@ public struct RecoveryReport: Sendable, Equatable {
     /// A torn or partial last block that opening truncated: a write interrupted by a crash, so
     /// its records were never acknowledged, or records acknowledged only as `buffered` or
     /// `written` that a power loss did not let reach the disk whole (those levels do not
-    /// survive one). A block acknowledged `synced` is never cut unless the disk itself damaged
-    /// it (its checksum then fails, and it is the last block).
+    /// survive one). Past the synced watermark (FORMAT.md §6) that includes damage followed by
+    /// valid blocks, which go with it: a power cut that wrote a later page back and not an
+    /// earlier one; at offset 0, a whole segment none of whose records was synced. A block
+    /// acknowledged `synced` is never cut unless the disk itself damaged it.
     public struct TornTail: Sendable, Equatable {
         /// The segment file's name.
         public var segment: String

@@ -92,14 +92,18 @@ extension FaultInjection {
         public struct File: Sendable {
             /// The file's size when it was last synced.
             public var size: Int64
-            /// Its bytes then, when it was at most ``FaultInjection/snapshotLimit`` bytes
-            /// (offset files, META): these are overwritten in place, so a size is not enough.
+            /// Its bytes then, when it was at most ``FaultInjection/snapshotLimit`` bytes (offset
+            /// files, META: these are overwritten in place, so a size is not enough), or always
+            /// when the directory is tracked with `wholeFiles`.
             public var bytes: [UInt8]?
         }
         /// Synced files, by inode number.
         public var files: [UInt64: File] = [:]
         /// Synced directories, by path: their durable entries, name → inode number.
         public var directories: [String: [String: UInt64]] = [:]
+        /// Whether every file's bytes are recorded at each sync, whatever its size (for a
+        /// page-by-page power loss, which needs each page's durable content).
+        public var recordsWholeFiles = false
     }
 
     /// Files up to this size have their bytes recorded at each sync.
@@ -108,9 +112,12 @@ extension FaultInjection {
     private static let tracking = Atomic<Bool>(false)
     private static let trackers = Mutex<[String: DurableState]>([:])
 
-    /// Starts recording what each successful sync under `directory` makes durable.
-    public static func trackSyncs(under directory: String) {
-        trackers.withLock { $0[directory] = DurableState() }
+    /// Starts recording what each successful sync under `directory` makes durable; with
+    /// `wholeFiles`, the bytes of every file synced, not only of small ones.
+    public static func trackSyncs(under directory: String, wholeFiles: Bool = false) {
+        var state = DurableState()
+        state.recordsWholeFiles = wholeFiles
+        trackers.withLock { $0[directory] = state }
         tracking.store(true, ordering: .releasing)
     }
 
@@ -132,6 +139,11 @@ extension FaultInjection {
     static func isTracked(_ path: String) -> Bool {
         guard tracking.load(ordering: .acquiring) else { return false }
         return trackers.withLock { $0.keys.contains { path.hasPrefix($0) } }
+    }
+
+    /// Whether a sync of the file at `path`, `size` bytes long, records its bytes.
+    static func recordsBytes(of path: String, size: Int) -> Bool {
+        size <= snapshotLimit || trackers.withLock { list in list.contains { path.hasPrefix($0.key) && $0.value.recordsWholeFiles } }
     }
 
     /// Records a successful `fdatasync` of the file at `path`.

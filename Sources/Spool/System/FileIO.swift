@@ -146,7 +146,7 @@ struct FileIO {
         var info = stat()
         guard fstat(fd.rawValue, &info) == 0 else { return }
         var bytes: [UInt8]?
-        if Int(info.st_size) <= FaultInjection.snapshotLimit {
+        if FaultInjection.recordsBytes(of: path, size: Int(info.st_size)) {
             var buffer = [UInt8](repeating: 0, count: Int(info.st_size))
             let n = buffer.withUnsafeMutableBytes { (try? fd.read(fromAbsoluteOffset: 0, into: $0)) ?? -1 }
             bytes = n == buffer.count ? buffer : nil

@@ -30,6 +30,9 @@ final class SegmentWriter {
     private(set) var syncFailed = false
     /// Encoded blocks waiting for one `write` call.
     private var out: [UInt8] = []
+    /// `SYNCED`, advanced after each `fdatasync` of the active segment (nil until the end of
+    /// `init`, which sets it to what opening made durable).
+    private var watermark: SyncWatermark?
     /// The active segment file's size on disk: at least `activeSize`; more once synced writes
     /// preallocated zeros past the data (see ``preallocate(through:)``).
     private var fileEnd: Int64 = 0
@@ -92,6 +95,13 @@ final class SegmentWriter {
         } else {
             try createSegment(baseSeq: nextSeq)
         }
+        do {
+            // Every record below `nextSeq` is durable now: sealed, synced above, or skipped.
+            watermark = try SyncWatermark(directory: directory, syncedThrough: nextSeq, permissions: configuration.fileMode)
+        } catch {
+            close()
+            throw error
+        }
     }
 
     /// Closes the active segment, cutting off preallocated zeros (best effort: a crash before
@@ -100,6 +110,7 @@ final class SegmentWriter {
         if let active, fileEnd > activeSize { try? active.truncate(to: activeSize) }
         active?.close()
         active = nil
+        watermark?.close()
     }
 
     /// Whether ``suspend()`` closed an active segment that ``resume(known:)`` reopens.
@@ -123,7 +134,10 @@ final class SegmentWriter {
         guard onDisk == Set(known.map(\.baseSeq)) else {
             throw changedWhileSuspended("its segment files are not the ones it left")
         }
-        guard suspendedActive else { return }
+        guard suspendedActive else {
+            try watermark?.reopen()
+            return
+        }
         let file = try FileIO.open(directory + "/" + Format.segmentName(activeBase), .readWrite)
         let size: Int64
         do { size = try file.size() } catch {
@@ -133,6 +147,10 @@ final class SegmentWriter {
         guard size == activeSize else {
             file.close()
             throw changedWhileSuspended("its active segment holds \(size) bytes, not the \(activeSize) it left")
+        }
+        do { try watermark?.reopen() } catch {
+            file.close()
+            throw error
         }
         active = file
         fileEnd = size
@@ -213,9 +231,12 @@ final class SegmentWriter {
         return outcome
     }
 
-    /// `fdatasync` of the active segment (for a `sync()` with nothing new to write).
+    /// `fdatasync` of the active segment (for a `sync()` with nothing new to write), then the
+    /// synced watermark moved to what it made durable (one `pwrite`, no sync: FORMAT.md §6).
     func syncActive() throws {
-        try remembering { try active?.syncData() }
+        guard let active else { return }
+        try remembering { try active.syncData() }
+        watermark?.advance(to: flushedEndSeq)
     }
 
     /// Runs an `fsync`; a failure sets ``syncFailed`` for good.
@@ -307,11 +328,14 @@ final class SegmentWriter {
             noteSegment(sealed)
         }
         try createSegment(baseSeq: base)
+        outcome.fsyncs += 1  // the new segment's header
         noteSegment(SegmentInfo(baseSeq: activeBase, size: activeSize))
     }
 
-    /// Creates a segment file with its header and makes its directory entry durable before any
-    /// record in it is acknowledged.
+    /// Creates a segment file with its header, and makes the header and then the directory
+    /// entry durable before any block is written after it: a power cut that keeps later pages
+    /// of the file can then never leave blocks behind a header that is not there (FORMAT.md §6).
+    /// One `fdatasync` per segment.
     private func createSegment(baseSeq: UInt64) throws {
         let path = directory + "/" + Format.segmentName(baseSeq)
         try DirectoryIO.remove(path)  // a leftover of an earlier failed attempt holds no acknowledged record
@@ -320,6 +344,7 @@ final class SegmentWriter {
         let header = SegmentHeader(baseSeq: baseSeq, createdMillis: created, logID: logID).encoded()
         do {
             try file.write(header, at: 0)
+            try remembering { try file.syncData() }
             try remembering { try DirectoryIO.sync(directory) }
         } catch {
             file.close()
