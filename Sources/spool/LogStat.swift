@@ -96,10 +96,7 @@ struct GroupStat: Encodable {
 
     var lines: [String] {
         var lines = ["group       \(group)", "writers     \(writers.count)"]
-        for writer in writers {
-            lines.append("writer \(writer.writer ?? "")")
-            lines += writer.lines.map { "  " + $0 }
-        }
+        lines += writerSections(writers.map { ($0.writer ?? "", $0.lines) })
         lines.append("total       \(total.records) records stored in \(total.writers) writer logs, \(total.diskBytes) bytes (\(formatBytes(total.diskBytes)))")
         return lines
     }

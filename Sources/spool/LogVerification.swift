@@ -99,10 +99,7 @@ struct GroupVerification: Encodable {
 
     var lines: [String] {
         var lines = ["group      \(group)", "writers    \(writers.count)"]
-        for writer in writers {
-            lines.append("writer \(writer.writer ?? "")")
-            lines += writer.lines.map { "  " + $0 }
-        }
+        lines += writerSections(writers.map { ($0.writer ?? "", $0.lines) })
         lines.append(clean ? "ok: no corruption in \(writers.count) writer logs"
                      : "FAILED: corruption in \(damaged.count) of \(writers.count) writer logs (\(damaged.joined(separator: ", ")))")
         return lines

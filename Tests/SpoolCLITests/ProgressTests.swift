@@ -29,6 +29,12 @@ import Testing
         #expect(append.status == 0, "\(append.stderr)")
     }
 
+    /// A collector with `arguments`, its standard error in `dir/collector.err` (a test's
+    /// directory, removed with it; its log is `dir/log`).
+    static func collector(_ arguments: [String], _ dir: String) throws -> CollectorChild {
+        try CollectorChild(arguments, stderrPath: dir + "/collector.err")
+    }
+
     @Test func verifyOnATerminalDrawsALiveLineAndErasesItBeforeTheSummary() throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -62,14 +68,12 @@ import Testing
     @Test func progressFlagPrintsPlainLinesWithoutATerminal() throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        try Self.makeLog(dir, count: 600)
-        let collector = try CollectorChild(["--latency-ms", "100"], stderrPath: dir + "-collector.err")
-        defer {
-            collector.stop()
-            try? FileManager.default.removeItem(atPath: dir + "-collector.err")
-        }
+        let log = dir + "/log"
+        try Self.makeLog(log, count: 600)
+        let collector = try Self.collector(["--latency-ms", "100"], dir)
+        defer { collector.stop() }
         // 60 requests one at a time, each answered after 100 ms: at least 6 s, three plain lines' worth.
-        let sync = try SpoolBinary.run(["sync", dir, "--url", collector.url, "--create", "--once", "--concurrency", "1",
+        let sync = try SpoolBinary.run(["sync", log, "--url", collector.url, "--create", "--once", "--concurrency", "1",
                                         "--batch-count", "10", "--progress"])
         #expect(sync.status == 0, "\(sync.stderr)")
         let lines = sync.stderr.split(separator: "\n").filter { $0.hasPrefix("sync: ") }
@@ -78,8 +82,7 @@ import Testing
         #expect(!sync.stderr.contains("\r") && !sync.stderr.contains("\u{1B}"), "\(sync.stderr.debugDescription)")
         #expect(sync.stdout.hasPrefix("sent 600 records in 60 requests"), "\(sync.stdout)")
 
-        let crash = try SpoolBinary.run(["crash-test", "--rounds", "2", "--durability", "written", "--dir", dir + "-crash", "--progress"])
-        defer { try? FileManager.default.removeItem(atPath: dir + "-crash") }
+        let crash = try SpoolBinary.run(["crash-test", "--rounds", "2", "--durability", "written", "--dir", dir + "/crash", "--progress"])
         #expect(crash.status == 0, "\(crash.stdout)")
         #expect(crash.stderr.contains("crash-test: 1 / 2 rounds (50%)"), "\(crash.stderr)")
     }
@@ -87,13 +90,11 @@ import Testing
     @Test func syncOnceOnATerminalShowsItsProgressThenTheSummary() throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        try Self.makeLog(dir, count: 200)
-        let collector = try CollectorChild(["--latency-ms", "50"], stderrPath: dir + "-collector.err")
-        defer {
-            collector.stop()
-            try? FileManager.default.removeItem(atPath: dir + "-collector.err")
-        }
-        let (status, screen) = try Self.runInTerminal(["sync", dir, "--url", collector.url, "--create", "--once", "--concurrency", "1", "--batch-count", "10"])
+        let log = dir + "/log"
+        try Self.makeLog(log, count: 200)
+        let collector = try Self.collector(["--latency-ms", "50"], dir)
+        defer { collector.stop() }
+        let (status, screen) = try Self.runInTerminal(["sync", log, "--url", collector.url, "--create", "--once", "--concurrency", "1", "--batch-count", "10"])
         #expect(status == 0, "\(screen)")
         let drawn = try #require(screen.range(of: "\rsync: "), "\(screen.debugDescription)")
         #expect(screen.contains(" / 200 records ("), "\(screen.debugDescription)")
@@ -105,15 +106,12 @@ import Testing
     @Test func aLongRunningSyncPrintsStatusLinesWhenRecordsMove() throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        try Self.makeLog(dir, count: 300)
-        let collector = try CollectorChild([], stderrPath: dir + "-collector.err")
-        defer {
-            collector.stop()
-            try? FileManager.default.removeItem(atPath: dir + "-collector.err")
-        }
-        let errors = dir + "-sync.err"
-        defer { try? FileManager.default.removeItem(atPath: errors) }
-        let sync = try SidecarTests.Child(["sync", dir, "--url", collector.url, "--create", "--status-interval", "0.5"], stderrPath: errors)
+        let log = dir + "/log"
+        try Self.makeLog(log, count: 300)
+        let collector = try Self.collector([], dir)
+        defer { collector.stop() }
+        let errors = dir + "/sync.err"
+        let sync = try SidecarTests.Child(["sync", log, "--url", collector.url, "--create", "--status-interval", "0.5"], stderrPath: errors)
         // Everything is delivered at once (what a previous run left); then nothing moves.
         var text = ""
         for _ in 0..<200 where !text.contains("spool sync: sent 300 records") {
