@@ -8,10 +8,12 @@ struct AppendCommand: ParsableCommand {
         commandName: "append",
         abstract: "Append one record per line of standard input.",
         discussion: """
-            Input is read in chunks; a chunk's records share one write (and one fdatasync at \
-            synced), and the next chunk is read once they are durable at --durability (written: \
-            survives kill -9; synced: survives power loss; buffered: no wait). With --ack, prints \
-            each record's seq on its own line once it is. Exits 0 at the end of input after a \
+            Input is read as it arrives; the records that arrive within --linger of the first one \
+            not yet durable share one write (full blocks, compressed like the library's: a steady \
+            producer's lines are not written a few at a time) and one fdatasync at synced, and \
+            are then durable at --durability (written: survives kill -9; synced: survives power \
+            loss; buffered: no wait, written within --linger). With --ack, prints each record's \
+            seq on its own line once it is: at most --linger plus one write after its line arrived. Exits 0 at the end of input after a \
             final sync. With --dictionary, new blocks are compressed with that zstd dictionary \
             (stored in the log's dictionaries/ directory, unencrypted); with --key-file, they are \
             encrypted with the key --key-id names (or the file's only key).
@@ -24,6 +26,12 @@ struct AppendCommand: ParsableCommand {
 
     @Flag(help: "Print each record's seq once it is durable at --durability.")
     var ack = false
+
+    @Option(help: ArgumentHelp("How long records are gathered, from the first one not yet durable, before they are written together (0: write each chunk of input at once).", valueName: "ms"))
+    var linger = AppendCommand.defaultLinger
+
+    /// The default `--linger`, in milliseconds: the library's own `Configuration.linger`.
+    static let defaultLinger = 10
 
     @Option(help: ArgumentHelp("Compress new blocks with this zstd dictionary (from `zstd --train`, or raw content; 8 bytes to 1 MiB).", valueName: "path"))
     var dictionary: String?
@@ -39,25 +47,34 @@ struct AppendCommand: ParsableCommand {
     @Option(help: .hidden)
     var maxBytes: Int?
 
+    func validate() throws {
+        guard (0...60_000).contains(linger) else { throw ValidationError("--linger must be between 0 and 60000 milliseconds, not \(linger)") }
+    }
+
     func run() throws {
         var configuration = Configuration()
         if let segmentSize { configuration.segmentSize = segmentSize }
         configuration.maxBytes = maxBytes
+        // One linger for both paths: buffered blocks wait as long as written ones gather.
+        configuration.linger = .milliseconds(linger)
         try configureCodec(&configuration)
         let eventLog = try log.open(configuration, creating: true)
         defer { try? eventLog.close() }
+        let input = StandardInput()
         var buffer = [UInt8](repeating: 0, count: 256 * 1024)
         var partial = [UInt8]()
-        var acks = ""
+        var unacknowledged = Unacknowledged(log: eventLog, durability: durability, printing: ack)
+        // Records are gathered from the first one not yet acknowledged until the linger ends
+        // (or input does), then written (and, with --ack, acknowledged) together.
+        var lingerEnd: ContinuousClock.Instant?
         while true {
-            let n = buffer.withUnsafeMutableBytes { Foundation.read(0, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw SpoolError(.io, "reading standard input failed")
+            if let end = lingerEnd, ContinuousClock.now >= end || !input.waitForInput(until: end) {
+                try unacknowledged.acknowledge()
+                lingerEnd = nil
+                continue
             }
+            let n = try input.read(into: &buffer)
             if n == 0 { break }
-            var first: UInt64?
-            var last: UInt64?
             var start = 0
             for i in 0..<n where buffer[i] == UInt8(ascii: "\n") {
                 let seq: UInt64
@@ -68,8 +85,7 @@ struct AppendCommand: ParsableCommand {
                     seq = try eventLog.append(partial)
                     partial.removeAll(keepingCapacity: true)
                 }
-                if first == nil { first = seq }
-                last = seq
+                unacknowledged.add(seq)
                 start = i + 1
             }
             // A line without its end yet: refused as soon as it is too long to be a record,
@@ -78,22 +94,12 @@ struct AppendCommand: ParsableCommand {
                 throw SpoolError(.recordTooLarge, "a line of input is longer than Configuration.maxRecordSize (\(configuration.maxRecordSize) bytes)")
             }
             partial.append(contentsOf: buffer[start..<n])
-            if let last, ack || durability != .buffered {
-                try eventLog.waitUntilBlocking(last, is: durability)
-            }
-            if ack, let first, let last {
-                acks.removeAll(keepingCapacity: true)
-                for seq in first...last { acks += "\(seq)\n" }
-                try Output.write(acks)
+            if unacknowledged.isWaiting && lingerEnd == nil {
+                lingerEnd = ContinuousClock.now + configuration.linger
             }
         }
-        if !partial.isEmpty {
-            let seq = try eventLog.append(partial)
-            if ack {
-                try eventLog.waitUntilBlocking(seq, is: durability)
-                try Output.write("\(seq)\n")
-            }
-        }
+        if !partial.isEmpty { unacknowledged.add(try eventLog.append(partial)) }
+        try unacknowledged.acknowledge()
         try eventLog.syncBlocking()
         try eventLog.close()
     }

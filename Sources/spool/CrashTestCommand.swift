@@ -54,6 +54,11 @@ struct CrashTestCommand: ParsableCommand {
     @Flag(help: "Also damage a copy of the log after each round and check how it reads.")
     var corrupt = false
 
+    @Option(help: ArgumentHelp("The appending child's --linger (default: spool append's own).", valueName: "ms"))
+    var linger: Int?
+
+    @OptionGroup var progress: ProgressOption
+
     func validate() throws {
         guard rounds >= 1 else { throw ValidationError("--rounds must be at least 1") }
         guard ["written", "synced", "all"].contains(durability) else { throw ValidationError("--durability is written, synced or all") }
@@ -62,6 +67,7 @@ struct CrashTestCommand: ParsableCommand {
             throw ValidationError("--sync-concurrency is a number or 'adaptive', not '\(syncConcurrency)'")
         }
         guard maxRunMs >= 1 else { throw ValidationError("--max-run-ms must be at least 1") }
+        if let linger, !(0...60_000).contains(linger) { throw ValidationError("--linger must be between 0 and 60000 milliseconds") }
     }
 
     func run() throws {
@@ -72,19 +78,23 @@ struct CrashTestCommand: ParsableCommand {
         let modes = (withSync ? (sidecar ? ", with a sidecar sync" : ", with sync") : "") + (corrupt ? ", with corruption" : "")
         try Output.write("crash-test: seed \(seed), \(rounds) rounds per level, levels \(levels.map(\.rawValue).joined(separator: ", "))\(modes)\n")
         if let dir { try claimScratchDirectory(dir, for: "crash-test") }
-        for level in levels {
+        let line = progress.line("crash-test", unit: "rounds", total: UInt64(rounds * levels.count))
+        for (index, level) in levels.enumerated() {
             // Without --dir, a fresh private directory (mkdtemp), not a name another user could make first.
             let root = try dir ?? makePrivateDirectory(prefix: "spool-crash-\(level.rawValue)")
             let directory = "\(root)/\(level.rawValue)"
             try? FileManager.default.removeItem(atPath: directory)
             defer { if dir == nil { try? FileManager.default.removeItem(atPath: root) } }
             let tester = CrashTester(executable: executable, directory: directory, seed: seed, rounds: rounds,
-                                     durability: level, maxRunMillis: maxRunMs, withSync: withSync, syncConcurrency: syncConcurrency, sidecar: sidecar, corrupt: corrupt)
+                                     durability: level, maxRunMillis: maxRunMs, withSync: withSync, syncConcurrency: syncConcurrency, sidecar: sidecar, corrupt: corrupt, linger: linger)
             var reported = 0
             let failures = try tester.run { round, failures in
+                if failures.count > reported { line.clear() }
                 for failure in failures[reported...] { print(failure) }
                 reported = failures.count
+                line.update(UInt64(index * rounds + min(round + 1, rounds)))
             }
+            line.clear()
             // The final sync's failures (round == rounds) count as one more failure.
             let failedRounds = Set(failures.map(\.round).filter { $0 < rounds }).count
             passed += rounds - failedRounds

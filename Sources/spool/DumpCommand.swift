@@ -17,7 +17,9 @@ struct DumpCommand: ParsableCommand {
             and a record that a writer is still writing is never printed half. --consumer --commit \
             works beside a writing process too (as a committer of its own: the records it prints \
             are made durable first). For a group (DIR/writers/*), each writer's records follow a \
-            '# writer NAME (log ID)' line; --writer NAME reads one writer's log.
+            '# writer NAME (log ID)' line; --writer NAME reads one writer's log. With --format json, \
+            each record is one JSON object a line: seq, time (RFC 3339, UTC, milliseconds), and data \
+            (UTF-8 payloads, escaped by JSON) or data_base64, and writer in a group.
             """)
 
     @OptionGroup var log: LogDirectory
@@ -39,6 +41,9 @@ struct DumpCommand: ParsableCommand {
 
     @Flag(help: "Wait at the end for new records and print them as they are written, until interrupted (with --consumer --commit: committing each batch).")
     var follow = false
+
+    @Option(help: "text: 'seq<TAB>payload' lines; json: one object a line (seq, time, and data or data_base64; the schema is in the command-line article).")
+    var format: DumpFormat = .text
 
     func validate() throws {
         if from != nil && consumer != nil { throw ValidationError("give --from or --consumer, not both") }
@@ -76,10 +81,11 @@ struct DumpCommand: ParsableCommand {
             for (name, member) in writers where printed < (limit ?? Int.max) {
                 let snapshot = try member.snapshot()
                 defer { snapshot.close() }
-                try Output.write("# writer \(name) (log \(snapshot.id))\n")
-                printed += try dump(snapshot, from: nil, limit: (limit ?? Int.max) - printed)
+                // In JSON, each record names its writer instead.
+                if format == .text { try Output.write("# writer \(name) (log \(snapshot.id))\n") }
+                printed += try dump(snapshot, from: nil, limit: (limit ?? Int.max) - printed, writer: name)
             }
-            try Output.write("# total: \(printed) records from \(writers.count) writer logs\n")
+            if format == .text { try Output.write("# total: \(printed) records from \(writers.count) writer logs\n") }
             return
         }
         // Without --commit nothing is written: a snapshot, which repairs nothing.
@@ -95,9 +101,9 @@ struct DumpCommand: ParsableCommand {
 
     /// Prints the snapshot's records from `start` (the oldest if nil), at most `limit`.
     /// - Returns: how many were printed.
-    private func dump(_ snapshot: LogSnapshot, from start: UInt64?, limit: Int) throws -> Int {
+    private func dump(_ snapshot: LogSnapshot, from start: UInt64?, limit: Int, writer: String? = nil) throws -> Int {
         let reader = snapshot.reader(from: start)
-        var printer = Printer()
+        var printer = Printer(format: format, writer: writer)
         while printer.printed < limit {
             let item: ReadItem?
             do { item = try reader.next() } catch {
@@ -132,7 +138,7 @@ struct DumpCommand: ParsableCommand {
             start = snapshot.consumerOffsets[consumer]
         }
         let follower = try log.follower(from: start)
-        var printer = Printer()
+        var printer = Printer(format: format)
         while printer.printed < (limit ?? Int.max) {
             let items = try follower.nextBatch(maxCount: min(1024, (limit ?? Int.max) - printer.printed))
             if items.isEmpty { break }
@@ -146,6 +152,7 @@ struct DumpCommand: ParsableCommand {
     /// that were not delivered. At the end it stops, or, given `wait`, waits for more.
     private func consume(_ consumer: any LogConsumer, waitingWith wait: (() throws -> Void)? = nil) throws {
         var printed = 0
+        let printer = Printer(format: format)
         while printed < (limit ?? Int.max) {
             let next = try consumer.read(maxCount: min(batch, (limit ?? Int.max) - printed), maxBytes: 512 * 1024)
             if next.isEmpty {
@@ -154,30 +161,47 @@ struct DumpCommand: ParsableCommand {
                 continue
             }
             var out = ""
-            for record in next.records { out += Printer.line(record) }
+            for record in next.records { out += try printer.line(record) }
             for notice in next.notices { Output.error("# \(notice)") }
             try Output.write(out)
             try Output.sync()
             try consumer.commit(next)
-            try Output.write("# committed through \(next.endSeq - 1)\n")  // the last seq, as people say it
+            // The last seq, as people say it.
+            try Output.write(format == .json ? try Output.jsonLine(CommittedThrough(committedThrough: next.endSeq - 1))
+                             : "# committed through \(next.endSeq - 1)\n")
             printed += next.records.count
         }
     }
 }
 
-/// `seq<TAB>payload` lines on standard output, written in 64 KiB pieces, and notices on
-/// standard error in their place among them.
+/// Records on standard output, one a line in `format`, written in 64 KiB pieces, and notices
+/// on standard error in their place among them.
 private struct Printer {
+    let format: DumpFormat
+    /// The writer log the records come from, in a group (named in each JSON object).
+    var writer: String?
     private var out = ""
+    private let encoder = Output.jsonEncoder()
     /// Records printed so far.
     private(set) var printed = 0
 
-    static func line(_ record: Record) -> String { "\(record.seq)\t\(printable(record.payload))\n" }
+    init(format: DumpFormat, writer: String? = nil) {
+        self.format = format
+        self.writer = writer
+    }
+
+    /// The record's line: `seq<TAB>payload`, or its JSON object.
+    func line(_ record: Record) throws -> String {
+        switch format {
+        case .text: "\(record.seq)\t\(printable(record.payload))\n"
+        case .json: try Output.jsonLine(DumpedRecord(record, writer: writer), encoder: encoder)
+        }
+    }
 
     mutating func print(_ item: ReadItem) throws {
         switch item {
         case .record(let record):
-            out += Self.line(record)
+            out += try line(record)
             printed += 1
             if out.utf8.count > 64 * 1024 { try flush() }
         case .notice(let notice):

@@ -323,6 +323,11 @@ func printable(_ payload: [UInt8]) -> String {
     return "base64:" + Data(payload).base64EncodedString()
 }
 
+/// A group's report in text: each writer's name on a line, then its log's lines indented.
+func writerSections(_ writers: [(name: String, lines: [String])]) -> [String] {
+    writers.flatMap { ["writer \($0.name)"] + $0.lines.map { "  " + $0 } }
+}
+
 /// Formats a byte count for people.
 func formatBytes(_ bytes: Int64) -> String {
     let units = ["B", "KiB", "MiB", "GiB", "TiB"]

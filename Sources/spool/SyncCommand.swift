@@ -91,6 +91,14 @@ struct SyncCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-concurrency"), help: "The most requests in flight with --concurrency adaptive (default 32, at most 64).")
     var maxConcurrency: Int?
 
+    @OptionGroup var output: JSONOption
+
+    @OptionGroup var progress: ProgressOption
+
+    @Option(name: .customLong("status-interval"),
+            help: "Without --once: seconds between status lines on standard error (records sent, lag, failures), each printed only if records moved or requests failed since the last; 0 disables them.")
+    var statusInterval: Double = 60
+
     func validate() throws {
         if group && log.writer != nil { throw ValidationError("--group drains every writer of DIR; --writer names one (give one of them)") }
         if destination.authorization != nil && headers.contains(where: { $0.lowercased().hasPrefix("authorization:") }) {
@@ -105,6 +113,7 @@ struct SyncCommand: AsyncParsableCommand {
         try Self.checkSeconds(interval, option: "--interval", range: -Self.maxIntervalSeconds...Self.maxIntervalSeconds)
         try Self.checkSeconds(timeout, option: "--timeout", range: 0.001...600)
         try Self.checkSeconds(maxRetryAfter, option: "--max-retry-after", range: 0...86_400)
+        try Self.checkSeconds(statusInterval, option: "--status-interval", range: 0...Self.maxIntervalSeconds)
         do {
             try makeConfiguration().validate()
         } catch {
@@ -151,15 +160,20 @@ struct SyncCommand: AsyncParsableCommand {
             // Up to the end seen now: beside a writer that keeps appending, a one-shot run
             // (a cron job) must end.
             let start = await worker.stats
+            let watch = SyncWatch.progress(progress.line("sync", unit: "records", total: start.pending)) { await worker.stats }
             let report = await worker.flush(through: start.committed + start.pending, retries: retries)
-            try Output.write(summary(report.records, report.batches, report.bytes, report.deadLettered, await worker.stats))
+            watch.cancel()
+            await watch.value
+            try writeSummary(SyncSummary(records: report.records, batches: report.batches, bytes: report.bytes,
+                                         deadLettered: report.deadLettered, stats: await worker.stats), failure: report.failure)
             failure = report.failure
         } else {
             await worker.start()
             Output.error("spool sync: uploading \(consumer) of \(directory) to \(destination.printable); interrupt to stop")
+            let status = statusLines { await worker.stats }
             failure = await Self.waitForInterrupt { await worker.stats.fatalError }
-            let stats = await worker.stats
-            try Output.write(summary(stats.records, stats.batches, stats.bytes, stats.deadLettered, stats))
+            status?.cancel()
+            try writeSummary(SyncSummary(await worker.stats), failure: failure)
         }
         await worker.stop()
         try await close()
@@ -186,28 +200,36 @@ struct SyncCommand: AsyncParsableCommand {
         }
         let failure: String?
         if once {
+            let pending = await group.stats.values.reduce(0) { $0 + $1.pending }
+            let watch = SyncWatch.progress(progress.line("sync", unit: "records", total: pending)) { Self.sum(await group.stats.values) }
             let report = await group.flush(retries: retries, throughCurrentEnd: true)
+            watch.cancel()
+            await watch.value
             let stats = await group.stats
-            var lines = ""
-            for (name, one) in report.writers.sorted(by: { $0.key < $1.key }) {
-                guard let stats = stats[name] else { continue }
-                lines += "writer \(name): " + summary(one.records, one.batches, one.bytes, one.deadLettered, stats)
-            }
-            for (name, error) in report.unopened.sorted(by: { $0.key < $1.key }) { lines += "writer \(name): not drained: \(error)\n" }
-            lines += "total: " + summary(report.records, report.batches, report.bytes, report.deadLettered, Self.sum(stats.values))
-            try Output.write(lines)
+            let summary = GroupSyncSummary(
+                writers: report.writers.sorted(by: { $0.key < $1.key }).compactMap { name, one in
+                    stats[name].map { SyncSummary(writer: name, records: one.records, batches: one.batches, bytes: one.bytes, deadLettered: one.deadLettered, stats: $0) }
+                },
+                unopened: report.unopened.sorted(by: { $0.key < $1.key }).map { .init(writer: $0.key, error: "\($0.value)") },
+                total: SyncSummary(records: report.records, batches: report.batches, bytes: report.bytes, deadLettered: report.deadLettered, stats: Self.sum(stats.values)))
             failure = report.failure.map { "writer \($0.writer): \($0.error)" }
                 ?? report.unopened.sorted(by: { $0.key < $1.key }).first.map { "writer \($0.key): \($0.value)" }
+            try output.json ? Output.writeJSON(FailedSync(summary: summary, failure: failure)) : Output.write(summary.text)
         } else {
             let found = await group.start()
             for (name, error) in found.failed { Output.error("spool sync: writer \(name) not drained yet: \(error)") }
             Output.error("spool sync: uploading every writer log of \(directory) (\(await group.writers.count) now) to \(destination.printable); interrupt to stop")
+            let status = statusLines { Self.sum(await group.stats.values) }
             failure = await Self.waitForInterrupt {
                 let stats = await group.stats
                 return stats.keys.sorted().lazy.compactMap { name in stats[name]?.fatalError.map { "writer \(name): \($0)" } }.first
             }
-            let stats = Self.sum(await group.stats.values)
-            try Output.write("total: " + summary(stats.records, stats.batches, stats.bytes, stats.deadLettered, stats))
+            status?.cancel()
+            let all = await group.stats
+            let stats = Self.sum(all.values)
+            let summary = GroupSyncSummary(writers: all.sorted { $0.key < $1.key }.map { SyncSummary(writer: $0.key, $0.value) },
+                                           unopened: [], total: SyncSummary(stats))
+            try output.json ? Output.writeJSON(FailedSync(summary: summary, failure: failure)) : Output.write("total: " + summary.total.text)
         }
         await group.stop()
         if let failure {
@@ -216,7 +238,8 @@ struct SyncCommand: AsyncParsableCommand {
         }
     }
 
-    /// The counters of several workers added up (the most in flight: of any one of them).
+    /// The counters of several workers added up (the most in flight: of any one of them; the
+    /// last error is left out).
     private static func sum(_ all: some Sequence<SyncStats>) -> SyncStats {
         var total = SyncStats()
         for one in all {
@@ -227,6 +250,8 @@ struct SyncCommand: AsyncParsableCommand {
             total.requests += one.requests
             total.retries += one.retries
             total.peakInFlight = max(total.peakInFlight, one.peakInFlight)
+            total.pending += one.pending
+            total.failures.merge(one.failures, uniquingKeysWith: +)
         }
         return total
     }
@@ -242,15 +267,6 @@ struct SyncCommand: AsyncParsableCommand {
             let bounds = [range.lowerBound, range.upperBound].map { $0 == $0.rounded() ? String(Int($0)) : String($0) }
             throw ValidationError("\(option) must be a number of seconds between \(bounds[0]) and \(bounds[1]), not \(value)")
         }
-    }
-
-    /// One line: what was delivered, then how: requests sent (accepted or not), failed
-    /// requests sent again, and the most requests that were in flight at once.
-    private func summary(_ records: Int, _ batches: Int, _ bytes: Int, _ deadLettered: Int, _ stats: SyncStats) -> String {
-        var text = "sent \(records) records in \(batches) requests (\(formatBytes(Int64(bytes))))"
-        if deadLettered > 0 { text += "; \(deadLettered) refused records moved to the dead-letter log" }
-        text += "; \(stats.requests) requests made, \(stats.retries) retried, up to \(stats.peakInFlight) in flight"
-        return text + "\n"
     }
 
     private func makeConfiguration() throws(SyncError) -> SyncConfiguration {

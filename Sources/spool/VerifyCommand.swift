@@ -16,6 +16,10 @@ struct VerifyCommand: ParsableCommand {
 
     @OptionGroup var log: LogDirectory
 
+    @OptionGroup var output: JSONOption
+
+    @OptionGroup var progress: ProgressOption
+
     /// Exit 1 means corruption was found; 2, that the log could not be checked (locked by a
     /// writer, unreadable, an I/O error): a script can tell "damaged" from "not checked".
     func run() throws {
@@ -37,45 +41,25 @@ struct VerifyCommand: ParsableCommand {
 
     private func check() throws {
         guard let writers = try log.groupWriters() else {
-            let one = try Self.report(of: log)
-            try Output.write(one.lines.joined(separator: "\n") + "\n")
+            let one = try report(of: log, writer: nil)
+            try output.json ? Output.writeJSON(one) : Output.write(one.lines.joined(separator: "\n") + "\n")
             if !one.clean { throw ExitCode(1) }
             return
         }
         // A group: every writer's log, then one verdict for all of them.
-        var lines = ["group      \(log.directory)", "writers    \(writers.count)"]
-        var damaged = [String]()
-        for (name, member) in writers {
-            let one = try Self.report(of: member)
-            lines.append("writer \(name)")
-            lines += one.lines.map { "  " + $0 }
-            if !one.clean { damaged.append(name) }
-        }
-        lines.append(damaged.isEmpty ? "ok: no corruption in \(writers.count) writer logs"
-                     : "FAILED: corruption in \(damaged.count) of \(writers.count) writer logs (\(damaged.joined(separator: ", ")))")
-        try Output.write(lines.joined(separator: "\n") + "\n")
-        if !damaged.isEmpty { throw ExitCode(1) }
+        let group = GroupVerification(group: log.directory, writers: try writers.map { try report(of: $0.log, writer: $0.name) })
+        try output.json ? Output.writeJSON(group) : Output.write(group.lines.joined(separator: "\n") + "\n")
+        if !group.clean { throw ExitCode(1) }
     }
 
-    /// One log's report lines and whether it is clean.
-    private static func report(of log: LogDirectory) throws -> (lines: [String], clean: Bool) {
+    /// One log's report, with a progress line while its blocks are read.
+    private func report(of log: LogDirectory, writer: String?) throws -> LogVerification {
         let snapshot = try log.snapshot(reportingRecovery: false)
         defer { snapshot.close() }
-        let report = try snapshot.verify()
-        var lines = [String]()
-        lines.append("log        \(snapshot.id)")
-        lines.append("segments   \(report.segments)")
-        lines.append("blocks     \(report.blocks)")
-        lines.append("records    \(report.records)")
-        lines.append("on disk    \(report.diskBytes) bytes (\(formatBytes(report.diskBytes)))")
-        lines.append("raw        \(report.rawBytes) bytes (\(formatBytes(report.rawBytes)))")
-        lines.append("ratio      \(String(format: "%.2f", report.compressionRatio))")
-        for line in LogDirectory.recoveryLines(report.recovery) { lines.append("recovery   \(line)") }
-        for file in report.recovery.ignoredFiles { lines.append("ignored    \(terminalSafe(file)) (not a log file)") }
-        for notice in report.otherNotices { lines.append("notice     \(notice)") }
-        for notice in report.corrupt { lines.append("CORRUPT    \(notice)") }
-        lines.append(report.isClean ? "ok: no corruption"
-                     : "FAILED: \(report.corrupt.count) corrupt ranges, \(report.corrupt.reduce(0) { $0 + $1.count }) records lost, \(report.recovery.setAsideSegments.count) misfit segments")
-        return (lines, report.isClean)
+        let first = snapshot.firstSeq
+        let line = progress.line("verify" + (writer.map { " \($0)" } ?? ""), unit: "records", total: snapshot.endSeq - first)
+        let report = try snapshot.verify { line.update($0 + 1 - first) }
+        line.finish()
+        return LogVerification(report, log: snapshot.id, writer: writer)
     }
 }

@@ -42,13 +42,14 @@ import Testing
         #expect(stored.status == 0, "\(stored.stderr)")
 
         // 3,000 more lines (about 650 KB) in 100 chunks, so some are acknowledged before the
-        // 64-block limit (32 KiB in sh's 512-byte units) is reached.
+        // 64-block limit (32 KiB in sh's 512-byte units) is reached: with no linger, each chunk
+        // is written as it comes (a linger could gather, on a loaded machine, past the limit).
         let more = lines(20..<3020)
         for part in 0..<100 {
             let chunk = more[(part * 30)..<(part * 30 + 30)].joined(separator: "\n") + "\n"
             _ = FileManager.default.createFile(atPath: dir + "/part" + String(1000 + part), contents: Data(chunk.utf8))
         }
-        let full = try shell("trap '' XFSZ; ulimit -f 64; for f in '\(dir)'/part*; do cat \"$f\"; sleep 0.01; done | '\(SpoolBinary.path)' append '\(log)' --ack --durability synced", in: dir)
+        let full = try shell("trap '' XFSZ; ulimit -f 64; for f in '\(dir)'/part*; do cat \"$f\"; sleep 0.01; done | '\(SpoolBinary.path)' append '\(log)' --ack --durability synced --linger 0", in: dir)
         #expect(!full.signaled, "append was killed by a signal instead of failing: \(full.stderr)")
         #expect(full.status != 0, "append did not fail under the file-size limit")
         #expect(full.stderr.contains("diskFull"), "the error does not say the disk is full: \(full.stderr.prefix(500))")

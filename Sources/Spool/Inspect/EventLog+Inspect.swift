@@ -98,14 +98,21 @@ extension RecordSource {
     }
 
     /// What ``EventLog/verify()`` and ``LogSnapshot/verify()`` return: every record from `firstSeq` read.
-    func verifyAll(from firstSeq: UInt64, recovery: RecoveryReport) throws -> VerifyReport {
+    /// `progress`, if given, is called with the seq reached each time a new block is read.
+    func verifyAll(from firstSeq: UInt64, recovery: RecoveryReport, progress: ((UInt64) -> Void)? = nil) throws -> VerifyReport {
         let cursor = LogCursor(log: self, from: firstSeq)
         var corrupt = [ReadNotice]()
         var other = [ReadNotice]()
         var records: UInt64 = 0
+        var blocks = 0
         while let item = try cursor.next() {
             switch item {
-            case .record: records += 1
+            case .record(let record):
+                records += 1
+                if let progress, cursor.blocksRead != blocks {
+                    blocks = cursor.blocksRead
+                    progress(record.seq)
+                }
             case .notice(let notice) where notice.kind == .corrupt: corrupt.append(notice)
             case .notice(let notice): other.append(notice)
             }

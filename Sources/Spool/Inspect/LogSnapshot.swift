@@ -138,8 +138,12 @@ public final class LogSnapshot: Sendable {
     }
 
     /// Every stored block checked: both checksums, decompression, every record's framing.
-    public func verify() throws -> VerifyReport {
-        try verifyAll(from: firstSeq, recovery: recoveryReport)
+    ///
+    /// - Parameter progress: called on this thread after each block read, with the seq the
+    ///   check has reached (records from ``firstSeq`` up to it are checked; it ends at
+    ///   ``endSeq``), for a progress display. It must return quickly.
+    public func verify(progress: ((_ checkedThrough: UInt64) -> Void)? = nil) throws -> VerifyReport {
+        try verifyAll(from: firstSeq, recovery: recoveryReport, progress: progress)
     }
 }
 

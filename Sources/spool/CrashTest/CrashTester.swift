@@ -28,6 +28,8 @@ struct CrashTester {
     var sidecar = false
     /// Also damage a copy of the log after each round and read it back.
     var corrupt = false
+    /// The appending child's `--linger` in milliseconds, or nil for `spool append`'s default.
+    var linger: Int?
 
     struct Failure: CustomStringConvertible {
         var round: Int
@@ -62,6 +64,7 @@ struct CrashTester {
         // Small segments, so damage can hit sealed segments as well as the active one, and a
         // sidecar's commits let the appender's retention delete segments while both run.
         if corrupt || sidecar { appendArguments += ["--segment-size", "\(64 * 1024)"] }
+        if let linger { appendArguments += ["--linger", "\(linger)"] }
         for round in 0..<self.rounds {
             let base = try withTesterLog(directory) { $0.nextSeq }
             let child = ChildProcess(executable: executable, arguments: appendArguments)
