@@ -86,7 +86,7 @@ extension SyncSimulation {
 
     /// The earliest timer, backoff or flush deadline armed.
     var nextWake: Duration? {
-        ([timer?.at, backoff?.at].compactMap { $0 } + deadlines.values).min()
+        ([timer?.at, backoff?.at, retryWake].compactMap { $0 } + deadlines.values).min()
     }
 
     /// Moves the clock to `target`, firing every timer, backoff and flush deadline due on the
@@ -100,6 +100,9 @@ extension SyncSimulation {
             } else if let armed = backoff, armed.at == at {
                 backoff = nil
                 try send(.backoffExpired(generation: armed.generation), "backoff over \(armed.generation)")
+            } else if retryWake == at {
+                retryWake = nil
+                try send(.wake, "wake")
             } else if let id = deadlines.first(where: { $0.value == at })?.key {
                 deadlines[id] = nil
                 try send(.flushDeadlinePassed(id: id), "deadline of flush \(id)")

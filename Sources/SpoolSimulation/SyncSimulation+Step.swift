@@ -40,6 +40,8 @@ extension SyncSimulation {
             timer = nil
         case .backoff(let until, let generation):
             backoff = (until, generation)
+        case .scheduleWake(let at):
+            retryWake = at
         case .scheduleDeadline(let id, let at):
             deadlines[id] = at
         case .notify(let ids, _):
@@ -154,6 +156,7 @@ extension SyncSimulation {
         case .scheduleTimer(let at, _): "timer(\(at.formatted))"
         case .cancelTimer: "cancelTimer"
         case .backoff(let until, _): "backoff(\(until.formatted))"
+        case .scheduleWake(let at): "wake(\(at.formatted))"
         case .notify(let ids, _): "notify(\(ids))"
         case .finishFlush(let id, let report):
             "finish(\(id)\(report.failure.map { " \($0.code)" } ?? "")\(report.deadlineReached ? " deadline" : ""))"

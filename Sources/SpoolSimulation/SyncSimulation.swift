@@ -89,6 +89,8 @@ package struct SyncSimulation {
     var uploads: [Int: (batch: SyncBatch, readyAt: Duration, sent: Duration, timeout: Duration)] = [:]
     var timer: (at: Duration, generation: Int)?
     var backoff: (at: Duration, generation: Int)?
+    /// The wake of a batch retried on its own, if armed.
+    var retryWake: Duration?
     var deadlines: [Int: Duration] = [:]
     /// Flushes asked for and not answered: what each waits for.
     var flushes: [Int: (deadline: Duration?, through: UInt64?)] = [:]

@@ -43,11 +43,13 @@ import Testing
         }
     }
 
-    /// The collector's `--out` lines as seq → data.
+    /// The collector's `--out` lines as seq → data: whole lines only (the collector may be
+    /// writing the next batch while this reads).
     func delivered(_ path: String) throws -> [UInt64: String] {
         var records = [UInt64: String]()
         let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
-        for line in text.split(separator: "\n") {
+        let whole = text.hasSuffix("\n") ? text[...] : text[..<(text.lastIndex(of: "\n").map { text.index(after: $0) } ?? text.startIndex)]
+        for line in whole.split(separator: "\n") {
             let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
             if let seq = (object?["seq"] as? NSNumber)?.uint64Value, let data = object?["data"] as? String { records[seq] = data }
         }

@@ -11,7 +11,12 @@
 ///   round trip (TCP's slow start) until the first sign of strain; after it, a round trip's
 ///   worth of them (``limit`` answers) adds one. A failure of any kind never grows it: against
 ///   an always-500 server or a closed port the limit stays where it is.
-/// - **Overload** (a 429, a 408, a 503 or a timeout): the limit halves (at least 1), and a
+/// - **Overload** (a 429, a 408, a 503 or a timeout) that is a share of the traffic: at least
+///   ``overloadQuorum`` of the last ``lateWindow`` requests answered (since the last
+///   decrease) said so, or a whole round trip's worth of them (``limit``, at least 2) when that
+///   is fewer. One 503 among successes (a flaky load balancer; 20% of the answers)
+///   is not strain: its batch is retried on its own (``RetryBudget``) and the limit stays.
+///   Read as strain, 20% of 503s halved the limit every round trip and pinned it at 1. Then the limit halves (at least 1), and a
 ///   *ceiling* is remembered: the level before the last doubling when the fast start
 ///   overshot, else just below the level where it happened. The limit climbs back to the
 ///   ceiling, and probes one past it only after ``probeInterval`` healthy round trips there. A
@@ -64,6 +69,12 @@ package struct ConcurrencyController: Sendable {
     /// fifth. At 2% of the requests late, a late one has 5 more among the 31 before it about
     /// once in 3,000; a full accept queue stalls most of a burst.
     static let lateQuorum = 6
+    /// Overloaded answers among the last ``lateWindow`` that make overload strain: 12 of 32,
+    /// over a third (or ``limit`` of them, at least 2, when the limit is lower: a round trip's
+    /// worth). At 20% of the answers overloaded this happens by chance about once in 500
+    /// answers (a halving every 16 round trips at 32 in flight, won back in as many); at a
+    /// third, once in 50; a server refusing everything trips it within 12 answers.
+    static let overloadQuorum = 12
 
     /// How an answer went, as far as capacity is concerned.
     enum Signal: Sendable {
@@ -104,6 +115,9 @@ package struct ConcurrencyController: Sendable {
     /// late, 0 for one answered in time; those sent before the last decrease are left out.
     /// Cleared at each decrease.
     private(set) var recentLate: UInt32 = 0
+    /// The last ``lateWindow`` requests answered, newest in the lowest bit: 1 for an overloaded
+    /// answer; those sent before the last decrease are left out. Cleared at each decrease.
+    private(set) var recentOverload: UInt32 = 0
     /// The round trips measured in the current epoch.
     private var epoch: (start: Duration, answers: Int, total: Duration)?
 
@@ -148,9 +162,11 @@ package struct ConcurrencyController: Sendable {
     mutating func answered(roundTrip: Duration, _ signal: Signal, wasLate: Bool = false, now: Duration) {
         let sent = now - roundTrip
         if !wasLate, !isStale(sent) { recentLate <<= 1 }
+        if !isStale(sent) { recentOverload = recentOverload << 1 | (signal == .overloaded ? 1 : 0) }
         if case .accepted = signal, !wasLate { measure(roundTrip, now: now) }
         switch signal {
         case .overloaded:
+            guard recentOverload.nonzeroBitCount >= min(Self.overloadQuorum, max(limit, 2)) else { return }
             strained(sent: sent, now: now, decrease: { max(1, $0 / 2) })
         case .accepted:
             guard adaptive, let lastFull, lastFull >= sent, !isStale(sent) else { return }
@@ -199,6 +215,7 @@ package struct ConcurrencyController: Sendable {
         guard adaptive, !isStale(sent) else { return }
         lastDecrease = now
         recentLate = 0
+        recentOverload = 0
         healthyStepsAtCeiling = 0
         credit = 0
         if fastStart {

@@ -22,6 +22,11 @@ package struct SyncBatch: Sendable {
     var encodedBytes: Int?
     /// Where the batch is in the window.
     var state: State = .unsent
+    /// How many times its request failed in a way worth retrying, while it was retried on its
+    /// own (``RetryBudget``).
+    var failures = 0
+    /// After a failure retried on its own: unsent, and not sent again before this time.
+    var retryAt: Duration?
 
     enum State: Sendable {
         /// Read, not sent yet.
@@ -56,6 +61,11 @@ package struct SyncBatch: Sendable {
     var isUnsent: Bool {
         if case .unsent = state { return true }
         return false
+    }
+
+    /// Unsent, and not waiting for its own retry's time: it may go out `now`.
+    func isDue(_ now: Duration) -> Bool {
+        isUnsent && !records.isEmpty && (retryAt ?? now) <= now
     }
 
     /// The payload bytes of the records.

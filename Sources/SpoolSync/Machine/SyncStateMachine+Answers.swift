@@ -26,6 +26,7 @@ extension SyncStateMachine {
         switch outcome {
         case .accepted:
             window[index].state = .answered(.accepted(bytes: bytes))
+            retryBudget.accepted()
             acceptedUnderCeiling += 1
             acceptedSinceFailure = true
             if !halted {
@@ -38,6 +39,8 @@ extension SyncStateMachine {
             raiseCeiling()
         case .retry(let error):
             count(error)
+            retryBudget.failed()
+            if let alone = retryAlone(at: index, error, now: now, jitter: jitter) { return alone + pump(now: now) }
             failuresAwaitingRetry += 1
             // Batches accepted since the last failure are progress: the backoff starts over, as
             // it does with one request in flight after an accepted batch. A 503 on one batch
@@ -69,6 +72,36 @@ extension SyncStateMachine {
             return halt(error) + [.shutDown]
         }
         return pump(now: now)
+    }
+
+    /// A failed batch retried on its own, after its own backoff, while the rest of the window
+    /// keeps flowing (the offset still never passes it): when more than one request may be in
+    /// flight (`.fixed(1)` keeps its batches in seq order at the server, so there the window
+    /// halts and goes back, as it always did), the ``RetryBudget`` allows it, the server did not
+    /// ask everything to wait (`Retry-After`), and someone still wants the drain after the
+    /// flushes that allow fewer retries, or whose deadline comes first, end with the failure.
+    /// Nil when it is not: the window halts behind it and the worker backs off.
+    private mutating func retryAlone(at index: Int, _ error: SyncError, now: Duration, jitter: Double) -> [Action]? {
+        guard concurrency.maximum > 1, error.retryAfter == nil, retryBudget.allowsRetry else { return nil }
+        let failures = window[index].failures + 1
+        let until = now + configuration.backoff.delay(afterFailures: failures, unit: jitter)
+        let minimum = minimumRequestTime
+        func keeps(_ waiter: Waiter) -> Bool {
+            waiter.retries >= failures && (waiter.deadline.map { until + minimum <= $0 } ?? true)
+        }
+        guard isRunning || waiters.contains(where: keeps) else { return nil }
+        var actions: [Action] = waiters.isEmpty ? [] : [.notify(ids: waiters.map(\.id), .error(error))]
+        waiters.removeAll { waiter in
+            guard !keeps(waiter) else { return false }
+            var report = waiter.report
+            report.failure = error
+            actions.append(.finishFlush(id: waiter.id, report))
+            return true
+        }
+        window[index].state = .unsent
+        window[index].failures = failures
+        window[index].retryAt = until
+        return actions
     }
 
     /// Tells the controller how a request went, and the stats where it stands.

@@ -104,10 +104,11 @@ extension SyncStateMachine {
         retryOwed = false
         let timeout = requestTimeout(now: now)
         let sendable = failedIndex ?? window.endIndex
-        while inFlight < concurrency.limit, let index = window[..<sendable].firstIndex(where: { $0.isUnsent && !$0.records.isEmpty }) {
+        while inFlight < concurrency.limit, let index = window[..<sendable].firstIndex(where: { $0.isDue(now) }) {
             actions.append(send(at: index, timeout: timeout, now: now))
         }
-        guard !halted, local == nil, window.isEmpty || (!caughtUp && window.count(where: \.isUnsent) < concurrency.limit) else {
+        actions += armWake(now: now)
+        guard !halted, local == nil, window.isEmpty || (!caughtUp && window.count(where: { $0.isDue(now) }) < concurrency.limit) else {
             return actions
         }
         // The window's bound: a read only with room for a whole batch (always, when the window
@@ -124,11 +125,21 @@ extension SyncStateMachine {
         return actions
     }
 
+    /// Asks for a wake at the earliest time a batch retried on its own is due, unless one as
+    /// early is armed.
+    private mutating func armWake(now: Duration) -> [Action] {
+        guard let next = window.compactMap({ $0.isUnsent ? $0.retryAt : nil }).filter({ $0 > now }).min(),
+              wakeAt.map({ next < $0 }) ?? true else { return [] }
+        wakeAt = next
+        return [.scheduleWake(at: next)]
+    }
+
     /// Sends the unsent batch at `index` in the next slot.
     private mutating func send(at index: Int, timeout: Duration, now: Duration) -> Action {
         let slot = nextSlot
         nextSlot += 1
         window[index].state = .inFlight(slot: slot, sent: now)
+        if window[index].retryAt != nil { stats.retries += 1 }
         stats.requests += 1
         // The first request after a failure sends its batch again: every failure since is retried.
         stats.retries += failuresAwaitingRetry

@@ -35,6 +35,8 @@ package struct SyncStateMachine: Sendable {
         case recordsWritten(end: UInt64)
         case timerFired(generation: Int)
         case backoffExpired(generation: Int)
+        /// The time of a batch retried on its own (see ``Action/scheduleWake(at:)``) has come.
+        case wake
         /// A flush: `through`, if set, is the offset the caller waits for (records before it);
         /// it is answered once the consumer is committed that far, whatever is written later.
         case flushRequested(id: Int, deadline: Duration?, retries: Int, through: UInt64? = nil)
@@ -71,6 +73,9 @@ package struct SyncStateMachine: Sendable {
         case cancelTimer
         /// Wake the drain up at `until` to retry; a wake with an older generation is ignored.
         case backoff(until: Duration, generation: Int)
+        /// Send ``Event/wake`` at `at`, replacing any wake armed before (the machine asks again
+        /// for any later one it still needs): a failed batch retried on its own is due then.
+        case scheduleWake(at: Duration)
         /// Tell the flush callers `ids` how a request went.
         case notify(ids: [Int], BatchResult)
         /// Answer the flush caller `id`.
@@ -142,6 +147,10 @@ package struct SyncStateMachine: Sendable {
     var caughtUp = false
     /// How many requests may be in flight.
     package var concurrency: ConcurrencyController
+    /// Whether a failed batch is retried on its own or the whole window backs off.
+    var retryBudget = RetryBudget()
+    /// The wake armed for the earliest batch retried on its own, if any.
+    var wakeAt: Duration?
     /// The next upload slot.
     var nextSlot = 0
     /// After a 413: the largest batch (records, encoded body bytes) this worker sends, until it grows back.
@@ -226,6 +235,9 @@ package struct SyncStateMachine: Sendable {
         case .recordsWritten(let end): return recordsWritten(end: end, now: now)
         case .timerFired(let generation): return timerFired(generation: generation, now: now)
         case .backoffExpired(let generation): return backoffExpired(generation: generation, now: now)
+        case .wake:
+            wakeAt = nil
+            return pump(now: now)
         case .flushRequested(let id, let deadline, let retries, let through):
             let waiter = Waiter(id: id, deadline: deadline, retries: max(retries, 0), retriesLeft: max(retries, 0), through: through)
             return flushRequested(waiter, now: now)

@@ -65,6 +65,8 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
     private var batchHandlers: [Int: @Sendable (BatchResult) -> Void] = [:]
     private var timer: Task<Void, Never>?
     private var backoff: Task<Void, Never>?
+    /// The wake-up of the earliest batch retried on its own.
+    private var retryWake: Task<Void, Never>?
     /// The wake-ups of flushes with a deadline, by flush id; cancelled when a flush is answered.
     private var deadlines: [Int: Task<Void, Never>] = [:]
     /// The read, commit or dead-letter write in flight, if any.
@@ -178,6 +180,7 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
         observation = nil
         timer?.cancel()
         backoff?.cancel()
+        retryWake?.cancel()
         let running = Array(uploads.values)
         for upload in running { upload.cancel() }
         let task = Task { [operation, deadLetters, sink] in
@@ -359,6 +362,9 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
             backoff?.cancel()
             backoff = wake(at: until, .backoffExpired(generation: generation))
             logger.debug("backing off", metadata: ["spool.until": "\(until)"])
+        case .scheduleWake(let at):
+            retryWake?.cancel()
+            retryWake = wake(at: at, .wake)
         case .notify(let ids, let result):
             for id in ids { batchHandlers[id]?(result) }
         case .scheduleDeadline(let id, let at):

@@ -14,6 +14,8 @@ struct MachineHarness {
     var jitter = 1.0
     var timer: (at: Duration, generation: Int)?
     var backoff: (at: Duration, generation: Int)?
+    /// The wake of a batch retried on its own, if armed.
+    var retryWake: Duration?
     /// Flush deadlines armed by the machine, by flush id.
     var deadlines: [Int: Duration] = [:]
     /// The seqs of every upload, in order.
@@ -121,8 +123,8 @@ struct MachineHarness {
                 completeRead()
             } else if !inFlight.isEmpty {
                 complete()
-            } else if let backoff {
-                advance(to: backoff.at)
+            } else if let at = [backoff?.at, retryWake].compactMap({ $0 }).min() {
+                advance(to: at)
             } else {
                 return
             }
@@ -135,11 +137,12 @@ struct MachineHarness {
 
     /// Moves time to `target`, firing due timers, backoffs and flush deadlines in order.
     mutating func advance(to target: Duration) {
-        enum Wake { case timer(Int), backoff(Int), deadline(Int) }
+        enum Wake { case timer(Int), backoff(Int), deadline(Int), retry }
         while true {
             var candidates: [(Duration, Wake)] = []
             if let timer { candidates.append((timer.at, .timer(timer.generation))) }
             if let backoff { candidates.append((backoff.at, .backoff(backoff.generation))) }
+            if let retryWake { candidates.append((retryWake, .retry)) }
             for (id, at) in deadlines { candidates.append((at, .deadline(id))) }
             guard let (at, wake) = candidates.filter({ $0.0 <= target }).min(by: { $0.0 < $1.0 }) else { break }
             now = max(now, at)
@@ -153,6 +156,9 @@ struct MachineHarness {
             case .deadline(let id):
                 deadlines[id] = nil
                 send(.flushDeadlinePassed(id: id))
+            case .retry:
+                retryWake = nil
+                send(.wake)
             }
         }
         now = max(now, target)
@@ -228,6 +234,8 @@ struct MachineHarness {
             timer = nil
         case .backoff(let until, let generation):
             backoff = (until, generation)
+        case .scheduleWake(let at):
+            retryWake = at
         case .notify(let ids, let result):
             for id in ids { results[id, default: []].append(result) }
         case .scheduleDeadline(let id, let at):
