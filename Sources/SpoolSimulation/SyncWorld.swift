@@ -99,7 +99,7 @@ struct SyncWorld {
             var threshold = destination.fatal
             if draw < threshold { return .fatal(SyncError(.destinationRefused, "simulated: the destination refused for good")) }
             threshold += destination.unavailable
-            if draw < threshold { return .retry(SyncError(.serverError, "simulated 503", status: 503)) }
+            if draw < threshold { return .retry(SyncError(.serverError, "simulated 503", status: 503, overloaded: true)) }
             threshold += destination.rateLimited
             if draw < threshold {
                 let wait = Duration.milliseconds(Int64(random.next() % 5_000))

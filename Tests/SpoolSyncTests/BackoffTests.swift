@@ -127,6 +127,21 @@ import Testing
         #expect(code(UploadOutcome.classify(UploadResponse(status: 401), retryableStatuses: [], now: 0)) == "rejected")
     }
 
+    /// The sink, not the machine, says which answers mean overload: 429, 503 and 408 (as the
+    /// machine read them before issue 34), and no other status.
+    @Test func onlyRateLimitsUnavailableAndRequestTimeoutsMeanOverload() {
+        func overloaded(_ status: Int) -> Bool {
+            if case .retry(let error) = classify(status) { return error.overloaded }
+            return false
+        }
+        for status in [429, 503, 408] { #expect(overloaded(status), "\(status)") }
+        for status in [200, 400, 401, 403, 407, 413, 422, 500, 501, 502, 504, 302, 600] { #expect(!overloaded(status), "\(status)") }
+        // No answer in time, whoever saw it (the uploaders, the worker's own timer): overload.
+        #expect(SyncError(.timeout, "no answer").overloaded)
+        #expect(!SyncError(.network, "refused").overloaded)
+        #expect(!SyncError(.timeout, "cancelled", overloaded: false).overloaded)
+    }
+
     @Test(arguments: [408, 429])
     func requestTimeoutAndRateLimitAreRetriedEvenWhenNotListed(status: Int) {
         let outcome = UploadOutcome.classify(UploadResponse(status: status), retryableStatuses: [], now: 0)

@@ -6,7 +6,7 @@ import Testing
 /// refilled at once, commits through the longest accepted prefix only, the window's bound, and
 /// every failure policy inside the window.
 @Suite struct StateMachineWindowTests {
-    static let unavailable = SyncError(.serverError, "the server failed", status: 503)
+    static let unavailable = SyncError(.serverError, "the server failed", status: 503, overloaded: true)
     static let internalError = SyncError(.serverError, "the server failed", status: 500)
     static let tooLarge = SyncError(.payloadTooLarge, "too big", status: 413)
     static let forbidden = SyncError(.rejected, "permission denied", status: 403)

@@ -69,7 +69,8 @@ public struct SyncConfiguration: Sendable {
         /// Starts at 1 and adapts to the server, up to `max`: twice as many after each round
         /// trip in which every slot was used and the server answered without a sign of strain
         /// (a fast start) until the first sign, then one more; never more after a failure of
-        /// any kind; half as many after a 429, a 503 or a timeout, a tenth fewer when the round
+        /// any kind; half as many after an overload (``SyncError/overloaded``: HTTP's 429 or
+        /// 503, PostgreSQL's `too_many_connections`, a timeout), a tenth fewer when the round
         /// trip rises above its moving average (AIMD, as Vector's adaptive request
         /// concurrency), and past the level of the last strain only now and then.
         case adaptive(max: Int)

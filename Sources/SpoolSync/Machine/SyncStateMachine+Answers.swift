@@ -40,7 +40,7 @@ extension SyncStateMachine {
             count(error)
             failuresAwaitingRetry += 1
             // Batches accepted since the last failure are progress: the backoff starts over, as
-            // it does with one request in flight after an accepted batch. A 503 on one batch
+            // it does with one request in flight after an accepted batch. A failure of one batch
             // while others succeed is not the same signal as every request failing.
             if acceptedSinceFailure { consecutiveFailures = 0 }
             acceptedSinceFailure = false
@@ -76,7 +76,7 @@ extension SyncStateMachine {
         let signal: ConcurrencyController.Signal
         switch outcome {
         case .accepted: signal = .accepted
-        case .retry(let error): signal = error.meansOverload ? .overloaded : .failed
+        case .retry(let error): signal = error.overloaded ? .overloaded : .failed
         case .fatal: signal = .failed
         case .tooLarge, .rejected: signal = .neutral
         }

@@ -79,7 +79,7 @@ package struct SyncStateMachine: Sendable {
         /// first. A flush that joins a request already in flight (started with the full
         /// `requestTimeout`) is answered at its deadline this way, not when the request ends.
         case scheduleDeadline(id: Int, at: Duration)
-        /// Log a refusal (status and message, never payloads) as it is dead-lettered.
+        /// Log a refusal (the error, never payloads) as it is dead-lettered.
         case logRefusal(SyncError, records: Int)
         /// The machine stopped by itself (a fatal answer): tear down as ``SyncWorker/stop()``
         /// does.

@@ -5,7 +5,8 @@ public enum UploadOutcome: Sendable {
     case accepted
     /// Not now: retry later with backoff, honouring the error's `retryAfter` (HTTP: network,
     /// timeout, 408, 429, 5xx, unexpected statuses). The records may have landed: ids make
-    /// the repeat harmless.
+    /// the repeat harmless. The adaptive concurrency halves when the sink marked the error
+    /// ``SyncError/overloaded`` (HTTP: a timeout, 408, 429, 503), and only then.
     case retry(SyncError)
     /// Too large (HTTP: 413): split the request; a lone record is refused (dead-lettered), and
     /// later requests stay smaller for a while.
@@ -18,7 +19,7 @@ public enum UploadOutcome: Sendable {
     /// the request, and every waiting flush ends with it.
     case fatal(SyncError)
 
-    /// Classifies a server's answer.
+    /// Classifies a server's answer; a 429, 503 or 408 is marked ``SyncError/overloaded``.
     ///
     /// - Parameters:
     ///   - response: the answer.
@@ -30,8 +31,11 @@ public enum UploadOutcome: Sendable {
         let message = SyncError.serverMessage(response.body)
         let retryAfter = response.headers["retry-after"].flatMap { RetryAfter.parse($0, now: now) }
         /// The failure, with the server's message kept apart from ours (it may echo a payload).
+        // The server says it is overloaded: it asks to slow down, is unavailable, or gave up
+        // waiting for the request. The adaptive concurrency halves on these.
+        let overloaded = status == 429 || status == 503 || status == 408
         func failure(_ code: SyncError.Code, _ text: String, retryAfter: Duration? = nil) -> SyncError {
-            var error = SyncError(code, text, status: status, retryAfter: retryAfter)
+            var error = SyncError(code, text, status: status, retryAfter: retryAfter, overloaded: overloaded)
             if !message.isEmpty { error.serverMessage = message }
             return error
         }
