@@ -18,7 +18,7 @@ enum PostgresAnswer {
     ///   - error: what the connection or a statement threw.
     ///   - table: the table, named in a fatal error.
     ///   - destination: the server without its password, named in a fatal error.
-    static func outcome(of error: any Error, table: String, destination: String) -> UploadOutcome {
+    static func outcome(of error: any Error, table: String, destination: String) -> SinkOutcome {
         if error is CancellationError {
             return .retry(SyncError(.timeout, "the PostgreSQL request was cancelled or timed out"))
         }
@@ -65,7 +65,7 @@ enum PostgresAnswer {
     }
 
     /// The outcome of an error the server sent: by its SQLSTATE's class.
-    private static func serverOutcome(_ error: PSQLError, table: String, destination: String) -> UploadOutcome {
+    private static func serverOutcome(_ error: PSQLError, table: String, destination: String) -> SinkOutcome {
         let state = error.serverInfo?[.sqlState] ?? ""
         // The primary message names objects, never values; values go in `detail`, never read.
         let message = error.serverInfo?[.message] ?? "no message"

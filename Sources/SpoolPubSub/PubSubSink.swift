@@ -126,7 +126,7 @@ public struct PubSubSink: SyncSink {
     }
 
     /// Publishes and reads the answer.
-    public func send(_ request: PublishRequest, timeout: Duration) async -> UploadOutcome {
+    public func send(_ request: PublishRequest, timeout: Duration) async -> SinkOutcome {
         if let why = request.unpublishable {
             return .rejected(SyncError(.rejected, "record \(request.batch.first) of the collector's log cannot be published: \(why)"))
         }
@@ -155,7 +155,7 @@ public struct PubSubSink: SyncSink {
     }
 
     /// What a publish answer means.
-    func classify(_ response: UploadResponse, expecting messages: Int) -> UploadOutcome {
+    func classify(_ response: UploadResponse, expecting messages: Int) -> SinkOutcome {
         let status = response.status
         // RESOURCE_EXHAUSTED (429, a quota) and UNAVAILABLE (503) say Pub/Sub is overloaded,
         // as does a proxy's 408; the adaptive concurrency halves on these.

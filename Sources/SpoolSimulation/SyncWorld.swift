@@ -93,7 +93,7 @@ struct SyncWorld {
     }
 
     /// The destination's answer to a request carrying `records`.
-    mutating func answer(_ records: [Record], random: inout SplitMix64) -> UploadOutcome {
+    mutating func answer(_ records: [Record], random: inout SplitMix64) -> SinkOutcome {
         let draw = random.nextUnit()
         if !calm {
             var threshold = destination.fatal
@@ -145,7 +145,7 @@ struct SimulatedSink: SyncSink {
         return SinkRequest(body: records.count, count: records.count, bytes: bytes)
     }
 
-    func send(_ request: Int, timeout: Duration) async -> UploadOutcome {
+    func send(_ request: Int, timeout: Duration) async -> SinkOutcome {
         preconditionFailure("the simulation answers requests itself")
     }
 }

@@ -315,7 +315,7 @@ import Testing
 
     /// Answers a round trip apart: every request in flight is answered `rtt` after the last
     /// answers, each answer refilling its slot at once.
-    static func answerInFlight(_ harness: inout MachineHarness, after rtt: Duration, _ outcome: UploadOutcome = .accepted) {
+    static func answerInFlight(_ harness: inout MachineHarness, after rtt: Duration, _ outcome: SinkOutcome = .accepted) {
         harness.now += rtt
         for _ in 0..<harness.inFlight.count { harness.complete(outcome) }
     }

@@ -6,7 +6,7 @@ extension SyncStateMachine {
     /// The request in `slot` was answered: the answer is kept on its batch (committed once
     /// everything before it is settled), the controller learns its round trip, and the free
     /// slot is refilled at once.
-    mutating func uploadCompleted(slot: Int, _ outcome: UploadOutcome, bytes: Int, now: Duration, jitter: Double) -> [Action] {
+    mutating func uploadCompleted(slot: Int, _ outcome: SinkOutcome, bytes: Int, now: Duration, jitter: Double) -> [Action] {
         noteLateRequests(now: now)
         let wasLate = late.remove(slot) != nil
         if let sent = abandoned.removeValue(forKey: slot) {
@@ -72,7 +72,7 @@ extension SyncStateMachine {
     }
 
     /// Tells the controller how a request went, and the stats where it stands.
-    private mutating func learn(_ outcome: UploadOutcome, roundTrip: Duration, wasLate: Bool, now: Duration) {
+    private mutating func learn(_ outcome: SinkOutcome, roundTrip: Duration, wasLate: Bool, now: Duration) {
         let signal: ConcurrencyController.Signal
         switch outcome {
         case .accepted: signal = .accepted

@@ -46,7 +46,7 @@ package struct SyncStateMachine: Sendable {
         case readCompleted([SyncBatch])
         case readFailed(SyncError)
         /// The request in `slot` finished; `bytes` is the size of the body sent.
-        case uploadCompleted(slot: Int, UploadOutcome, bytes: Int)
+        case uploadCompleted(slot: Int, SinkOutcome, bytes: Int)
         case deadLetterCompleted
         case deadLetterFailed(SyncError)
         case commitCompleted

@@ -54,14 +54,14 @@ public struct HTTPSink: SyncSink {
     }
 
     /// Posts the request and classifies the answer by its status.
-    public func send(_ request: UploadRequest, timeout: Duration) async -> UploadOutcome {
+    public func send(_ request: UploadRequest, timeout: Duration) async -> SinkOutcome {
         var request = request
         request.timeout = timeout
         do {
             let response = try await uploader.upload(request)
-            return UploadOutcome.classify(response, retryableStatuses: retryableStatuses, now: wallClock())
+            return Self.outcome(of: response, retryableStatuses: retryableStatuses, now: wallClock())
         } catch {
-            return UploadOutcome.failed(error)
+            return .failed(error)
         }
     }
 }
