@@ -229,13 +229,40 @@ extension SyncBatch {
         #expect(batch.http?.headers == ["Content-Type": "application/json", "Spool-Batch": "\(Self.id):3-4", "X-Api-Key": "k"])
         #expect(batch.http?.timeout == .seconds(30))
 
-        configuration.encoding = .raw
-        configuration.compression = .gzip
-        let raw = RequestBuilder(logID: Self.log, configuration: configuration).request(for: [record(5, "x")])
+        var http = HTTPSink.Configuration(configuration)
+        http.encoding = .raw
+        http.compression = .gzip
+        let raw = RequestBuilder(logID: Self.log, configuration: http, timeout: .seconds(30)).request(for: [record(5, "x")])
         #expect(raw.headers["Spool-Encoding"] == "raw")
         #expect(raw.headers["Content-Encoding"] == "gzip")
-        configuration.encoding = .ndjson
-        #expect(RequestBuilder(logID: Self.log, configuration: configuration).request(for: [record(5, "x")]).headers["Content-Type"] == "application/x-ndjson")
+        http.encoding = .ndjson
+        #expect(RequestBuilder(logID: Self.log, configuration: http, timeout: .seconds(30)).request(for: [record(5, "x")]).headers["Content-Type"] == "application/x-ndjson")
+    }
+
+    /// The HTTP sink's own configuration, given directly: its settings shape the request, and
+    /// a bad one is refused by name when the sink is made.
+    @Test func theSinksOwnConfigurationShapesRequestsAndIsValidated() throws {
+        var http = HTTPSink.Configuration()
+        http.encoding = .ndjson
+        http.compression = .zstd
+        http.headers = ["X-Api-Key": "k"]
+        let sink = try HTTPSink(uploader: ScriptedUploader(), logID: Self.log, configuration: http, requestTimeout: .seconds(5))
+        let request = sink.prepare(exactly: [record(5, "1")]).body
+        #expect(request.headers["Content-Type"] == "application/x-ndjson")
+        #expect(request.headers["Content-Encoding"] == "zstd")
+        #expect(request.headers["X-Api-Key"] == "k")
+        #expect(request.timeout == .seconds(5))
+        http.headers = ["bad name": "v"]
+        do {
+            _ = try HTTPSink(uploader: ScriptedUploader(), logID: Self.log, configuration: http)
+            Issue.record("a bad header name was accepted")
+        } catch {
+            #expect(error.message.hasPrefix("HTTPSink.Configuration.headers"), "\(error)")
+        }
+        var old = SyncConfiguration()
+        old.headers = ["bad name": "v"]
+        #expect(throws: SyncError.self) { try old.validate() }
+        #expect(HTTPSink.Configuration(SyncConfiguration()) == HTTPSink.Configuration())
     }
 
     /// Raw bodies carry no ids, so a raw batch must be dense: a read with a skipped (expired,

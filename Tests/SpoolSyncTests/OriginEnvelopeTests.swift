@@ -47,7 +47,7 @@ import Testing
         #expect(throws: Never.self) { try configuration.validate() }
         configuration.encoding = .raw
         #expect(throws: SyncError.self) { try configuration.validate() }
-        let builder = RequestBuilder(logID: Self.collector, configuration: { var c = SyncConfiguration(); c.forwardsOrigins = true; return c }())
+        let builder = RequestBuilder(logID: Self.collector, configuration: { var c = HTTPSink.Configuration(); c.forwardsOrigins = true; return c }(), timeout: .seconds(30))
         #expect(builder.encoder.forwardsOrigins)
     }
 }

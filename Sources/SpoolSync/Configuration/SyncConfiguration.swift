@@ -160,16 +160,6 @@ public struct SyncConfiguration: Sendable {
         guard (1024...256 * 1024 * 1024).contains(maxBatchBytes) else {
             throw fail("maxBatchBytes", "is \(maxBatchBytes); it must be between 1 KiB and 256 MiB")
         }
-        if forwardsOrigins && encoding == .raw {
-            throw fail("encoding", "is raw, which cannot carry the origin ids of a collector's records (forwardsOrigins); use json or ndjson")
-        }
-        switch compression {
-        case .gzip where !(1...9).contains(compressionLevel):
-            throw fail("compressionLevel", "is \(compressionLevel); gzip accepts 1 ... 9")
-        case .zstd where !(-7...22).contains(compressionLevel):
-            throw fail("compressionLevel", "is \(compressionLevel); zstd accepts -7 ... 22")
-        default: break
-        }
         guard requestTimeout >= .milliseconds(1), requestTimeout <= .seconds(600) else {
             throw fail("requestTimeout", "is \(requestTimeout); it must be between 1 ms and 10 minutes")
         }
@@ -179,28 +169,7 @@ public struct SyncConfiguration: Sendable {
         guard (1...64).contains(concurrency.maximum) else {
             throw fail("concurrency", "allows \(concurrency.maximum) requests in flight; it must be between 1 and 64")
         }
-        for name in headers.keys where !isToken(name) {
-            throw fail("headers", "has the invalid header name \"\(name)\"")
-        }
-        for (name, value) in headers where value.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D || $0 == 0 }) {
-            throw fail("headers", "has a line break or NUL in the value of \"\(name)\"")
-        }
-        if let status = retryableStatuses.first(where: { !(400...499).contains($0) || $0 == 413 }) {
-            throw fail("retryableStatuses", "contains \(status); only 4xx other than 413 may be listed")
-        }
+        try HTTPSink.Configuration(self).validate(as: "SyncConfiguration")
         try backoff.validate()
-    }
-}
-
-/// Whether `name` is an HTTP token (RFC 9110 §5.6.2).
-private func isToken(_ name: String) -> Bool {
-    !name.isEmpty && name.utf8.allSatisfy { byte in
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"):
-            true
-        default:
-            "!#$%&'*+-.^_`|~".utf8.contains(byte)
-        }
     }
 }

@@ -1,0 +1,84 @@
+extension HTTPSink {
+    /// The settings only the HTTP sink reads: how a body is laid out, compressed and
+    /// labelled, and which statuses are retried. The worker's own settings (batching,
+    /// concurrency, timeouts, backoff) stay in ``SyncConfiguration``.
+    ///
+    /// Each setting's default and range are those of the ``SyncConfiguration`` property of
+    /// the same name, which a worker given an uploader rather than a sink reads.
+    public struct Configuration: Sendable, Equatable {
+        /// The body layout. The default is ``SyncConfiguration/Encoding/json``.
+        public var encoding: SyncConfiguration.Encoding = .json
+        /// The body compression. The default is ``SyncConfiguration/Compression/none``.
+        public var compression: SyncConfiguration.Compression = .none
+        /// The compression level: zlib's 1 ... 9 for gzip, zstd's -7 ... 22 for zstd. The
+        /// default is 1 (fastest for both).
+        public var compressionLevel: Int32 = 1
+        /// Whether each envelope carries its record's origin id, seq and time (a collector's
+        /// log); not with ``SyncConfiguration/Encoding/raw``. The default is `false`.
+        public var forwardsOrigins: Bool = false
+        /// Headers added to every request. `Content-Type`, `Content-Encoding`, `Spool-Batch`
+        /// and `Spool-Encoding` are set by the sink and win over these. The default is none.
+        public var headers: [String: String] = [:]
+        /// 4xx statuses retried rather than refused (413 always splits; 408 and 429 are
+        /// always retried). The default is 401, 403, 404, 407, 408, 425, 429.
+        public var retryableStatuses: Set<Int> = [401, 403, 404, 407, 408, 425, 429]
+
+        /// The defaults, as documented on each setting.
+        public init() {}
+
+        /// The HTTP settings of `configuration`.
+        public init(_ configuration: SyncConfiguration) {
+            encoding = configuration.encoding
+            compression = configuration.compression
+            compressionLevel = configuration.compressionLevel
+            forwardsOrigins = configuration.forwardsOrigins
+            headers = configuration.headers
+            retryableStatuses = configuration.retryableStatuses
+        }
+
+        /// Checks every field, throwing ``SyncError/Code/invalidConfiguration`` with a message
+        /// that names the first one out of range.
+        public func validate() throws(SyncError) {
+            try validate(as: "HTTPSink.Configuration")
+        }
+
+        /// ``validate()``, naming the fields as members of `owner`.
+        func validate(as owner: String) throws(SyncError) {
+            func fail(_ field: String, _ why: String) -> SyncError {
+                SyncError(.invalidConfiguration, "\(owner).\(field) \(why)")
+            }
+            if forwardsOrigins && encoding == .raw {
+                throw fail("encoding", "is raw, which cannot carry the origin ids of a collector's records (forwardsOrigins); use json or ndjson")
+            }
+            switch compression {
+            case .gzip where !(1...9).contains(compressionLevel):
+                throw fail("compressionLevel", "is \(compressionLevel); gzip accepts 1 ... 9")
+            case .zstd where !(-7...22).contains(compressionLevel):
+                throw fail("compressionLevel", "is \(compressionLevel); zstd accepts -7 ... 22")
+            default: break
+            }
+            for name in headers.keys where !Self.isToken(name) {
+                throw fail("headers", "has the invalid header name \"\(name)\"")
+            }
+            for (name, value) in headers where value.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D || $0 == 0 }) {
+                throw fail("headers", "has a line break or NUL in the value of \"\(name)\"")
+            }
+            if let status = retryableStatuses.first(where: { !(400...499).contains($0) || $0 == 413 }) {
+                throw fail("retryableStatuses", "contains \(status); only 4xx other than 413 may be listed")
+            }
+        }
+
+        /// Whether `name` is an HTTP token (RFC 9110 §5.6.2).
+        private static func isToken(_ name: String) -> Bool {
+            !name.isEmpty && name.utf8.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                    UInt8(ascii: "0")...UInt8(ascii: "9"):
+                    true
+                default:
+                    "!#$%&'*+-.^_`|~".utf8.contains(byte)
+                }
+            }
+        }
+    }
+}
