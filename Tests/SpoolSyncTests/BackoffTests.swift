@@ -89,7 +89,7 @@ import Testing
     func classify(_ status: Int, headers: [String: String] = [:], body: String = "") -> SinkOutcome {
         HTTPSink.outcome(
             of: UploadResponse(status: status, headers: headers, body: Array(body.utf8)),
-            retryableStatuses: SyncConfiguration().retryableStatuses, now: 784_111_777)
+            retryableStatuses: SyncConfiguration().http.retryableStatuses, now: 784_111_777)
     }
 
     func code(_ outcome: SinkOutcome) -> String {

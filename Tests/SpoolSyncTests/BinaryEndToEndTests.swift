@@ -22,8 +22,8 @@ import Testing
         let payloads = BinaryPayloadTests.edgeCases.filter { !$0.isEmpty } + BinaryPayloadTests.randomRecords(300, seed: 7).filter { !$0.isEmpty }
         try await append(payloads, to: rig)
         let worker = try rig.worker {
-            $0.encoding = encoding
-            $0.compression = compression
+            $0.http.encoding = encoding
+            $0.http.compression = compression
             $0.maxBatchBytes = 16 * 1024  // several batches
         }
         let report = await worker.flush(retries: EndToEndTests.retries)

@@ -222,14 +222,14 @@ extension SyncBatch {
 
     @Test func requestsCarryTheBatchHeaderAndContentType() {
         var configuration = SyncConfiguration()
-        configuration.headers = ["X-Api-Key": "k", "content-type": "text/plain"]
+        configuration.http.headers = ["X-Api-Key": "k", "content-type": "text/plain"]
         let builder = httpSink(configuration)
         let batch = builder.prepare(SourceBatch(records: [record(3, "1"), record(4, "2")], end: 9), start: 3, maxBytes: 1024)
         #expect(batch.end == 9)
         #expect(batch.http?.headers == ["Content-Type": "application/json", "Spool-Batch": "\(Self.id):3-4", "X-Api-Key": "k"])
         #expect(batch.http?.timeout == .seconds(30))
 
-        var http = HTTPSink.Configuration(configuration)
+        var http = configuration.http
         http.encoding = .raw
         http.compression = .gzip
         let raw = RequestBuilder(logID: Self.log, configuration: http, timeout: .seconds(30)).request(for: [record(5, "x")])
@@ -260,9 +260,8 @@ extension SyncBatch {
             #expect(error.message.hasPrefix("HTTPSink.Configuration.headers"), "\(error)")
         }
         var old = SyncConfiguration()
-        old.headers = ["bad name": "v"]
+        old.http.headers = ["bad name": "v"]
         #expect(throws: SyncError.self) { try old.validate() }
-        #expect(HTTPSink.Configuration(SyncConfiguration()) == HTTPSink.Configuration())
     }
 
     /// Raw bodies carry no ids, so a raw batch must be dense: a read with a skipped (expired,
@@ -270,7 +269,7 @@ extension SyncBatch {
     /// the seqs of its elements. Other encodings carry each record's id and keep the gap.
     @Test func aRawBatchEndsAtTheFirstGapInItsSeqs() {
         var configuration = SyncConfiguration()
-        configuration.encoding = .raw
+        configuration.http.encoding = .raw
         let builder = httpSink(configuration)
         let read = SourceBatch(records: [record(3, "1"), record(4, "2"), record(6, "3"), record(7, "4")], end: 9)
         let first = builder.prepare(read, start: 3, maxBytes: 1024)
@@ -288,7 +287,7 @@ extension SyncBatch {
         #expect(cut.map { $0.records.map(\.seq) } == [[3, 4], [6, 7]])
         #expect(cut.map(\.end) == [5, 9])
 
-        configuration.encoding = .json
+        configuration.http.encoding = .json
         let json = httpSink(configuration).prepare(read, start: 3, maxBytes: 1024)
         #expect(json.records.map(\.seq) == [3, 4, 6, 7])
         #expect(json.end == 9)

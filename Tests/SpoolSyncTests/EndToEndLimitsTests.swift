@@ -28,7 +28,7 @@ extension EndToEndTests {
         let limit = JSONValidator.maxDepth
         let rig = try await Rig.make()
         try await rig.append(2) { nested(limit + $0) }
-        let worker = try rig.worker { $0.encoding = encoding }
+        let worker = try rig.worker { $0.http.encoding = encoding }
         let report = await worker.flush(retries: Self.retries)
         #expect(report.failure == nil)
         #expect(report.deadLettered == 0)

@@ -250,8 +250,8 @@ import Testing
         let rig = try await Rig.make()
         try await rig.append(120) { $0 % 3 == 0 ? "plain \"text\" \($0)\n" : #"{"n":\#($0),"s":"é☃"}"# }
         let worker = try rig.worker {
-            $0.encoding = encoding
-            $0.compression = compression
+            $0.http.encoding = encoding
+            $0.http.compression = compression
         }
         let report = await worker.flush(retries: Self.retries)
         #expect(report.failure == nil)

@@ -43,9 +43,9 @@ import Testing
 
     @Test func theRawEncodingIsRefusedForOrigins() {
         var configuration = SyncConfiguration()
-        configuration.forwardsOrigins = true
+        configuration.http.forwardsOrigins = true
         #expect(throws: Never.self) { try configuration.validate() }
-        configuration.encoding = .raw
+        configuration.http.encoding = .raw
         #expect(throws: SyncError.self) { try configuration.validate() }
         let builder = RequestBuilder(logID: Self.collector, configuration: { var c = HTTPSink.Configuration(); c.forwardsOrigins = true; return c }(), timeout: .seconds(30))
         #expect(builder.encoder.forwardsOrigins)

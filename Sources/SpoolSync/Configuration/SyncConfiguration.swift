@@ -45,19 +45,6 @@ public struct SyncConfiguration: Sendable {
     /// The most bytes of encoded (uncompressed) body in one request; a single record larger
     /// than this is sent alone. The default is 512 KiB. Range: 1 KiB ... 256 MiB.
     public var maxBatchBytes: Int = 512 * 1024
-    /// The body layout. The default is ``Encoding/json``.
-    public var encoding: Encoding = .json
-    /// The body compression. The default is ``Compression/none``.
-    public var compression: Compression = .none
-    /// Whether the log's records are `OriginRecord`s (a collector's log, FORMAT.md §11): each
-    /// envelope then carries the record's origin id, seq and time (``BatchEncoder``), so the
-    /// next collector or sink keeps the device's id. `spool sync` sets it when the log's
-    /// directory is marked (`OriginRecord.storesOrigins(at:)`). Not with ``Encoding/raw``,
-    /// which has no envelope. The default is `false`.
-    public var forwardsOrigins: Bool = false
-    /// The compression level: zlib's 1 ... 9 for gzip, zstd's -7 ... 22 for zstd.
-    /// The default is 1 (fastest for both).
-    public var compressionLevel: Int32 = 1
 
     // MARK: Requests
 
@@ -115,21 +102,22 @@ public struct SyncConfiguration: Sendable {
     /// A flush with a deadline starts no request when less than this (or `requestTimeout`,
     /// if shorter) remains before it; a request that starts is cut to the time left. 1 s.
     public static let minimumRequestTime: Duration = .seconds(1)
-    /// Headers added to every request (an API key, say). `Content-Type`, `Content-Encoding`,
-    /// `Spool-Batch` and `Spool-Encoding` are set by the worker and win over these.
-    /// The default is none.
-    public var headers: [String: String] = [:]
 
     // MARK: Failures
 
     /// The exponential backoff between retries. The default is ``Backoff/init()``
     /// (100 ms doubling to 60 s, full jitter).
     public var backoff: Backoff = .init()
-    /// 4xx statuses that are retried rather than treated as a poison batch: credentials and
-    /// routing problems that a person fixes, after which nothing should have been dead-lettered.
-    /// 5xx, 408 and 429 are always retried, listed or not; 413 always splits. The default is
-    /// 401, 403, 404, 407, 408, 425, 429.
-    public var retryableStatuses: Set<Int> = [401, 403, 404, 407, 408, 425, 429]
+
+    // MARK: HTTP
+
+    /// The settings of the ``HTTPSink`` a worker given an uploader (rather than a sink) posts
+    /// through: encoding, compression, headers, retryable statuses. No other sink reads them.
+    /// The default is ``HTTPSink/Configuration/init()``.
+    public var http = HTTPSink.Configuration()
+
+    // MARK: Dead letters
+
     /// Whether refused records are written to the dead-letter log. When `false` they are only
     /// counted and logged, then skipped. The default is `true`.
     public var deadLetterEnabled: Bool = true
@@ -169,7 +157,7 @@ public struct SyncConfiguration: Sendable {
         guard (1...64).contains(concurrency.maximum) else {
             throw fail("concurrency", "allows \(concurrency.maximum) requests in flight; it must be between 1 and 64")
         }
-        try HTTPSink.Configuration(self).validate(as: "SyncConfiguration")
+        try http.validate(as: "SyncConfiguration.http")
         try backoff.validate()
     }
 }

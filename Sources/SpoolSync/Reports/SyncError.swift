@@ -23,13 +23,13 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         /// No answer within `SyncConfiguration.requestTimeout`. Retried.
         public static let timeout = Code(.timeout)
         /// The server answered 5xx, 408, or another status listed in
-        /// `SyncConfiguration.retryableStatuses`. Retried.
+        /// `HTTPSink.Configuration.retryableStatuses`. Retried.
         public static let serverError = Code(.serverError)
         /// The server answered 429 Too Many Requests. Retried, honouring `Retry-After`.
         public static let rateLimited = Code(.rateLimited)
         /// The server refused the request's credentials: 401 Unauthorized or 403 Forbidden
         /// (check the `Authorization` header), or a proxy's 407 (check `Proxy-Authorization`),
-        /// when `SyncConfiguration.retryableStatuses` lists the status (the default: a token
+        /// when `HTTPSink.Configuration.retryableStatuses` lists the status (the default: a token
         /// may be rotated meanwhile). Retried.
         public static let unauthorized = Code(.unauthorized)
         /// The server answered a status that is neither success nor an error (1xx, 3xx, ≥ 600). Retried.

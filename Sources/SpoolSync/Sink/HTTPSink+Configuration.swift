@@ -1,10 +1,8 @@
 extension HTTPSink {
     /// The settings only the HTTP sink reads: how a body is laid out, compressed and
     /// labelled, and which statuses are retried. The worker's own settings (batching,
-    /// concurrency, timeouts, backoff) stay in ``SyncConfiguration``.
-    ///
-    /// Each setting's default and range are those of the ``SyncConfiguration`` property of
-    /// the same name, which a worker given an uploader rather than a sink reads.
+    /// concurrency, timeouts, backoff) stay in ``SyncConfiguration``, whose
+    /// ``SyncConfiguration/http`` holds the one a worker given an uploader posts with.
     public struct Configuration: Sendable, Equatable {
         /// The body layout. The default is ``SyncConfiguration/Encoding/json``.
         public var encoding: SyncConfiguration.Encoding = .json
@@ -13,28 +11,23 @@ extension HTTPSink {
         /// The compression level: zlib's 1 ... 9 for gzip, zstd's -7 ... 22 for zstd. The
         /// default is 1 (fastest for both).
         public var compressionLevel: Int32 = 1
-        /// Whether each envelope carries its record's origin id, seq and time (a collector's
-        /// log); not with ``SyncConfiguration/Encoding/raw``. The default is `false`.
+        /// Whether the log's records are `OriginRecord`s (a collector's log, FORMAT.md §11):
+        /// each envelope then carries the record's origin id, seq and time (``BatchEncoder``),
+        /// so the next collector or sink keeps the device's id. `spool sync` sets it when the
+        /// log's directory is marked (`OriginRecord.storesOrigins(at:)`). Not with
+        /// ``SyncConfiguration/Encoding/raw``, which has no envelope. The default is `false`.
         public var forwardsOrigins: Bool = false
-        /// Headers added to every request. `Content-Type`, `Content-Encoding`, `Spool-Batch`
+        /// Headers added to every request (an API key, say). `Content-Type`, `Content-Encoding`, `Spool-Batch`
         /// and `Spool-Encoding` are set by the sink and win over these. The default is none.
         public var headers: [String: String] = [:]
-        /// 4xx statuses retried rather than refused (413 always splits; 408 and 429 are
-        /// always retried). The default is 401, 403, 404, 407, 408, 425, 429.
+        /// 4xx statuses that are retried rather than treated as a poison batch: credentials and
+        /// routing problems that a person fixes, after which nothing should have been
+        /// dead-lettered. 5xx, 408 and 429 are always retried, listed or not; 413 always
+        /// splits. The default is 401, 403, 404, 407, 408, 425, 429.
         public var retryableStatuses: Set<Int> = [401, 403, 404, 407, 408, 425, 429]
 
         /// The defaults, as documented on each setting.
         public init() {}
-
-        /// The HTTP settings of `configuration`.
-        public init(_ configuration: SyncConfiguration) {
-            encoding = configuration.encoding
-            compression = configuration.compression
-            compressionLevel = configuration.compressionLevel
-            forwardsOrigins = configuration.forwardsOrigins
-            headers = configuration.headers
-            retryableStatuses = configuration.retryableStatuses
-        }
 
         /// Checks every field, throwing ``SyncError/Code/invalidConfiguration`` with a message
         /// that names the first one out of range.

@@ -37,8 +37,8 @@ public struct HTTPSink: SyncSink {
         self.init(uploader: uploader, logID: logID, validated: configuration, requestTimeout: requestTimeout, wallClock: wallClock)
     }
 
-    /// A sink with the HTTP settings of `configuration` (``Configuration/init(_:)``), which the
-    /// worker validates.
+    /// A sink with the HTTP settings of `configuration` (``SyncConfiguration/http``), which
+    /// the worker validates.
     ///
     /// - Parameters:
     ///   - uploader: the transport.
@@ -49,7 +49,7 @@ public struct HTTPSink: SyncSink {
         uploader: any Uploader, logID: LogID, configuration: SyncConfiguration,
         wallClock: @escaping @Sendable () -> Double = SyncWorker<ContinuousClock>.systemWallClock
     ) {
-        self.init(uploader: uploader, logID: logID, validated: Configuration(configuration),
+        self.init(uploader: uploader, logID: logID, validated: configuration.http,
                   requestTimeout: configuration.requestTimeout, wallClock: wallClock)
     }
 
