@@ -50,10 +50,10 @@ struct SyncCommand: AsyncParsableCommand {
     var count: Int?
 
     @Option(help: "Body layout: json, ndjson or raw (default json).")
-    var encoding: SyncConfiguration.Encoding?
+    var encoding: HTTPSink.Encoding?
 
     @Option(help: "Body compression: none, gzip or zstd (default none).")
-    var compression: SyncConfiguration.Compression?
+    var compression: HTTPSink.Compression?
 
     @Option(name: .customLong("header"), help: "An extra request header, 'Name: value' (repeatable).")
     var headers: [String] = []
@@ -340,5 +340,5 @@ enum ConcurrencySetting: ExpressibleByArgument, Equatable {
     }
 }
 
-extension SyncConfiguration.Encoding: ExpressibleByArgument {}
-extension SyncConfiguration.Compression: ExpressibleByArgument {}
+extension HTTPSink.Encoding: ExpressibleByArgument {}
+extension HTTPSink.Compression: ExpressibleByArgument {}

@@ -23,7 +23,7 @@ extension SyncBatch {
         Record(seq: seq, timestamp: time, payload: Array(payload.utf8))
     }
 
-    func encode(_ records: [Record], _ encoding: SyncConfiguration.Encoding, maxBytes: Int = .max) -> String {
+    func encode(_ records: [Record], _ encoding: HTTPSink.Encoding, maxBytes: Int = .max) -> String {
         let (body, count) = BatchEncoder(logID: Self.log, encoding: encoding).encode(records, maxBytes: maxBytes)
         #expect(count == records.count || maxBytes != .max)
         return String(decoding: body, as: UTF8.self)
@@ -47,8 +47,8 @@ extension SyncBatch {
 
     /// The record `hello` and the record `"hello"` (a JSON string) travel differently: only
     /// text that is not JSON carries `data_text` (issue #33), in both envelope encodings.
-    @Test(arguments: [SyncConfiguration.Encoding.json, .ndjson])
-    func onlyTextThatIsNotJSONIsMarkedAsText(encoding: SyncConfiguration.Encoding) {
+    @Test(arguments: [HTTPSink.Encoding.json, .ndjson])
+    func onlyTextThatIsNotJSONIsMarkedAsText(encoding: HTTPSink.Encoding) {
         let body = encode([record(0, "hello"), record(1, #""hello""#)], encoding)
         #expect(body.contains(#""seq":0,"time":1700000000123,"data":"hello","data_text":true}"#))
         #expect(body.contains(#""seq":1,"time":1700000000123,"data":"hello"}"#))
@@ -150,7 +150,7 @@ extension SyncBatch {
     @Test func everyKindOfCollectionEncodesToTheSameBody() {
         let pad = String(repeating: "x", count: 40)
         let records = (0..<6).map { record(UInt64($0), $0 % 2 == 0 ? #"{"n":\#($0),"pad":"\#(pad)"}"# : "plain \($0) \(pad)") }
-        for encoding in SyncConfiguration.Encoding.allCases {
+        for encoding in HTTPSink.Encoding.allCases {
             let encoder = BatchEncoder(logID: Self.log, encoding: encoding)
             for maxBytes in [Int.max, 200] {
                 let whole = encoder.encode(records, maxBytes: maxBytes)
@@ -182,7 +182,7 @@ extension SyncBatch {
             #expect(more > maxBytes)  // the longest prefix that fits
             #expect((try? JSONSerialization.jsonObject(with: Data(body))) != nil)
         }
-        for encoding in SyncConfiguration.Encoding.allCases {
+        for encoding in HTTPSink.Encoding.allCases {
             let (body, count) = BatchEncoder(logID: Self.log, encoding: encoding).encode(records, maxBytes: 500)
             #expect(body.count <= 500)
             #expect(count >= 1)

@@ -22,8 +22,8 @@ extension EndToEndTests {
     /// A record nested exactly as deep as the worker embeds as JSON arrives as JSON, whatever
     /// the layout adds around it; one level deeper travels as text (base64 in raw) and arrives
     /// as its exact bytes. Neither is refused.
-    @Test(arguments: SyncConfiguration.Encoding.allCases)
-    func nestingAtTheEmbeddingLimitIsAcceptedByTheCollector(encoding: SyncConfiguration.Encoding) async throws {
+    @Test(arguments: HTTPSink.Encoding.allCases)
+    func nestingAtTheEmbeddingLimitIsAcceptedByTheCollector(encoding: HTTPSink.Encoding) async throws {
         func nested(_ depth: Int) -> String { String(repeating: "[", count: depth) + String(repeating: "]", count: depth) }
         let limit = JSONValidator.maxDepth
         let rig = try await Rig.make()

@@ -245,8 +245,8 @@ import Testing
         #expect(DeadLetterLog.configuration(from: Configuration()).maxBytes == nil)
     }
 
-    @Test(arguments: SyncConfiguration.Encoding.allCases, SyncConfiguration.Compression.allCases)
-    func everyEncodingAndCompressionArrivesIntact(encoding: SyncConfiguration.Encoding, compression: SyncConfiguration.Compression) async throws {
+    @Test(arguments: HTTPSink.Encoding.allCases, HTTPSink.Compression.allCases)
+    func everyEncodingAndCompressionArrivesIntact(encoding: HTTPSink.Encoding, compression: HTTPSink.Compression) async throws {
         let rig = try await Rig.make()
         try await rig.append(120) { $0 % 3 == 0 ? "plain \"text\" \($0)\n" : #"{"n":\#($0),"s":"é☃"}"# }
         let worker = try rig.worker {

@@ -13,7 +13,7 @@ import Testing
         Record(seq: seq, timestamp: 1_700_000_000_000, payload: origin.encoded())
     }
 
-    func encode(_ records: [Record], _ encoding: SyncConfiguration.Encoding) -> String {
+    func encode(_ records: [Record], _ encoding: HTTPSink.Encoding) -> String {
         let encoder = BatchEncoder(logID: Self.collector, encoding: encoding, forwardsOrigins: true)
         return String(decoding: encoder.encode(records, maxBytes: .max).body, as: UTF8.self)
     }

@@ -1,16 +1,24 @@
 /// The HTTP settings where they were before they moved to ``SyncConfiguration/http`` (issue
 /// 34): kept for one release, each reading and writing its ``HTTPSink/Configuration`` field.
 extension SyncConfiguration {
+    /// The body layout: ``HTTPSink/Encoding``.
+    @available(*, deprecated, renamed: "HTTPSink.Encoding")
+    public typealias Encoding = HTTPSink.Encoding
+
+    /// The body compression: ``HTTPSink/Compression``.
+    @available(*, deprecated, renamed: "HTTPSink.Compression")
+    public typealias Compression = HTTPSink.Compression
+
     /// The body layout: ``HTTPSink/Configuration/encoding``.
     @available(*, deprecated, renamed: "http.encoding")
-    public var encoding: Encoding {
+    public var encoding: HTTPSink.Encoding {
         get { http.encoding }
         set { http.encoding = newValue }
     }
 
     /// The body compression: ``HTTPSink/Configuration/compression``.
     @available(*, deprecated, renamed: "http.compression")
-    public var compression: Compression {
+    public var compression: HTTPSink.Compression {
         get { http.compression }
         set { http.compression = newValue }
     }

@@ -4,28 +4,6 @@
 /// 50 records per request, a 30 s request timeout). The configuration is validated once,
 /// when the worker is made; ``validate()`` names the first bad field.
 public struct SyncConfiguration: Sendable {
-    /// How records are laid out in a request body.
-    public enum Encoding: String, Sendable, CaseIterable {
-        /// A JSON array of envelopes `{"id":"<log id>-<seq>","seq":…,"time":<ms>,"data":…}`,
-        /// `Content-Type: application/json`. The default.
-        case json
-        /// The same envelopes, one per line, `Content-Type: application/x-ndjson`.
-        case ndjson
-        /// A JSON array of the records themselves, `Spool-Encoding: raw`; the ids travel only in
-        /// the `Spool-Batch` header.
-        case raw
-    }
-
-    /// How a request body is compressed (`Content-Encoding`).
-    public enum Compression: String, Sendable, CaseIterable {
-        /// Sent as it is. The default.
-        case none
-        /// gzip (zlib, `Content-Encoding: gzip`).
-        case gzip
-        /// zstd (`Content-Encoding: zstd`).
-        case zstd
-    }
-
     // MARK: Dispatch policies
 
     /// A flush starts when this many records are pending for the consumer. The default is 100.

@@ -1,13 +1,35 @@
 extension HTTPSink {
+    /// How records are laid out in a request body.
+    public enum Encoding: String, Sendable, CaseIterable {
+        /// A JSON array of envelopes `{"id":"<log id>-<seq>","seq":…,"time":<ms>,"data":…}`,
+        /// `Content-Type: application/json`. The default.
+        case json
+        /// The same envelopes, one per line, `Content-Type: application/x-ndjson`.
+        case ndjson
+        /// A JSON array of the records themselves, `Spool-Encoding: raw`; the ids travel only in
+        /// the `Spool-Batch` header.
+        case raw
+    }
+
+    /// How a request body is compressed (`Content-Encoding`).
+    public enum Compression: String, Sendable, CaseIterable {
+        /// Sent as it is. The default.
+        case none
+        /// gzip (zlib, `Content-Encoding: gzip`).
+        case gzip
+        /// zstd (`Content-Encoding: zstd`).
+        case zstd
+    }
+
     /// The settings only the HTTP sink reads: how a body is laid out, compressed and
     /// labelled, and which statuses are retried. The worker's own settings (batching,
     /// concurrency, timeouts, backoff) stay in ``SyncConfiguration``, whose
     /// ``SyncConfiguration/http`` holds the one a worker given an uploader posts with.
     public struct Configuration: Sendable, Equatable {
-        /// The body layout. The default is ``SyncConfiguration/Encoding/json``.
-        public var encoding: SyncConfiguration.Encoding = .json
-        /// The body compression. The default is ``SyncConfiguration/Compression/none``.
-        public var compression: SyncConfiguration.Compression = .none
+        /// The body layout. The default is ``HTTPSink/Encoding/json``.
+        public var encoding: HTTPSink.Encoding = .json
+        /// The body compression. The default is ``HTTPSink/Compression/none``.
+        public var compression: HTTPSink.Compression = .none
         /// The compression level: zlib's 1 ... 9 for gzip, zstd's -7 ... 22 for zstd. The
         /// default is 1 (fastest for both).
         public var compressionLevel: Int32 = 1
@@ -15,7 +37,7 @@ extension HTTPSink {
         /// each envelope then carries the record's origin id, seq and time (``BatchEncoder``),
         /// so the next collector or sink keeps the device's id. `spool sync` sets it when the
         /// log's directory is marked (`OriginRecord.storesOrigins(at:)`). Not with
-        /// ``SyncConfiguration/Encoding/raw``, which has no envelope. The default is `false`.
+        /// ``HTTPSink/Encoding/raw``, which has no envelope. The default is `false`.
         public var forwardsOrigins: Bool = false
         /// Headers added to every request (an API key, say). `Content-Type`, `Content-Encoding`, `Spool-Batch`
         /// and `Spool-Encoding` are set by the sink and win over these. The default is none.

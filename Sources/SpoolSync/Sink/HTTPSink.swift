@@ -1,13 +1,13 @@
 import Spool
 
 /// Posts Spool's envelope over HTTP: the default destination, for the reference collector or
-/// any server that speaks the wire format (``SyncConfiguration/Encoding``, `Spool-Batch`).
+/// any server that speaks the wire format (``HTTPSink/Encoding``, `Spool-Batch`).
 ///
 /// A request is one body of at most `maxBytes` encoded bytes (before compression), sent
 /// through an ``Uploader``; the answer's status says what happened: 2xx accepted; 413 too
 /// large; 408, 429, 5xx and the configuration's ``Configuration/retryableStatuses`` retried
 /// (`Retry-After` honoured); any other 4xx refused; a failure without an answer retried. A raw
-/// body (``SyncConfiguration/Encoding/raw``) carries no ids, so a raw request also ends at the
+/// body (``HTTPSink/Encoding/raw``) carries no ids, so a raw request also ends at the
 /// first gap in its seqs.
 ///
 /// Thread safety: a value type of immutable parts; use from any task.
