@@ -11,7 +11,7 @@
 ///   round trip (TCP's slow start) until the first sign of strain; after it, a round trip's
 ///   worth of them (``limit`` answers) adds one. A failure of any kind never grows it: against
 ///   an always-500 server or a closed port the limit stays where it is.
-/// - **Overload** (an error its sink marks ``SyncError/overloaded``): the limit halves (at least 1), and a
+/// - **Overload** (an error marked ``SyncError/overloaded``): the limit halves (at least 1), and a
 ///   *ceiling* is remembered: the level before the last doubling when the fast start
 ///   overshot, else just below the level where it happened. The limit climbs back to the
 ///   ceiling, and probes one past it only after ``probeInterval`` healthy round trips there. A
