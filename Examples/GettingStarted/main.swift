@@ -22,7 +22,7 @@ try log.append(json: ["event": "screen_view", "screen": "home"])      // buffere
 let seq = try await log.append(Array(#"{"event":"purchase"}"#.utf8), durability: .synced)  // once fdatasync'd
 
 var sync = SyncConfiguration()                                        // 100 / 15 s / 50 per request
-sync.headers["Authorization"] = "Bearer \(token)"
+sync.http.headers["Authorization"] = "Bearer \(token)"
 let worker = try SyncWorker(consumer: try log.consumer(named: "uploader"), url: collector, configuration: sync)
 await worker.start()                                                  // sends last run's leftovers too
 

@@ -21,6 +21,9 @@ public final class PostgresCluster: Sendable {
     public let directory: String
     /// The port it listens on, on 127.0.0.1.
     public let port: Int
+    /// Its `max_connections`: past it, PostgreSQL refuses a connection with SQLSTATE 53300
+    /// (`too_many_connections`).
+    public let maxConnections: Int
     private let asPostgres: Bool
 
     /// The cluster of this process: started by the first caller, shared by every test.
@@ -29,10 +32,11 @@ public final class PostgresCluster: Sendable {
     }
 
     /// A cluster of the caller's own, for a test that may run beside the PostgreSQL suites in
-    /// one process (a plain `swift test`): they stop and crash the shared one.
-    public static func own() throws -> PostgresCluster {
+    /// one process (a plain `swift test`): they stop and crash the shared one. `maxConnections`
+    /// is its `max_connections` (the default 200; at least 4, as 3 are kept for superusers).
+    public static func own(maxConnections: Int = 200) throws -> PostgresCluster {
         do {
-            let cluster = try PostgresCluster()
+            let cluster = try PostgresCluster(maxConnections: maxConnections)
             registerStopAtExit(cluster)
             return cluster
         } catch let error as ClusterError {
@@ -44,7 +48,8 @@ public final class PostgresCluster: Sendable {
 
     private static let startup: Result<PostgresCluster, ClusterError> = Result { try own() }.mapError { $0 as? ClusterError ?? ClusterError("\($0)") }
 
-    private init() throws {
+    private init(maxConnections: Int) throws {
+        self.maxConnections = maxConnections
         guard FileManager.default.isExecutableFile(atPath: Self.binaries + "/initdb") else {
             throw ClusterError("no PostgreSQL at \(Self.binaries) (apt-get install postgresql, or set SPOOL_PG_BIN)")
         }
@@ -79,7 +84,7 @@ public final class PostgresCluster: Sendable {
         // Output to a file: the server inherits pg_ctl's descriptors, and a pipe would never end.
         try run("pg_ctl", [
             "start", "-D", dataDirectory, "-l", directory + "/server.log", "-w", "-t", "120",
-            "-o", "-p \(port) -c listen_addresses=127.0.0.1 -c unix_socket_directories='\(directory)' -c max_connections=200",
+            "-o", "-p \(port) -c listen_addresses=127.0.0.1 -c unix_socket_directories='\(directory)' -c max_connections=\(maxConnections)",
         ], outputFile: directory + "/pg_ctl.out")
     }
 

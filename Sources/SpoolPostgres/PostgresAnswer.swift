@@ -6,9 +6,10 @@ import SpoolSync
 ///
 /// | answer | outcome |
 /// |---|---|
-/// | no connection, reset, closed; SQLSTATE classes 08 (connection), 53 (resources), 57 (shutting down, starting up, cancelled), 40 (serialization, deadlock), 55, 58, XX and any other | retry |
+/// | no connection, reset, closed; SQLSTATE classes 08 (connection), 57 (shutting down, cancelled), 40 (serialization, deadlock), 55, 58, XX and any other | retry |
 /// | 22 (data exception: a value PostgreSQL refuses, which only its record causes) | rejected: split until the record is alone; then, if it went to `data`, the sink inserts it again in `data_bytes` (``PostgresSink/send(_:timeout:)``), else it is dead-lettered |
 /// | 54 (program limit: a value too large) | too large: split, then dead-lettered alone |
+/// | 53 (insufficient resources: `too_many_connections` 53300, out of memory, disk full) and 57P03 (`cannot_connect_now`: starting up), as well as a cancellation or a timeout | retry, marked `SyncError/overloaded`: the adaptive concurrency halves |
 /// | 28 (credentials), 3D (no such database), 3F, 42 (missing table, permission, schema), 0A, 23 (a constraint the table has beyond Spool's), 44; a password asked for and none given; no TLS where required; a TLS handshake that failed (a certificate not trusted under verify-full) | fatal: the worker stops |
 enum PostgresAnswer {
     /// The outcome of a request that failed with `error`.
@@ -17,7 +18,7 @@ enum PostgresAnswer {
     ///   - error: what the connection or a statement threw.
     ///   - table: the table, named in a fatal error.
     ///   - destination: the server without its password, named in a fatal error.
-    static func outcome(of error: any Error, table: String, destination: String) -> UploadOutcome {
+    static func outcome(of error: any Error, table: String, destination: String) -> SinkOutcome {
         if error is CancellationError {
             return .retry(SyncError(.timeout, "the PostgreSQL request was cancelled or timed out"))
         }
@@ -57,14 +58,20 @@ enum PostgresAnswer {
         return false
     }
 
+    /// Whether SQLSTATE `state` says the server is overloaded: class 53 (insufficient
+    /// resources, `too_many_connections` among them) or 57P03 (`cannot_connect_now`).
+    static func meansOverload(_ state: String) -> Bool {
+        state.hasPrefix("53") || state == "57P03"
+    }
+
     /// The outcome of an error the server sent: by its SQLSTATE's class.
-    private static func serverOutcome(_ error: PSQLError, table: String, destination: String) -> UploadOutcome {
+    private static func serverOutcome(_ error: PSQLError, table: String, destination: String) -> SinkOutcome {
         let state = error.serverInfo?[.sqlState] ?? ""
         // The primary message names objects, never values; values go in `detail`, never read.
         let message = error.serverInfo?[.message] ?? "no message"
         let stateClass = String(state.prefix(2))
         func failure(_ code: SyncError.Code, _ text: String) -> SyncError {
-            var failure = SyncError(code, text)
+            var failure = SyncError(code, text, overloaded: Self.meansOverload(state))
             failure.serverMessage = message
             return failure
         }

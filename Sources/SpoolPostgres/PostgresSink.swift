@@ -84,13 +84,13 @@ public struct PostgresSink: SyncSink {
         return SinkRequest(body: request, count: records.count, bytes: records.reduce(0) { $0 + $1.payload.count })
     }
 
-    /// Inserts the request's rows in one transaction, answering `UploadOutcome.accepted`
+    /// Inserts the request's rows in one transaction, answering `SinkOutcome.accepted`
     /// once `COMMIT` returned; see ``PostgresSink`` for how errors map to outcomes.
-    public func send(_ request: PostgresBatch, timeout: Duration) async -> UploadOutcome {
+    public func send(_ request: PostgresBatch, timeout: Duration) async -> SinkOutcome {
         if request.unreadable > 0 {
             return .rejected(SyncError(.rejected, "a record of the collector's log is not an origin record"))
         }
-        return await withTaskGroup(of: UploadOutcome?.self) { group in
+        return await withTaskGroup(of: SinkOutcome?.self) { group in
             group.addTask {
                 let outcome = await self.attempt(request)
                 // A value refused (class 22) in a lone record that went to `data`: `jsonb` did
@@ -119,7 +119,7 @@ public struct PostgresSink: SyncSink {
     private var destination: String { configuration.redactedURL }
 
     /// One try: a connection, the table checked once, the transaction.
-    private func attempt(_ request: PostgresBatch) async -> UploadOutcome {
+    private func attempt(_ request: PostgresBatch) async -> SinkOutcome {
         let connection: PostgresConnection
         do {
             connection = try await connections.take()

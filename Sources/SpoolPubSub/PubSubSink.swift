@@ -13,7 +13,9 @@ import SpoolSync
 /// and at most the worker's `maxBytes`. What the answers mean:
 /// - 200 with one message id per message sent: accepted (a shorter list is retried).
 /// - 429, 499, 500, 502, 503, 504, no answer, a timeout: retried with backoff. The messages
-///   may have been published: their `id` attribute makes the repeat harmless.
+///   may have been published: their `id` attribute makes the repeat harmless. 429
+///   (`RESOURCE_EXHAUSTED`), 503 (`UNAVAILABLE`), a proxy's 408 and a timeout are marked
+///   `SyncError/overloaded`: the adaptive concurrency halves on them.
 /// - 400: the request is refused; the worker splits it until the refused record is alone and
 ///   dead-letters it. A record too large for one message (10 MB once encoded) is refused the
 ///   same way without being sent.
@@ -124,7 +126,7 @@ public struct PubSubSink: SyncSink {
     }
 
     /// Publishes and reads the answer.
-    public func send(_ request: PublishRequest, timeout: Duration) async -> UploadOutcome {
+    public func send(_ request: PublishRequest, timeout: Duration) async -> SinkOutcome {
         if let why = request.unpublishable {
             return .rejected(SyncError(.rejected, "record \(request.batch.first) of the collector's log cannot be published: \(why)"))
         }
@@ -153,10 +155,13 @@ public struct PubSubSink: SyncSink {
     }
 
     /// What a publish answer means.
-    func classify(_ response: UploadResponse, expecting messages: Int) -> UploadOutcome {
+    func classify(_ response: UploadResponse, expecting messages: Int) -> SinkOutcome {
         let status = response.status
+        // RESOURCE_EXHAUSTED (429, a quota) and UNAVAILABLE (503) say Pub/Sub is overloaded,
+        // as does a proxy's 408; the adaptive concurrency halves on these.
+        let overloaded = status == 429 || status == 503 || status == 408
         func failure(_ code: SyncError.Code, _ text: String) -> SyncError {
-            var error = SyncError(code, text, status: status)
+            var error = SyncError(code, text, status: status, overloaded: overloaded)
             let message = SyncError.serverMessage(response.body)
             if !message.isEmpty { error.serverMessage = message }
             return error

@@ -163,7 +163,7 @@ extension SyncSimulation {
         guard let upload = uploads[slot] else { return }
         try advance(to: upload.readyAt)
         guard let upload = uploads.removeValue(forKey: slot) else { return }
-        let outcome: UploadOutcome
+        let outcome: SinkOutcome
         if now - upload.sent >= upload.timeout {
             outcome = .retry(SyncError(.timeout, "simulated timeout"))
         } else {

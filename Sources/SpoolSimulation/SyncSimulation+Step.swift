@@ -137,7 +137,7 @@ extension SyncSimulation {
         "[\(batch.start)..<\(batch.end) \(batch.records.count)r]"
     }
 
-    static func describe(_ outcome: UploadOutcome) -> String {
+    static func describe(_ outcome: SinkOutcome) -> String {
         switch outcome {
         case .accepted: "accepted"
         case .retry(let error): "retry(\(error.status.map(String.init) ?? error.code.description))"

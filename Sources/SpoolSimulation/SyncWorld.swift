@@ -93,13 +93,13 @@ struct SyncWorld {
     }
 
     /// The destination's answer to a request carrying `records`.
-    mutating func answer(_ records: [Record], random: inout SplitMix64) -> UploadOutcome {
+    mutating func answer(_ records: [Record], random: inout SplitMix64) -> SinkOutcome {
         let draw = random.nextUnit()
         if !calm {
             var threshold = destination.fatal
             if draw < threshold { return .fatal(SyncError(.destinationRefused, "simulated: the destination refused for good")) }
             threshold += destination.unavailable
-            if draw < threshold { return .retry(SyncError(.serverError, "simulated 503", status: 503)) }
+            if draw < threshold { return .retry(SyncError(.serverError, "simulated 503", status: 503, overloaded: true)) }
             threshold += destination.rateLimited
             if draw < threshold {
                 let wait = Duration.milliseconds(Int64(random.next() % 5_000))
@@ -145,7 +145,7 @@ struct SimulatedSink: SyncSink {
         return SinkRequest(body: records.count, count: records.count, bytes: bytes)
     }
 
-    func send(_ request: Int, timeout: Duration) async -> UploadOutcome {
+    func send(_ request: Int, timeout: Duration) async -> SinkOutcome {
         preconditionFailure("the simulation answers requests itself")
     }
 }

@@ -50,10 +50,10 @@ struct SyncCommand: AsyncParsableCommand {
     var count: Int?
 
     @Option(help: "Body layout: json, ndjson or raw (default json).")
-    var encoding: SyncConfiguration.Encoding?
+    var encoding: HTTPSink.Encoding?
 
     @Option(help: "Body compression: none, gzip or zstd (default none).")
-    var compression: SyncConfiguration.Compression?
+    var compression: HTTPSink.Compression?
 
     @Option(name: .customLong("header"), help: "An extra request header, 'Name: value' (repeatable).")
     var headers: [String] = []
@@ -279,10 +279,10 @@ struct SyncCommand: AsyncParsableCommand {
         // positive (raised to the minimum interval), not become 0, which disables the timer.
         if let interval { configuration.flushInterval = .seconds(interval) }
         if let count { configuration.flushCount = count }
-        if let encoding { configuration.encoding = encoding }
+        if let encoding { configuration.http.encoding = encoding }
         // A collector's log (marked by `spool collector --log`): its records carry their origin.
-        configuration.forwardsOrigins = OriginRecord.storesOrigins(at: log.directory)
-        if let compression { configuration.compression = compression }
+        configuration.http.forwardsOrigins = OriginRecord.storesOrigins(at: log.directory)
+        if let compression { configuration.http.compression = compression }
         if let timeout { configuration.requestTimeout = .seconds(timeout) }
         if once { configuration.flushInterval = .zero }
         switch concurrency {
@@ -292,13 +292,13 @@ struct SyncCommand: AsyncParsableCommand {
         // A one-shot run is someone waiting (a script, a cron job): a server's Retry-After may
         // hold it a minute per retry, not the service's hour, unless they say otherwise.
         if let seconds = maxRetryAfter ?? (once ? 60 : nil) { configuration.backoff.maxRetryAfter = .seconds(seconds) }
-        if let authorization = destination.authorization { configuration.headers["Authorization"] = authorization }
+        if let authorization = destination.authorization { configuration.http.headers["Authorization"] = authorization }
         for header in headers {
             guard let colon = header.firstIndex(of: ":") else {
                 throw SyncError(.invalidConfiguration, "--header '\(header)' is not 'Name: value'")
             }
             let name = header[..<colon].trimmingCharacters(in: .whitespaces)
-            configuration.headers[name] = header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            configuration.http.headers[name] = header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
         return configuration
     }
@@ -356,5 +356,5 @@ enum ConcurrencySetting: ExpressibleByArgument, Equatable {
     }
 }
 
-extension SyncConfiguration.Encoding: ExpressibleByArgument {}
-extension SyncConfiguration.Compression: ExpressibleByArgument {}
+extension HTTPSink.Encoding: ExpressibleByArgument {}
+extension HTTPSink.Compression: ExpressibleByArgument {}

@@ -36,7 +36,7 @@ extension PostgresSuites { @Suite struct PostgresSinkTests {
             let database = try cluster.createDatabase()
             let sinks = try (0..<8).map { _ in try makeSink(cluster, database: database, table: "events", create: true) }
             let requests = sinks.map { $0.prepare(sampleRecords(count: 10)[...], maxBytes: 1 << 20).body }
-            let outcomes = await withTaskGroup(of: UploadOutcome.self) { group in
+            let outcomes = await withTaskGroup(of: SinkOutcome.self) { group in
                 for (sink, request) in zip(sinks, requests) { group.addTask { await sink.send(request, timeout: .seconds(30)) } }
                 return await group.reduce(into: []) { $0.append($1) }
             }
@@ -297,7 +297,7 @@ func expectTable(
     }
 }
 
-extension UploadOutcome {
+extension SinkOutcome {
     var isAccepted: Bool {
         if case .accepted = self { return true }
         return false

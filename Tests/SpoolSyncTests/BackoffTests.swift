@@ -78,21 +78,21 @@ import Testing
         let parsed = try #require(RetryAfter.parse(value, now: date))
         #expect(parsed >= .seconds(1 << 40))
         #expect(Backoff().delay(afterFailures: 1, retryAfter: parsed, unit: 0) == Backoff().maxRetryAfter)
-        let outcome = UploadOutcome.classify(
-            UploadResponse(status: 503, headers: ["retry-after": value], body: []), retryableStatuses: [], now: date)
+        let outcome = HTTPSink.outcome(
+            of: UploadResponse(status: 503, headers: ["retry-after": value], body: []), retryableStatuses: [], now: date)
         guard case .retry(let error) = outcome else { Issue.record("expected a retry"); return }
         #expect(error.retryAfter == parsed)
     }
 }
 
-@Suite struct UploadOutcomeTests {
-    func classify(_ status: Int, headers: [String: String] = [:], body: String = "") -> UploadOutcome {
-        UploadOutcome.classify(
-            UploadResponse(status: status, headers: headers, body: Array(body.utf8)),
-            retryableStatuses: SyncConfiguration().retryableStatuses, now: 784_111_777)
+@Suite struct HTTPSinkAnswerTests {
+    func classify(_ status: Int, headers: [String: String] = [:], body: String = "") -> SinkOutcome {
+        HTTPSink.outcome(
+            of: UploadResponse(status: status, headers: headers, body: Array(body.utf8)),
+            retryableStatuses: SyncConfiguration().http.retryableStatuses, now: 784_111_777)
     }
 
-    func code(_ outcome: UploadOutcome) -> String {
+    func code(_ outcome: SinkOutcome) -> String {
         switch outcome {
         case .accepted: "accepted"
         case .retry(let error): "retry(\(error.code))"
@@ -124,12 +124,27 @@ import Testing
         #expect("\(unauthorized)" == "unauthorized: the server refused the request's credentials (unauthorized): check the Authorization header (HTTP 401)")
         #expect("\(proxy)".contains("Proxy-Authorization"))
         // Not listed as retryable: a refusal like any other 4xx.
-        #expect(code(UploadOutcome.classify(UploadResponse(status: 401), retryableStatuses: [], now: 0)) == "rejected")
+        #expect(code(HTTPSink.outcome(of: UploadResponse(status: 401), retryableStatuses: [], now: 0)) == "rejected")
+    }
+
+    /// The sink, not the machine, says which answers mean overload: 429, 503 and 408 (as the
+    /// machine read them before issue 34), and no other status.
+    @Test func onlyRateLimitsUnavailableAndRequestTimeoutsMeanOverload() {
+        func overloaded(_ status: Int) -> Bool {
+            if case .retry(let error) = classify(status) { return error.overloaded }
+            return false
+        }
+        for status in [429, 503, 408] { #expect(overloaded(status), "\(status)") }
+        for status in [200, 400, 401, 403, 407, 413, 422, 500, 501, 502, 504, 302, 600] { #expect(!overloaded(status), "\(status)") }
+        // No answer in time, whoever saw it (the uploaders, the worker's own timer): overload.
+        #expect(SyncError(.timeout, "no answer").overloaded)
+        #expect(!SyncError(.network, "refused").overloaded)
+        #expect(!SyncError(.timeout, "cancelled", overloaded: false).overloaded)
     }
 
     @Test(arguments: [408, 429])
     func requestTimeoutAndRateLimitAreRetriedEvenWhenNotListed(status: Int) {
-        let outcome = UploadOutcome.classify(UploadResponse(status: status), retryableStatuses: [], now: 0)
+        let outcome = HTTPSink.outcome(of: UploadResponse(status: status), retryableStatuses: [], now: 0)
         #expect(code(outcome).hasPrefix("retry("))
     }
 
@@ -161,14 +176,14 @@ import Testing
 
     @Test func garbageBodiesNeverCrash() {
         let bytes: [UInt8] = [0xFF, 0xFE, 0x00, 0xC3, 0x28, 0xE2, 0x82]
-        guard case .rejected(let error) = UploadOutcome.classify(
-            UploadResponse(status: 400, body: bytes), retryableStatuses: [], now: 0) else { Issue.record(); return }
+        guard case .rejected(let error) = HTTPSink.outcome(
+            of: UploadResponse(status: 400, body: bytes), retryableStatuses: [], now: 0) else { Issue.record(); return }
         #expect(!error.message.isEmpty)
     }
 
     @Test func transportErrorsAreRetried() {
         struct Reset: Error {}
-        guard case .retry(let error) = UploadOutcome.failed(Reset()) else { Issue.record(); return }
+        guard case .retry(let error) = SinkOutcome.failed(Reset()) else { Issue.record(); return }
         #expect(error.code == .network)
         #expect(error.cause is Reset)
     }

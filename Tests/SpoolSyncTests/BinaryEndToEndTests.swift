@@ -16,14 +16,14 @@ import Testing
         try await rig.log.waitUntil(last, is: .written)
     }
 
-    @Test(arguments: SyncConfiguration.Encoding.allCases, SyncConfiguration.Compression.allCases)
-    func randomBinaryRecordsArriveByteForByte(encoding: SyncConfiguration.Encoding, compression: SyncConfiguration.Compression) async throws {
+    @Test(arguments: HTTPSink.Encoding.allCases, HTTPSink.Compression.allCases)
+    func randomBinaryRecordsArriveByteForByte(encoding: HTTPSink.Encoding, compression: HTTPSink.Compression) async throws {
         let rig = try await Rig.make()
         let payloads = BinaryPayloadTests.edgeCases.filter { !$0.isEmpty } + BinaryPayloadTests.randomRecords(300, seed: 7).filter { !$0.isEmpty }
         try await append(payloads, to: rig)
         let worker = try rig.worker {
-            $0.encoding = encoding
-            $0.compression = compression
+            $0.http.encoding = encoding
+            $0.http.compression = compression
             $0.maxBatchBytes = 16 * 1024  // several batches
         }
         let report = await worker.flush(retries: EndToEndTests.retries)

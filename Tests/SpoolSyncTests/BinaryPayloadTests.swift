@@ -51,8 +51,8 @@ import Testing
         payloads.enumerated().map { Record(seq: UInt64($0.offset), timestamp: 1_700_000_000_000, payload: $0.element) }
     }
 
-    @Test(arguments: SyncConfiguration.Encoding.allCases)
-    func everyRecordRoundTripsThroughTheCollectorsDecoderByteForByte(encoding: SyncConfiguration.Encoding) throws {
+    @Test(arguments: HTTPSink.Encoding.allCases)
+    func everyRecordRoundTripsThroughTheCollectorsDecoderByteForByte(encoding: HTTPSink.Encoding) throws {
         let payloads = Self.edgeCases + Self.randomRecords(500, seed: 21)
         let (body, count) = BatchEncoder(logID: Self.log, encoding: encoding).encode(Self.records(payloads), maxBytes: .max)
         #expect(count == payloads.count)
@@ -74,8 +74,8 @@ import Testing
 
     /// What any JSON parser sees: valid JSON, `data_base64` in place of `data` (never both),
     /// standard base64 of the exact bytes, and no U+FFFD that the record did not hold.
-    @Test(arguments: [SyncConfiguration.Encoding.json, .ndjson])
-    func envelopesCarryDataBase64InPlaceOfData(encoding: SyncConfiguration.Encoding) throws {
+    @Test(arguments: [HTTPSink.Encoding.json, .ndjson])
+    func envelopesCarryDataBase64InPlaceOfData(encoding: HTTPSink.Encoding) throws {
         let payloads = Self.edgeCases
         let (body, _) = BatchEncoder(logID: Self.log, encoding: encoding).encode(Self.records(payloads), maxBytes: .max)
         let envelopes: [[String: Any]]

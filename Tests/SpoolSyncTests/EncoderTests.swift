@@ -23,7 +23,7 @@ extension SyncBatch {
         Record(seq: seq, timestamp: time, payload: Array(payload.utf8))
     }
 
-    func encode(_ records: [Record], _ encoding: SyncConfiguration.Encoding, maxBytes: Int = .max) -> String {
+    func encode(_ records: [Record], _ encoding: HTTPSink.Encoding, maxBytes: Int = .max) -> String {
         let (body, count) = BatchEncoder(logID: Self.log, encoding: encoding).encode(records, maxBytes: maxBytes)
         #expect(count == records.count || maxBytes != .max)
         return String(decoding: body, as: UTF8.self)
@@ -47,8 +47,8 @@ extension SyncBatch {
 
     /// The record `hello` and the record `"hello"` (a JSON string) travel differently: only
     /// text that is not JSON carries `data_text` (issue #33), in both envelope encodings.
-    @Test(arguments: [SyncConfiguration.Encoding.json, .ndjson])
-    func onlyTextThatIsNotJSONIsMarkedAsText(encoding: SyncConfiguration.Encoding) {
+    @Test(arguments: [HTTPSink.Encoding.json, .ndjson])
+    func onlyTextThatIsNotJSONIsMarkedAsText(encoding: HTTPSink.Encoding) {
         let body = encode([record(0, "hello"), record(1, #""hello""#)], encoding)
         #expect(body.contains(#""seq":0,"time":1700000000123,"data":"hello","data_text":true}"#))
         #expect(body.contains(#""seq":1,"time":1700000000123,"data":"hello"}"#))
@@ -150,7 +150,7 @@ extension SyncBatch {
     @Test func everyKindOfCollectionEncodesToTheSameBody() {
         let pad = String(repeating: "x", count: 40)
         let records = (0..<6).map { record(UInt64($0), $0 % 2 == 0 ? #"{"n":\#($0),"pad":"\#(pad)"}"# : "plain \($0) \(pad)") }
-        for encoding in SyncConfiguration.Encoding.allCases {
+        for encoding in HTTPSink.Encoding.allCases {
             let encoder = BatchEncoder(logID: Self.log, encoding: encoding)
             for maxBytes in [Int.max, 200] {
                 let whole = encoder.encode(records, maxBytes: maxBytes)
@@ -182,7 +182,7 @@ extension SyncBatch {
             #expect(more > maxBytes)  // the longest prefix that fits
             #expect((try? JSONSerialization.jsonObject(with: Data(body))) != nil)
         }
-        for encoding in SyncConfiguration.Encoding.allCases {
+        for encoding in HTTPSink.Encoding.allCases {
             let (body, count) = BatchEncoder(logID: Self.log, encoding: encoding).encode(records, maxBytes: 500)
             #expect(body.count <= 500)
             #expect(count >= 1)
@@ -222,20 +222,46 @@ extension SyncBatch {
 
     @Test func requestsCarryTheBatchHeaderAndContentType() {
         var configuration = SyncConfiguration()
-        configuration.headers = ["X-Api-Key": "k", "content-type": "text/plain"]
+        configuration.http.headers = ["X-Api-Key": "k", "content-type": "text/plain"]
         let builder = httpSink(configuration)
         let batch = builder.prepare(SourceBatch(records: [record(3, "1"), record(4, "2")], end: 9), start: 3, maxBytes: 1024)
         #expect(batch.end == 9)
         #expect(batch.http?.headers == ["Content-Type": "application/json", "Spool-Batch": "\(Self.id):3-4", "X-Api-Key": "k"])
         #expect(batch.http?.timeout == .seconds(30))
 
-        configuration.encoding = .raw
-        configuration.compression = .gzip
-        let raw = RequestBuilder(logID: Self.log, configuration: configuration).request(for: [record(5, "x")])
+        var http = configuration.http
+        http.encoding = .raw
+        http.compression = .gzip
+        let raw = RequestBuilder(logID: Self.log, configuration: http, timeout: .seconds(30)).request(for: [record(5, "x")])
         #expect(raw.headers["Spool-Encoding"] == "raw")
         #expect(raw.headers["Content-Encoding"] == "gzip")
-        configuration.encoding = .ndjson
-        #expect(RequestBuilder(logID: Self.log, configuration: configuration).request(for: [record(5, "x")]).headers["Content-Type"] == "application/x-ndjson")
+        http.encoding = .ndjson
+        #expect(RequestBuilder(logID: Self.log, configuration: http, timeout: .seconds(30)).request(for: [record(5, "x")]).headers["Content-Type"] == "application/x-ndjson")
+    }
+
+    /// The HTTP sink's own configuration, given directly: its settings shape the request, and
+    /// a bad one is refused by name when the sink is made.
+    @Test func theSinksOwnConfigurationShapesRequestsAndIsValidated() throws {
+        var http = HTTPSink.Configuration()
+        http.encoding = .ndjson
+        http.compression = .zstd
+        http.headers = ["X-Api-Key": "k"]
+        let sink = try HTTPSink(uploader: ScriptedUploader(), logID: Self.log, configuration: http, requestTimeout: .seconds(5))
+        let request = sink.prepare(exactly: [record(5, "1")]).body
+        #expect(request.headers["Content-Type"] == "application/x-ndjson")
+        #expect(request.headers["Content-Encoding"] == "zstd")
+        #expect(request.headers["X-Api-Key"] == "k")
+        #expect(request.timeout == .seconds(5))
+        http.headers = ["bad name": "v"]
+        do {
+            _ = try HTTPSink(uploader: ScriptedUploader(), logID: Self.log, configuration: http)
+            Issue.record("a bad header name was accepted")
+        } catch {
+            #expect(error.message.hasPrefix("HTTPSink.Configuration.headers"), "\(error)")
+        }
+        var old = SyncConfiguration()
+        old.http.headers = ["bad name": "v"]
+        #expect(throws: SyncError.self) { try old.validate() }
     }
 
     /// Raw bodies carry no ids, so a raw batch must be dense: a read with a skipped (expired,
@@ -243,7 +269,7 @@ extension SyncBatch {
     /// the seqs of its elements. Other encodings carry each record's id and keep the gap.
     @Test func aRawBatchEndsAtTheFirstGapInItsSeqs() {
         var configuration = SyncConfiguration()
-        configuration.encoding = .raw
+        configuration.http.encoding = .raw
         let builder = httpSink(configuration)
         let read = SourceBatch(records: [record(3, "1"), record(4, "2"), record(6, "3"), record(7, "4")], end: 9)
         let first = builder.prepare(read, start: 3, maxBytes: 1024)
@@ -261,7 +287,7 @@ extension SyncBatch {
         #expect(cut.map { $0.records.map(\.seq) } == [[3, 4], [6, 7]])
         #expect(cut.map(\.end) == [5, 9])
 
-        configuration.encoding = .json
+        configuration.http.encoding = .json
         let json = httpSink(configuration).prepare(read, start: 3, maxBytes: 1024)
         #expect(json.records.map(\.seq) == [3, 4, 6, 7])
         #expect(json.end == 9)

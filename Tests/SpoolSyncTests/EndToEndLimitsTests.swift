@@ -22,13 +22,13 @@ extension EndToEndTests {
     /// A record nested exactly as deep as the worker embeds as JSON arrives as JSON, whatever
     /// the layout adds around it; one level deeper travels as text (base64 in raw) and arrives
     /// as its exact bytes. Neither is refused.
-    @Test(arguments: SyncConfiguration.Encoding.allCases)
-    func nestingAtTheEmbeddingLimitIsAcceptedByTheCollector(encoding: SyncConfiguration.Encoding) async throws {
+    @Test(arguments: HTTPSink.Encoding.allCases)
+    func nestingAtTheEmbeddingLimitIsAcceptedByTheCollector(encoding: HTTPSink.Encoding) async throws {
         func nested(_ depth: Int) -> String { String(repeating: "[", count: depth) + String(repeating: "]", count: depth) }
         let limit = JSONValidator.maxDepth
         let rig = try await Rig.make()
         try await rig.append(2) { nested(limit + $0) }
-        let worker = try rig.worker { $0.encoding = encoding }
+        let worker = try rig.worker { $0.http.encoding = encoding }
         let report = await worker.flush(retries: Self.retries)
         #expect(report.failure == nil)
         #expect(report.deadLettered == 0)

@@ -245,13 +245,13 @@ import Testing
         #expect(DeadLetterLog.configuration(from: Configuration()).maxBytes == nil)
     }
 
-    @Test(arguments: SyncConfiguration.Encoding.allCases, SyncConfiguration.Compression.allCases)
-    func everyEncodingAndCompressionArrivesIntact(encoding: SyncConfiguration.Encoding, compression: SyncConfiguration.Compression) async throws {
+    @Test(arguments: HTTPSink.Encoding.allCases, HTTPSink.Compression.allCases)
+    func everyEncodingAndCompressionArrivesIntact(encoding: HTTPSink.Encoding, compression: HTTPSink.Compression) async throws {
         let rig = try await Rig.make()
         try await rig.append(120) { $0 % 3 == 0 ? "plain \"text\" \($0)\n" : #"{"n":\#($0),"s":"é☃"}"# }
         let worker = try rig.worker {
-            $0.encoding = encoding
-            $0.compression = compression
+            $0.http.encoding = encoding
+            $0.http.compression = compression
         }
         let report = await worker.flush(retries: Self.retries)
         #expect(report.failure == nil)

@@ -13,7 +13,7 @@ import Testing
         Record(seq: seq, timestamp: 1_700_000_000_000, payload: origin.encoded())
     }
 
-    func encode(_ records: [Record], _ encoding: SyncConfiguration.Encoding) -> String {
+    func encode(_ records: [Record], _ encoding: HTTPSink.Encoding) -> String {
         let encoder = BatchEncoder(logID: Self.collector, encoding: encoding, forwardsOrigins: true)
         return String(decoding: encoder.encode(records, maxBytes: .max).body, as: UTF8.self)
     }
@@ -43,11 +43,11 @@ import Testing
 
     @Test func theRawEncodingIsRefusedForOrigins() {
         var configuration = SyncConfiguration()
-        configuration.forwardsOrigins = true
+        configuration.http.forwardsOrigins = true
         #expect(throws: Never.self) { try configuration.validate() }
-        configuration.encoding = .raw
+        configuration.http.encoding = .raw
         #expect(throws: SyncError.self) { try configuration.validate() }
-        let builder = RequestBuilder(logID: Self.collector, configuration: { var c = SyncConfiguration(); c.forwardsOrigins = true; return c }())
+        let builder = RequestBuilder(logID: Self.collector, configuration: { var c = HTTPSink.Configuration(); c.forwardsOrigins = true; return c }(), timeout: .seconds(30))
         #expect(builder.encoder.forwardsOrigins)
     }
 }

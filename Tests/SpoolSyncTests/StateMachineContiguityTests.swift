@@ -6,7 +6,7 @@ import Testing
 /// runs: the interleavings that lost records behind nginx's 413s (issue 33).
 @Suite struct StateMachineContiguityTests {
     static let tooLarge = SyncError(.payloadTooLarge, "too big", status: 413)
-    static let unavailable = SyncError(.serverError, "the server failed", status: 503)
+    static let unavailable = SyncError(.serverError, "the server failed", status: 503, overloaded: true)
 
     static func configuration(_ concurrency: SyncConfiguration.Concurrency) -> SyncConfiguration {
         var configuration = SyncConfiguration.manual

@@ -4,7 +4,7 @@ import Testing
 
 /// Manual flushes, per-batch results, deadlines, and what failures do to a drain.
 @Suite struct StateMachineFlushTests {
-    static let unavailable = SyncError(.serverError, "the server failed", status: 503)
+    static let unavailable = SyncError(.serverError, "the server failed", status: 503, overloaded: true)
 
     @Test func manualFlushDrainsEverythingAndReports() {
         var harness = MachineHarness(.manual, records: 120)

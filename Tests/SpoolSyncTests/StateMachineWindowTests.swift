@@ -6,7 +6,7 @@ import Testing
 /// refilled at once, commits through the longest accepted prefix only, the window's bound, and
 /// every failure policy inside the window.
 @Suite struct StateMachineWindowTests {
-    static let unavailable = SyncError(.serverError, "the server failed", status: 503)
+    static let unavailable = SyncError(.serverError, "the server failed", status: 503, overloaded: true)
     static let internalError = SyncError(.serverError, "the server failed", status: 500)
     static let tooLarge = SyncError(.payloadTooLarge, "too big", status: 413)
     static let forbidden = SyncError(.rejected, "permission denied", status: 403)
@@ -332,7 +332,7 @@ import Testing
 
     /// Answers a round trip apart: every request in flight is answered `rtt` after the last
     /// answers, each answer refilling its slot at once.
-    static func answerInFlight(_ harness: inout MachineHarness, after rtt: Duration, _ outcome: UploadOutcome = .accepted) {
+    static func answerInFlight(_ harness: inout MachineHarness, after rtt: Duration, _ outcome: SinkOutcome = .accepted) {
         harness.now += rtt
         for _ in 0..<harness.inFlight.count { harness.complete(outcome) }
     }

@@ -115,7 +115,7 @@ let benchmarks: @Sendable () -> Void = {
     // Building request bodies from 50 records: SpoolSync's encoder (each layout) and the
     // plain JSON array the SQLite baseline builds.
     let records = (0..<50).map { Record(seq: UInt64($0), timestamp: 1_700_000_000_000 + Int64($0), payload: events.events[$0]) }
-    for encoding in SyncConfiguration.Encoding.allCases {
+    for encoding in HTTPSink.Encoding.allCases {
         let encoder = BatchEncoder(logID: LogID.random(), encoding: encoding)
         Benchmark("encode 50 records (\(encoding))", configuration: .init(scalingFactor: .kilo)) { benchmark in
             for _ in benchmark.scaledIterations {

@@ -4,28 +4,6 @@
 /// 50 records per request, a 30 s request timeout). The configuration is validated once,
 /// when the worker is made; ``validate()`` names the first bad field.
 public struct SyncConfiguration: Sendable {
-    /// How records are laid out in a request body.
-    public enum Encoding: String, Sendable, CaseIterable {
-        /// A JSON array of envelopes `{"id":"<log id>-<seq>","seq":…,"time":<ms>,"data":…}`,
-        /// `Content-Type: application/json`. The default.
-        case json
-        /// The same envelopes, one per line, `Content-Type: application/x-ndjson`.
-        case ndjson
-        /// A JSON array of the records themselves, `Spool-Encoding: raw`; the ids travel only in
-        /// the `Spool-Batch` header.
-        case raw
-    }
-
-    /// How a request body is compressed (`Content-Encoding`).
-    public enum Compression: String, Sendable, CaseIterable {
-        /// Sent as it is. The default.
-        case none
-        /// gzip (zlib, `Content-Encoding: gzip`).
-        case gzip
-        /// zstd (`Content-Encoding: zstd`).
-        case zstd
-    }
-
     // MARK: Dispatch policies
 
     /// A flush starts when this many records are pending for the consumer. The default is 100.
@@ -45,19 +23,6 @@ public struct SyncConfiguration: Sendable {
     /// The most bytes of encoded (uncompressed) body in one request; a single record larger
     /// than this is sent alone. The default is 512 KiB. Range: 1 KiB ... 256 MiB.
     public var maxBatchBytes: Int = 512 * 1024
-    /// The body layout. The default is ``Encoding/json``.
-    public var encoding: Encoding = .json
-    /// The body compression. The default is ``Compression/none``.
-    public var compression: Compression = .none
-    /// Whether the log's records are `OriginRecord`s (a collector's log, FORMAT.md §11): each
-    /// envelope then carries the record's origin id, seq and time (``BatchEncoder``), so the
-    /// next collector or sink keeps the device's id. `spool sync` sets it when the log's
-    /// directory is marked (`OriginRecord.storesOrigins(at:)`). Not with ``Encoding/raw``,
-    /// which has no envelope. The default is `false`.
-    public var forwardsOrigins: Bool = false
-    /// The compression level: zlib's 1 ... 9 for gzip, zstd's -7 ... 22 for zstd.
-    /// The default is 1 (fastest for both).
-    public var compressionLevel: Int32 = 1
 
     // MARK: Requests
 
@@ -69,7 +34,8 @@ public struct SyncConfiguration: Sendable {
         /// Starts at 1 and adapts to the server, up to `max`: twice as many after each round
         /// trip in which every slot was used and the server answered without a sign of strain
         /// (a fast start) until the first sign, then one more; never more after a failure of
-        /// any kind; half as many after a 429, a 503 or a timeout, a tenth fewer when the round
+        /// any kind; half as many after an overload (``SyncError/overloaded``: HTTP's 429 or
+        /// 503, PostgreSQL's `too_many_connections`, a timeout), a tenth fewer when the round
         /// trip rises above its moving average (AIMD, as Vector's adaptive request
         /// concurrency), and past the level of the last strain only now and then.
         case adaptive(max: Int)
@@ -114,21 +80,22 @@ public struct SyncConfiguration: Sendable {
     /// A flush with a deadline starts no request when less than this (or `requestTimeout`,
     /// if shorter) remains before it; a request that starts is cut to the time left. 1 s.
     public static let minimumRequestTime: Duration = .seconds(1)
-    /// Headers added to every request (an API key, say). `Content-Type`, `Content-Encoding`,
-    /// `Spool-Batch` and `Spool-Encoding` are set by the worker and win over these.
-    /// The default is none.
-    public var headers: [String: String] = [:]
 
     // MARK: Failures
 
     /// The exponential backoff between retries. The default is ``Backoff/init()``
     /// (100 ms doubling to 60 s, full jitter).
     public var backoff: Backoff = .init()
-    /// 4xx statuses that are retried rather than treated as a poison batch: credentials and
-    /// routing problems that a person fixes, after which nothing should have been dead-lettered.
-    /// 5xx, 408 and 429 are always retried, listed or not; 413 always splits. The default is
-    /// 401, 403, 404, 407, 408, 425, 429.
-    public var retryableStatuses: Set<Int> = [401, 403, 404, 407, 408, 425, 429]
+
+    // MARK: HTTP
+
+    /// The settings of the ``HTTPSink`` a worker given an uploader (rather than a sink) posts
+    /// through: encoding, compression, headers, retryable statuses. No other sink reads them.
+    /// The default is ``HTTPSink/Configuration/init()``.
+    public var http = HTTPSink.Configuration()
+
+    // MARK: Dead letters
+
     /// Whether refused records are written to the dead-letter log. When `false` they are only
     /// counted and logged, then skipped. The default is `true`.
     public var deadLetterEnabled: Bool = true
@@ -159,16 +126,6 @@ public struct SyncConfiguration: Sendable {
         guard (1024...256 * 1024 * 1024).contains(maxBatchBytes) else {
             throw fail("maxBatchBytes", "is \(maxBatchBytes); it must be between 1 KiB and 256 MiB")
         }
-        if forwardsOrigins && encoding == .raw {
-            throw fail("encoding", "is raw, which cannot carry the origin ids of a collector's records (forwardsOrigins); use json or ndjson")
-        }
-        switch compression {
-        case .gzip where !(1...9).contains(compressionLevel):
-            throw fail("compressionLevel", "is \(compressionLevel); gzip accepts 1 ... 9")
-        case .zstd where !(-7...22).contains(compressionLevel):
-            throw fail("compressionLevel", "is \(compressionLevel); zstd accepts -7 ... 22")
-        default: break
-        }
         guard requestTimeout >= .milliseconds(1), requestTimeout <= .seconds(600) else {
             throw fail("requestTimeout", "is \(requestTimeout); it must be between 1 ms and 10 minutes")
         }
@@ -178,28 +135,7 @@ public struct SyncConfiguration: Sendable {
         guard (1...64).contains(concurrency.maximum) else {
             throw fail("concurrency", "allows \(concurrency.maximum) requests in flight; it must be between 1 and 64")
         }
-        for name in headers.keys where !isToken(name) {
-            throw fail("headers", "has the invalid header name \"\(name)\"")
-        }
-        for (name, value) in headers where value.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D || $0 == 0 }) {
-            throw fail("headers", "has a line break or NUL in the value of \"\(name)\"")
-        }
-        if let status = retryableStatuses.first(where: { !(400...499).contains($0) || $0 == 413 }) {
-            throw fail("retryableStatuses", "contains \(status); only 4xx other than 413 may be listed")
-        }
+        try http.validate(as: "SyncConfiguration.http")
         try backoff.validate()
-    }
-}
-
-/// Whether `name` is an HTTP token (RFC 9110 §5.6.2).
-private func isToken(_ name: String) -> Bool {
-    !name.isEmpty && name.utf8.allSatisfy { byte in
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"):
-            true
-        default:
-            "!#$%&'*+-.^_`|~".utf8.contains(byte)
-        }
     }
 }

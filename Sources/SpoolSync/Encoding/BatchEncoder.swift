@@ -4,13 +4,13 @@ import Spool
 /// Lays records out as a request body, straight into `[UInt8]` (no `JSONEncoder`, no
 /// intermediate strings: this is on the drain path).
 ///
-/// - ``SyncConfiguration/Encoding/json``: `[<envelope>,<envelope>]`, where an envelope is
+/// - ``HTTPSink/Encoding/json``: `[<envelope>,<envelope>]`, where an envelope is
 ///   `{"id":"<log id>-<seq>","seq":<seq>,"time":<ms>,"data":<data>}`;
 ///   `{…,"time":<ms>,"data":"<text>","data_text":true}` for a record that is valid UTF-8 but
 ///   not one JSON text; or `{…,"time":<ms>,"data_base64":"<base64>"}` for a record that is not
 ///   valid UTF-8.
-/// - ``SyncConfiguration/Encoding/ndjson``: `<envelope>\n` per record.
-/// - ``SyncConfiguration/Encoding/raw``: `[<data>,<data>]`, where a record that is not one JSON
+/// - ``HTTPSink/Encoding/ndjson``: `<envelope>\n` per record.
+/// - ``HTTPSink/Encoding/raw``: `[<data>,<data>]`, where a record that is not one JSON
 ///   text is the element `{"data_base64":"<base64>"}`, and so is a record that is itself a
 ///   JSON object with a member named `data_base64` (so an element with that member always
 ///   stands for the bytes it decodes to, and every other element is a record's JSON text).
@@ -33,7 +33,7 @@ import Spool
 /// Thread safety: a value type; use freely from any task.
 public struct BatchEncoder: Sendable {
     /// The body layout.
-    public let encoding: SyncConfiguration.Encoding
+    public let encoding: HTTPSink.Encoding
     /// Whether the records are `OriginRecord`s whose origin each envelope carries.
     public let forwardsOrigins: Bool
     private let idPrefix: [UInt8]
@@ -47,7 +47,7 @@ public struct BatchEncoder: Sendable {
     ///     envelope carries its origin. The default is `false`. Traps with the raw encoding,
     ///     which has no envelope to carry it (a programmer error; ``SyncConfiguration/validate()``
     ///     refuses that pair).
-    public init(logID: LogID, encoding: SyncConfiguration.Encoding, forwardsOrigins: Bool = false) {
+    public init(logID: LogID, encoding: HTTPSink.Encoding, forwardsOrigins: Bool = false) {
         precondition(!(forwardsOrigins && encoding == .raw), "the raw encoding cannot carry origin records' ids")
         self.encoding = encoding
         self.forwardsOrigins = forwardsOrigins

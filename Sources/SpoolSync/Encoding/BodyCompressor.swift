@@ -9,12 +9,12 @@ import CZstd
 /// server accepts.
 public struct BodyCompressor: Sendable {
     /// The algorithm.
-    public let compression: SyncConfiguration.Compression
+    public let compression: HTTPSink.Compression
     /// The level (zlib 1 ... 9, zstd -7 ... 22).
     public let level: Int32
 
     /// A compressor with this algorithm and level (1, the fastest, by default).
-    public init(compression: SyncConfiguration.Compression, level: Int32 = 1) {
+    public init(compression: HTTPSink.Compression, level: Int32 = 1) {
         self.compression = compression
         self.level = level
     }

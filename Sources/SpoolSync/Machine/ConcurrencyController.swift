@@ -11,19 +11,21 @@
 ///   round trip (TCP's slow start) until the first sign of strain; after it, a round trip's
 ///   worth of them (``limit`` answers) adds one. A failure of any kind never grows it: against
 ///   an always-500 server or a closed port the limit stays where it is.
-/// - **Overload** (a 429, a 408, a 503 or a timeout) that is a share of the traffic: at least
-///   ``overloadQuorum`` of the last ``lateWindow`` requests answered (since the last
-///   decrease) said so, or a whole round trip's worth of them (``limit``, at least 2) when that
-///   is fewer. One 503 among successes (a flaky load balancer; 20% of the answers)
-///   is not strain: its batch is retried on its own (``RetryBudget``) and the limit stays.
-///   Read as strain, 20% of 503s halved the limit every round trip and pinned it at 1. Then the limit halves (at least 1), and a
+/// - **Overload** (an error its sink marked ``SyncError/overloaded``: HTTP's 429, 408 and 503,
+///   PostgreSQL's class 53, Pub/Sub's `RESOURCE_EXHAUSTED` and `UNAVAILABLE`, a timeout)
+///   that is a share of the traffic: at least ``overloadQuorum`` of the last ``lateWindow``
+///   requests answered (since the last decrease) said so, or a whole round trip's worth of
+///   them (``limit``, at least 2) when that is fewer. One overloaded answer among successes
+///   (a flaky load balancer's 503s; 20% of the answers) is not strain: its batch is retried
+///   on its own (``RetryBudget``) and the limit stays. Read as strain, 20% of 503s halved the
+///   limit every round trip and pinned it at 1. Then the limit halves (at least 1), and a
 ///   *ceiling* is remembered: the level before the last doubling when the fast start
 ///   overshot, else just below the level where it happened. The limit climbs back to the
 ///   ceiling, and probes one past it only after ``probeInterval`` healthy round trips there. A
 ///   probe the server refuses sends the limit back to the ceiling (not to half) and doubles the
 ///   wait before the next probe (up to ``maximumProbeInterval``); one it takes raises the
 ///   ceiling. A server that sheds load past 8 in flight thus settles the worker at 8, with ever
-///   rarer probes, instead of a sawtooth of 503s.
+///   rarer probes, instead of a sawtooth of overload answers.
 /// - **Rising latency** (Vector's signal): the mean round trip of an *epoch* (about one
 ///   average round trip of answers) is above its moving average by more than the average
 ///   itself (or 2.5 deviations, if more) plus ``latencySlack``. The limit drops by a tenth (by
@@ -78,13 +80,13 @@ package struct ConcurrencyController: Sendable {
 
     /// How an answer went, as far as capacity is concerned.
     enum Signal: Sendable {
-        /// 2xx.
+        /// The destination took the request.
         case accepted
-        /// 429, 408, 503 or a timeout: the server says it is overloaded.
+        /// A failure the sink marked ``SyncError/overloaded``: the destination is overloaded.
         case overloaded
-        /// Any other failure worth retrying (500, a network error): no growth.
+        /// Any other failure worth retrying (a server error, a network error): no growth.
         case failed
-        /// A 413 or another 4xx: says nothing about the server's capacity.
+        /// Too large or refused: says nothing about the server's capacity.
         case neutral
     }
 
@@ -250,13 +252,5 @@ package struct ConcurrencyController: Sendable {
         }
         limit += 1
         peak = max(peak, limit)
-    }
-}
-
-extension SyncError {
-    /// Whether the failure says the server is overloaded: a 429, a 408 or a 503, or no answer
-    /// within the request timeout. The adaptive concurrency halves on these.
-    var meansOverload: Bool {
-        code == .rateLimited || code == .timeout || status == 503 || status == 408
     }
 }

@@ -6,7 +6,7 @@ extension SyncStateMachine {
     /// The request in `slot` was answered: the answer is kept on its batch (committed once
     /// everything before it is settled), the controller learns its round trip, and the free
     /// slot is refilled at once.
-    mutating func uploadCompleted(slot: Int, _ outcome: UploadOutcome, bytes: Int, now: Duration, jitter: Double) -> [Action] {
+    mutating func uploadCompleted(slot: Int, _ outcome: SinkOutcome, bytes: Int, now: Duration, jitter: Double) -> [Action] {
         noteLateRequests(now: now)
         let wasLate = late.remove(slot) != nil
         if let sent = abandoned.removeValue(forKey: slot) {
@@ -43,7 +43,7 @@ extension SyncStateMachine {
             if let alone = retryAlone(at: index, error, now: now, jitter: jitter) { return alone + pump(now: now) }
             failuresAwaitingRetry += 1
             // Batches accepted since the last failure are progress: the backoff starts over, as
-            // it does with one request in flight after an accepted batch. A 503 on one batch
+            // it does with one request in flight after an accepted batch. A failure of one batch
             // while others succeed is not the same signal as every request failing.
             if acceptedSinceFailure { consecutiveFailures = 0 }
             acceptedSinceFailure = false
@@ -105,11 +105,11 @@ extension SyncStateMachine {
     }
 
     /// Tells the controller how a request went, and the stats where it stands.
-    private mutating func learn(_ outcome: UploadOutcome, roundTrip: Duration, wasLate: Bool, now: Duration) {
+    private mutating func learn(_ outcome: SinkOutcome, roundTrip: Duration, wasLate: Bool, now: Duration) {
         let signal: ConcurrencyController.Signal
         switch outcome {
         case .accepted: signal = .accepted
-        case .retry(let error): signal = error.meansOverload ? .overloaded : .failed
+        case .retry(let error): signal = error.overloaded ? .overloaded : .failed
         case .fatal: signal = .failed
         case .tooLarge, .rejected: signal = .neutral
         }

@@ -48,7 +48,7 @@ package struct SyncStateMachine: Sendable {
         case readCompleted([SyncBatch])
         case readFailed(SyncError)
         /// The request in `slot` finished; `bytes` is the size of the body sent.
-        case uploadCompleted(slot: Int, UploadOutcome, bytes: Int)
+        case uploadCompleted(slot: Int, SinkOutcome, bytes: Int)
         case deadLetterCompleted
         case deadLetterFailed(SyncError)
         case commitCompleted
@@ -84,7 +84,7 @@ package struct SyncStateMachine: Sendable {
         /// first. A flush that joins a request already in flight (started with the full
         /// `requestTimeout`) is answered at its deadline this way, not when the request ends.
         case scheduleDeadline(id: Int, at: Duration)
-        /// Log a refusal (status and message, never payloads) as it is dead-lettered.
+        /// Log a refusal (the error, never payloads) as it is dead-lettered.
         case logRefusal(SyncError, records: Int)
         /// The machine stopped by itself (a fatal answer): tear down as ``SyncWorker/stop()``
         /// does.

@@ -23,13 +23,13 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         /// No answer within `SyncConfiguration.requestTimeout`. Retried.
         public static let timeout = Code(.timeout)
         /// The server answered 5xx, 408, or another status listed in
-        /// `SyncConfiguration.retryableStatuses`. Retried.
+        /// `HTTPSink.Configuration.retryableStatuses`. Retried.
         public static let serverError = Code(.serverError)
         /// The server answered 429 Too Many Requests. Retried, honouring `Retry-After`.
         public static let rateLimited = Code(.rateLimited)
         /// The server refused the request's credentials: 401 Unauthorized or 403 Forbidden
         /// (check the `Authorization` header), or a proxy's 407 (check `Proxy-Authorization`),
-        /// when `SyncConfiguration.retryableStatuses` lists the status (the default: a token
+        /// when `HTTPSink.Configuration.retryableStatuses` lists the status (the default: a token
         /// may be rotated meanwhile). Retried.
         public static let unauthorized = Code(.unauthorized)
         /// The server answered a status that is neither success nor an error (1xx, 3xx, ≥ 600). Retried.
@@ -83,6 +83,13 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
     public var status: Int?
     /// The server's `Retry-After`, when it sent a valid one.
     public var retryAfter: Duration?
+    /// Whether the failure says the destination is overloaded: the adaptive concurrency
+    /// halves on these, and only on these. The worker never reads a destination's own words
+    /// (a status, an SQLSTATE): each sink sets this from its answers (``HTTPSink``: 429, 503,
+    /// 408; PostgreSQL: SQLSTATE class 53 and 57P03; Pub/Sub: `RESOURCE_EXHAUSTED` and
+    /// `UNAVAILABLE`). The default is `true` for ``Code/rateLimited`` and ``Code/timeout`` (no
+    /// answer in time is overload until proven otherwise) and `false` for every other code.
+    public var overloaded: Bool
     /// The error underneath, if any.
     public var cause: (any Error)?
     /// The start of the server's answer body, when it sent one: at most
@@ -91,16 +98,18 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
     /// of the worker's logs; read it deliberately (the dead-letter log does not store it either).
     public var serverMessage: String?
 
-    /// An error of kind `code` with `message` (which must hold no payload).
+    /// An error of kind `code` with `message` (which must hold no payload); `overloaded`
+    /// defaults to whether `code` is ``Code/rateLimited`` or ``Code/timeout``.
     public init(
         _ code: Code, _ message: String, status: Int? = nil, retryAfter: Duration? = nil,
-        cause: (any Error)? = nil
+        cause: (any Error)? = nil, overloaded: Bool? = nil
     ) {
         self.code = code
         self.message = message
         self.status = status
         self.retryAfter = retryAfter
         self.cause = cause
+        self.overloaded = overloaded ?? (code == .rateLimited || code == .timeout)
     }
 
     /// `<code>: <message>`, then ` (HTTP <status>)` and ` [<cause>]` when there are; never

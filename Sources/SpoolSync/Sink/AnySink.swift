@@ -7,7 +7,7 @@ package struct AnySink: Sendable {
     let maxInFlight: Int?
     private let prepareNext: @Sendable (ArraySlice<Record>, Int) -> SinkRequest<any Sendable>
     private let prepareExactly: @Sendable ([Record]) -> SinkRequest<any Sendable>
-    private let sendRequest: @Sendable (any Sendable, Duration) async -> UploadOutcome
+    private let sendRequest: @Sendable (any Sendable, Duration) async -> SinkOutcome
     let shutdown: @Sendable () async -> Void
 
     package init<S: SyncSink>(_ sink: S) {
@@ -69,7 +69,7 @@ package struct AnySink: Sendable {
     }
 
     /// Sends a request this sink prepared.
-    func send(_ request: SinkRequest<any Sendable>, timeout: Duration) async -> UploadOutcome {
+    func send(_ request: SinkRequest<any Sendable>, timeout: Duration) async -> SinkOutcome {
         await sendRequest(request.body, timeout)
     }
 }

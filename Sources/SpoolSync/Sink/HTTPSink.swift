@@ -1,13 +1,13 @@
 import Spool
 
 /// Posts Spool's envelope over HTTP: the default destination, for the reference collector or
-/// any server that speaks the wire format (``SyncConfiguration/Encoding``, `Spool-Batch`).
+/// any server that speaks the wire format (``HTTPSink/Encoding``, `Spool-Batch`).
 ///
 /// A request is one body of at most `maxBytes` encoded bytes (before compression), sent
 /// through an ``Uploader``; the answer's status says what happened: 2xx accepted; 413 too
-/// large; 408, 429, 5xx and the configuration's ``SyncConfiguration/retryableStatuses`` retried
+/// large; 408, 429, 5xx and the configuration's ``Configuration/retryableStatuses`` retried
 /// (`Retry-After` honoured); any other 4xx refused; a failure without an answer retried. A raw
-/// body (``SyncConfiguration/Encoding/raw``) carries no ids, so a raw request also ends at the
+/// body (``HTTPSink/Encoding/raw``) carries no ids, so a raw request also ends at the
 /// first gap in its seqs.
 ///
 /// Thread safety: a value type of immutable parts; use from any task.
@@ -24,14 +24,41 @@ public struct HTTPSink: SyncSink {
     /// - Parameters:
     ///   - uploader: the transport.
     ///   - logID: the log the records come from (the `Spool-Batch` header and the record ids).
+    ///   - configuration: the encoding, compression, headers and retryable statuses.
+    ///   - requestTimeout: the timeout a prepared request carries (the worker sets each
+    ///     request's own when it sends it). The default is 30 s.
+    ///   - wallClock: seconds since 1970, to read `Retry-After` dates.
+    /// - Throws: ``SyncError/Code/invalidConfiguration`` naming the first setting out of range.
+    public init(
+        uploader: any Uploader, logID: LogID, configuration: Configuration, requestTimeout: Duration = .seconds(30),
+        wallClock: @escaping @Sendable () -> Double = SyncWorker<ContinuousClock>.systemWallClock
+    ) throws(SyncError) {
+        try configuration.validate()
+        self.init(uploader: uploader, logID: logID, validated: configuration, requestTimeout: requestTimeout, wallClock: wallClock)
+    }
+
+    /// A sink with the HTTP settings of `configuration` (``SyncConfiguration/http``), which
+    /// the worker validates.
+    ///
+    /// - Parameters:
+    ///   - uploader: the transport.
+    ///   - logID: the log the records come from (the `Spool-Batch` header and the record ids).
     ///   - configuration: the encoding, compression, headers, timeout and retryable statuses.
     ///   - wallClock: seconds since 1970, to read `Retry-After` dates.
     public init(
         uploader: any Uploader, logID: LogID, configuration: SyncConfiguration,
         wallClock: @escaping @Sendable () -> Double = SyncWorker<ContinuousClock>.systemWallClock
     ) {
+        self.init(uploader: uploader, logID: logID, validated: configuration.http,
+                  requestTimeout: configuration.requestTimeout, wallClock: wallClock)
+    }
+
+    private init(
+        uploader: any Uploader, logID: LogID, validated configuration: Configuration, requestTimeout: Duration,
+        wallClock: @escaping @Sendable () -> Double
+    ) {
         self.uploader = uploader
-        self.builder = RequestBuilder(logID: logID, configuration: configuration)
+        self.builder = RequestBuilder(logID: logID, configuration: configuration, timeout: requestTimeout)
         self.retryableStatuses = configuration.retryableStatuses
         self.wallClock = wallClock
     }
@@ -54,14 +81,14 @@ public struct HTTPSink: SyncSink {
     }
 
     /// Posts the request and classifies the answer by its status.
-    public func send(_ request: UploadRequest, timeout: Duration) async -> UploadOutcome {
+    public func send(_ request: UploadRequest, timeout: Duration) async -> SinkOutcome {
         var request = request
         request.timeout = timeout
         do {
             let response = try await uploader.upload(request)
-            return UploadOutcome.classify(response, retryableStatuses: retryableStatuses, now: wallClock())
+            return Self.outcome(of: response, retryableStatuses: retryableStatuses, now: wallClock())
         } catch {
-            return UploadOutcome.failed(error)
+            return .failed(error)
         }
     }
 }

@@ -12,7 +12,7 @@ import Spool
 /// PostgreSQL table.
 ///
 /// The contract that keeps delivery at least once: ``send(_:timeout:)`` answers
-/// ``UploadOutcome/accepted`` only once the destination has durably taken **every** record of
+/// ``SinkOutcome/accepted`` only once the destination has durably taken **every** record of
 /// the request; the worker then commits past them. Anything else leaves the offset where it is.
 ///
 /// Thread safety: every member may be called from any task, several ``send(_:timeout:)`` at
@@ -35,7 +35,7 @@ public protocol SyncSink: Sendable {
     ///   - maxBytes: the worker's `maxBatchBytes` (or less, under a 413 ceiling).
     /// - Returns: a request carrying at least the first record (a record too large for the
     ///   destination travels alone, and ``send(_:timeout:)`` refuses it with
-    ///   ``UploadOutcome/rejected(_:)`` so that it is dead-lettered).
+    ///   ``SinkOutcome/rejected(_:)`` so that it is dead-lettered).
     func prepare(_ records: ArraySlice<Record>, maxBytes: Int) -> SinkRequest<Request>
 
     /// The request for exactly `records`: a half of a batch the worker split after a refusal,
@@ -44,11 +44,11 @@ public protocol SyncSink: Sendable {
 
     /// Sends `request` and says what the answer means for its records.
     ///
-    /// It never throws: a transport failure is ``UploadOutcome/retry(_:)``, a refusal that no
-    /// retry can change (credentials, a missing topic or table) is ``UploadOutcome/fatal(_:)``.
+    /// It never throws: a transport failure is ``SinkOutcome/retry(_:)``, a refusal that no
+    /// retry can change (credentials, a missing topic or table) is ``SinkOutcome/fatal(_:)``.
     /// It must honour task cancellation and should end by `timeout` (the worker also abandons
     /// it then). It must never log or put a payload into an error.
-    func send(_ request: Request, timeout: Duration) async -> UploadOutcome
+    func send(_ request: Request, timeout: Duration) async -> SinkOutcome
 
     /// Releases what the sink holds (connections, say); called once by ``SyncWorker/stop()``.
     func shutdown() async

@@ -9,11 +9,11 @@ struct RequestBuilder: Sendable {
     let timeout: Duration
     let extraHeaders: [String: String]
 
-    init(logID: LogID, configuration: SyncConfiguration) {
+    init(logID: LogID, configuration: HTTPSink.Configuration, timeout: Duration) {
         self.logID = logID
         self.encoder = BatchEncoder(logID: logID, encoding: configuration.encoding, forwardsOrigins: configuration.forwardsOrigins)
         self.compressor = BodyCompressor(compression: configuration.compression, level: configuration.compressionLevel)
-        self.timeout = configuration.requestTimeout
+        self.timeout = timeout
         // The worker's own headers win, whatever the case of the caller's names.
         let reserved: Set<String> = ["content-type", "content-encoding", "content-length", "spool-batch", "spool-encoding"]
         self.extraHeaders = configuration.headers.filter { !reserved.contains($0.key.lowercased()) }

@@ -388,7 +388,7 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
         sink.request(for: batch)
     }
 
-    private func uploadFinished(slot: Int, _ outcome: UploadOutcome, bytes: Int) {
+    private func uploadFinished(slot: Int, _ outcome: SinkOutcome, bytes: Int) {
         uploads[slot] = nil
         send(.uploadCompleted(slot: slot, outcome, bytes: bytes))
     }

@@ -6,11 +6,11 @@ import Synchronization
 /// calling task. The loser is cancelled and abandoned, so a sink that ignores cancellation (or
 /// a destination that hangs) can never hold the worker.
 func timedSend<C: Clock>(
-    clock: C, timeout: Duration, _ send: @escaping @Sendable () async -> UploadOutcome
-) async -> UploadOutcome where C.Duration == Duration {
-    let once = Once<UploadOutcome>()
+    clock: C, timeout: Duration, _ send: @escaping @Sendable () async -> SinkOutcome
+) async -> SinkOutcome where C.Duration == Duration {
+    let once = Once<SinkOutcome>()
     return await withTaskCancellationHandler {
-        await withCheckedContinuation { (continuation: CheckedContinuation<UploadOutcome, Never>) in
+        await withCheckedContinuation { (continuation: CheckedContinuation<SinkOutcome, Never>) in
             once.arm(continuation)
             let sending = Task { once.resume(await send()) }
             let timer = Task {

@@ -26,7 +26,7 @@ struct MachineHarness {
     var deadLettered: [UInt64] = []
     var reports: [Int: FlushReport] = [:]
     var results: [Int: [BatchResult]] = [:]
-    var respond: (SyncBatch) -> UploadOutcome = { _ in .accepted }
+    var respond: (SyncBatch) -> SinkOutcome = { _ in .accepted }
     var holdUploads = false
     /// Reads are held until `completeRead` (as a read still running on the worker's thread),
     /// and then see the log as it is then.
@@ -99,7 +99,7 @@ struct MachineHarness {
     }
 
     /// Answers the upload held in flight whose first seq is `first` (the oldest when nil).
-    mutating func complete(_ outcome: UploadOutcome = .accepted, first: UInt64? = nil) {
+    mutating func complete(_ outcome: SinkOutcome = .accepted, first: UInt64? = nil) {
         let index = first.map { first in inFlight.firstIndex { $0.batch.records.first?.seq == first } } ?? inFlight.indices.first
         guard let index else { preconditionFailure("no upload in flight starting at \(first.map(String.init) ?? "any seq")") }
         let (slot, batch) = inFlight.remove(at: index)

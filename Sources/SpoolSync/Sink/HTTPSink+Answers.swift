@@ -1,37 +1,22 @@
-/// What a destination's answer means for the records of one request: the only words a
-/// ``SyncSink`` has to tell the worker's state machine what happened.
-public enum UploadOutcome: Sendable {
-    /// The destination durably took every record of the request (HTTP: a 2xx): commit them.
-    case accepted
-    /// Not now: retry later with backoff, honouring the error's `retryAfter` (HTTP: network,
-    /// timeout, 408, 429, 5xx, unexpected statuses). The records may have landed: ids make
-    /// the repeat harmless.
-    case retry(SyncError)
-    /// Too large (HTTP: 413): split the request; a lone record is refused (dead-lettered), and
-    /// later requests stay smaller for a while.
-    case tooLarge(SyncError)
-    /// A poison request (HTTP: another 4xx): split it until the refused records are alone,
-    /// and dead-letter those.
-    case rejected(SyncError)
-    /// A refusal no retry can change and no record is to blame for (credentials, permissions,
-    /// a missing topic or table): the worker stops with this error, nothing committed past
-    /// the request, and every waiting flush ends with it.
-    case fatal(SyncError)
-
-    /// Classifies a server's answer.
+/// What HTTP answers mean: the HTTP sink's own words, turned into the neutral ``SinkOutcome``.
+extension HTTPSink {
+    /// What a server's answer means; a 429, 503 or 408 is marked ``SyncError/overloaded``.
     ///
     /// - Parameters:
     ///   - response: the answer.
     ///   - retryableStatuses: 4xx statuses retried rather than refused, besides 408 and 429,
     ///     which are always retried: they say "not now", never "not this batch".
     ///   - now: wall-clock seconds since 1970, to read a `Retry-After` date.
-    static func classify(_ response: UploadResponse, retryableStatuses: Set<Int>, now: Double) -> UploadOutcome {
+    static func outcome(of response: UploadResponse, retryableStatuses: Set<Int>, now: Double) -> SinkOutcome {
         let status = response.status
         let message = SyncError.serverMessage(response.body)
         let retryAfter = response.headers["retry-after"].flatMap { RetryAfter.parse($0, now: now) }
+        // The server says it is overloaded: it asks to slow down, is unavailable, or gave up
+        // waiting for the request. The adaptive concurrency halves on these.
+        let overloaded = status == 429 || status == 503 || status == 408
         /// The failure, with the server's message kept apart from ours (it may echo a payload).
         func failure(_ code: SyncError.Code, _ text: String, retryAfter: Duration? = nil) -> SyncError {
-            var error = SyncError(code, text, status: status, retryAfter: retryAfter)
+            var error = SyncError(code, text, status: status, retryAfter: retryAfter, overloaded: overloaded)
             if !message.isEmpty { error.serverMessage = message }
             return error
         }
@@ -61,11 +46,5 @@ public enum UploadOutcome: Sendable {
         case 403: "the server refused the request's credentials (forbidden): check the Authorization header"
         default: "the server refused the request's credentials (unauthorized): check the Authorization header"
         }
-    }
-
-    /// Classifies a request that got no answer.
-    static func failed(_ error: any Error) -> UploadOutcome {
-        if let error = error as? SyncError { return .retry(error) }
-        return .retry(SyncError(.network, "the request failed without an answer", cause: error))
     }
 }
