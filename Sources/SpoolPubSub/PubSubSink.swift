@@ -197,7 +197,7 @@ public struct PubSubSink: SyncSink {
 
     /// Checks that `topic` reads `projects/<project>/topics/<topic>`, as the initializer
     /// requires, before anything is opened (`spool sync` refuses a malformed topic as a usage error).
-    /// - Throws: ``SyncError/Code/invalidConfiguration`` quoting the topic.
+    /// - Throws: `SyncError.Code.invalidConfiguration` quoting the topic.
     public static func validate(topic: String) throws(SyncError) {
         guard isValidTopic(topic) else {
             throw SyncError(.invalidConfiguration, "the Pub/Sub topic must read projects/<project>/topics/<topic>, not \"\(topic)\"")
