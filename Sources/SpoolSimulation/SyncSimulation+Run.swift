@@ -129,8 +129,7 @@ extension SyncSimulation {
 
     mutating func finishLocal() throws(Violation) {
         guard let pending = local else { return }
-        try advance(to: pending.readyAt)
-        guard let pending = local else { return }  // a step on the way may have changed nothing here, but be exact
+        try advance(to: pending.readyAt)  // timers due on the way fire first; they finish no operation
         local = nil
         let fails = !world.calm && random.nextUnit() < failureChance(pending)
         switch pending {
@@ -161,8 +160,8 @@ extension SyncSimulation {
 
     mutating func answer(slot: Int) throws(Violation) {
         guard let upload = uploads[slot] else { return }
-        try advance(to: upload.readyAt)
-        guard let upload = uploads.removeValue(forKey: slot) else { return }
+        try advance(to: upload.readyAt)  // timers due on the way fire first; they answer no request
+        uploads[slot] = nil
         let outcome: SinkOutcome
         if now - upload.sent >= upload.timeout {
             outcome = .retry(SyncError(.timeout, "simulated timeout"))

@@ -95,7 +95,6 @@ package struct SyncSimulation {
     /// Flushes asked for and not answered: what each waits for.
     var flushes: [Int: (deadline: Duration?, through: UInt64?)] = [:]
     var nextFlush = 0
-    var started = false
     var stopped = false
     var requests = 0
 
