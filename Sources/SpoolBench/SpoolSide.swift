@@ -112,14 +112,14 @@ public struct SpoolSide: Sendable {
                     }
                     group.addTask { [seq] in
                         let t0 = monotonicNanos()
-                        try await log.waitUntil(seq, is: .written)
+                        try await log.waitUntil(before: seq + 1, is: .written)
                         return monotonicNanos() - t0
                     }
                     inFlight += 1
                     if monotonicNanos() > deadline { break }
                 }
             }
-            try await log.waitUntil(seq, is: .written)
+            try await log.waitUntil(before: seq + 1, is: .written)
             for try await ack in group { acks.append(ack) }
             return (count, acks)
         }

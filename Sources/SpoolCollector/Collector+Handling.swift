@@ -145,7 +145,7 @@ extension Collector {
             // Group commit: the requests waiting here share the log's next fdatasync.
             if let target = counts.syncTarget, let log = collectorLog.withLock({ $0 }) {
                 do {
-                    try await log.waitUntil(target, is: .synced)
+                    try await log.waitUntil(before: target, is: .synced)
                 } catch {
                     return logFailed(error)
                 }

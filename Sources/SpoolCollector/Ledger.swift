@@ -26,9 +26,9 @@ struct Ledger {
         var duplicates = 0
         /// How many logs were forgotten to make room.
         var forgotten = 0
-        /// The seq of the collector log's newest record once the batch is appended: when it is
-        /// durable, so is every record of the batch, the repeats' first copies included. Nil
-        /// without a log, or when the log holds nothing.
+        /// The end (exclusive) of the collector log's records once the batch is appended: when
+        /// they are durable, so is every record of the batch, the repeats' first copies
+        /// included. Nil without a log, or when the log holds nothing.
         var syncTarget: UInt64?
     }
 
@@ -70,7 +70,7 @@ struct Ledger {
     /// stays bounded whatever number of log ids clients send: a batch re-sent later from a
     /// forgotten log is recorded again.
     mutating func record(_ records: [ReceivedRecord]) throws -> Outcome {
-        guard !records.isEmpty else { return Outcome(syncTarget: Self.newest(log)) }
+        guard !records.isEmpty else { return Outcome(syncTarget: Self.end(of: log)) }
         // Copies of the logs' seqs, stored back only once the batch is written.
         var touched: [String: ReceivedSeqs] = [:]
         var order: [String] = []
@@ -116,14 +116,14 @@ struct Ledger {
             logs[logID] = touched[logID]
             lastSeen[logID] = batches
         }
-        outcome.syncTarget = Self.newest(log)
+        outcome.syncTarget = Self.end(of: log)
         return outcome
     }
 
-    /// The seq of the newest record of `log`, if it has one.
-    private static func newest(_ log: EventLog?) -> UInt64? {
+    /// The end (exclusive) of `log`'s records, if it has one.
+    private static func end(of log: EventLog?) -> UInt64? {
         guard let next = log?.nextSeq, next > 0 else { return nil }
-        return next - 1
+        return next
     }
 
     /// Syncs and closes the output file and the log, if any. Later calls do nothing.

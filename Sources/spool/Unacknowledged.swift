@@ -7,7 +7,7 @@ struct Unacknowledged {
     let durability: Durability
     /// Whether each seq is printed (`--ack`) once it is durable.
     let printing: Bool
-    private var seqs: ClosedRange<UInt64>?
+    private var seqs: Range<UInt64>?
     private var text = ""
 
     init(log: EventLog, durability: Durability, printing: Bool) {
@@ -21,7 +21,7 @@ struct Unacknowledged {
 
     /// Adds the record just appended (seqs are added in order).
     mutating func add(_ seq: UInt64) {
-        seqs = (seqs?.lowerBound ?? seq)...seq
+        seqs = (seqs?.lowerBound ?? seq)..<(seq + 1)
     }
 
     /// Blocks until every record added is durable at `durability`, then prints their seqs,
@@ -30,7 +30,7 @@ struct Unacknowledged {
     mutating func acknowledge() throws {
         guard let seqs else { return }
         self.seqs = nil
-        try log.waitUntilBlocking(seqs.upperBound, is: durability)
+        try log.waitUntilBlocking(before: seqs.upperBound, is: durability)
         guard printing else { return }
         text.removeAll(keepingCapacity: true)
         for seq in seqs { text += "\(seq)\n" }

@@ -28,7 +28,7 @@ import Testing
             let rig = Rig(directory: directory, log: log)
             var last: UInt64 = 0
             for index in 0..<count { last = try log.append(Rig.payload(index + offset)) }
-            if count > 0 { try await log.waitUntil(last, is: .written) }
+            if count > 0 { try await log.waitUntil(before: last + 1, is: .written) }
             return rig
         }
 
@@ -287,7 +287,7 @@ import Testing
         defer { rig.tearDown() }
         _ = try rig.log.append(Array(repeating: UInt8(ascii: "x"), count: 7_600_000))  // 10.1 MB in base64
         let last = try rig.log.append(Array(#"{"after":"big"}"#.utf8))
-        try await rig.log.waitUntil(last, is: .written)
+        try await rig.log.waitUntil(before: last + 1, is: .written)
         let worker = try rig.worker(try PubSubSink(topic: "\(Self.project)/topics/t", endpoint: server.url, credentials: .unauthenticated, logID: rig.log.id)) {
             $0.maxBatchBytes = 16 * 1024 * 1024
         }

@@ -13,7 +13,7 @@ import Testing
     func append(_ payloads: [[UInt8]], to rig: Rig) async throws {
         var last: UInt64 = 0
         for payload in payloads { last = try rig.log.append(payload) }
-        try await rig.log.waitUntil(last, is: .written)
+        try await rig.log.waitUntil(before: last + 1, is: .written)
     }
 
     @Test(arguments: HTTPSink.Encoding.allCases, HTTPSink.Compression.allCases)

@@ -38,7 +38,7 @@ import Testing
         func append(_ count: Int, from start: Int = 0, payload: (Int) -> String = { #"{"n":\#($0),"event":"screen_view"}"# }) async throws {
             var last: UInt64 = 0
             for index in start..<start + count { last = try log.append(Array(payload(index).utf8)) }
-            if count > 0 { try await log.waitUntil(last, is: .written) }
+            if count > 0 { try await log.waitUntil(before: last + 1, is: .written) }
         }
 
         func worker(_ configure: (inout SyncConfiguration) -> Void = { _ in }) throws -> SyncWorker<ContinuousClock> {

@@ -33,7 +33,7 @@ import Testing
             let start = log.nextSeq
             var last: UInt64 = 0
             for i in 0..<count { last = try log.append(Array(#"{"writer":"\#(log.id)","n":\#(start + UInt64(i))}"#.utf8)) }
-            if count > 0 { try await log.waitUntil(last, is: .written) }
+            if count > 0 { try await log.waitUntil(before: last + 1, is: .written) }
         }
 
         /// The seqs the collector received from `log`, sorted.
@@ -141,7 +141,7 @@ import Testing
         func append(_ range: Range<Int>) async throws {
             var last: UInt64 = 0
             for i in range { last = try log.append(Array(#"{"n":\#(i),"x":"\#(String(decoding: noise(i), as: UTF8.self))"}"#.utf8)) }
-            try await log.waitUntil(last, is: .synced)
+            try await log.waitUntil(before: last + 1, is: .synced)
         }
         try await append(0..<3_000)
         let group = try SyncGroup(directory: rig.group, url: rig.url, configuration: .fastForTests)

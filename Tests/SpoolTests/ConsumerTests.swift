@@ -117,7 +117,7 @@ import Testing
         for i in 0..<100 { try log.append(payload(i)) }
         try await log.sync()
         for i in 100..<110 { try await log.append(payload(i), durability: .written) }
-        #expect(log.syncedThrough == 100)
+        #expect(log.syncedEnd == 100)
         let fsyncs = log.stats().fsyncs
         let first = try await consumer.read(maxCount: 50)
         #expect(first.records.map(\.seq) == Array(0..<50))
@@ -126,7 +126,7 @@ import Testing
         let second = try await consumer.read(maxCount: 100)
         #expect(second.records.map(\.seq) == Array(50..<110))
         #expect(log.stats().fsyncs == fsyncs + 1)
-        #expect(log.syncedThrough == 110)
+        #expect(log.syncedEnd == 110)
         try log.close()
     }
 

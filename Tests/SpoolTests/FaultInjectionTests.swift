@@ -25,7 +25,7 @@ import Testing
         // Waiting again for the failed append's record ends with the writer's next attempt
         // (still failing here), and names the record.
         await #expect {
-            try await log.waitUntil(1, is: .written)
+            try await log.waitUntil(before: 2, is: .written)
         } throws: { ($0 as? SpoolError)?.seq == 1 }
         FaultInjection.disarm(under: dir.path)
         // The writer retries by itself; once the fault is gone, appending works again.
@@ -39,7 +39,7 @@ import Testing
         }
         #expect(recovered)
         // The failed append's record kept seq 1: waiting for it again, not appending it twice.
-        try await log.waitUntil(1, is: .written)
+        try await log.waitUntil(before: 2, is: .written)
         try await log.sync()
         // Record 1 was never acknowledged but stayed queued, so it is stored now, in order; no gap.
         #expect(records(try log.readAll()).map(\.payload) == [payload(0), payload(1), payload(2)])

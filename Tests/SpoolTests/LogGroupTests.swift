@@ -68,7 +68,7 @@ import Testing
 
         try log.suspend()
         #expect(log.isSuspended)
-        #expect(log.syncedThrough == 2_000, "suspend makes every appended record durable first")
+        #expect(log.syncedEnd == 2_000, "suspend makes every appended record durable first")
         #expect(openFiles(under: log.directory) == [], "a suspended log holds no file")
         #expect(try anotherProcessCanLock(log.directory + "/LOCK"), "a suspended log holds no lock")
         #expect(try anotherProcessCanLock(log.directory + "/consumers/local.lock"), "its consumers' locks are released too")
@@ -209,7 +209,7 @@ import Testing
             #expect(try eventually { log.isSuspended }, "round \(round): idle again, it suspends itself")
             #expect(try group.anotherProcessCanLock(lock))
             #expect(group.openFiles(under: log.directory) == [], "round \(round): an idle log holds no file")
-            #expect(log.syncedThrough == log.nextSeq, "what it let go of is durable")
+            #expect(log.syncedEnd == log.nextSeq, "what it let go of is durable")
         }
         #expect(acknowledged == Array(0..<15))
         try log.close()

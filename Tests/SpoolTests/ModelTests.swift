@@ -27,7 +27,7 @@ import Testing
                 }
             case 55..<65:
                 try await log.sync()
-                #expect(log.syncedThrough == UInt64(model.count))
+                #expect(log.syncedEnd == UInt64(model.count))
             case 65..<75:  // close and reopen: everything appended survives a clean close
                 try log.close()
                 log = try EventLog.open(directory: dir.path, configuration: configuration)

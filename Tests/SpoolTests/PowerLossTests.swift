@@ -10,7 +10,7 @@ import Testing
 @Suite struct PowerLossTests {
     /// What a workload promised before the power cut.
     struct Promises {
-        var syncedThrough: UInt64 = 0
+        var syncedEnd: UInt64 = 0
         var acknowledgedSynced = Set<UInt64>()
         var durableCommit: UInt64 = 0
         var lastCommit: UInt64 = 0
@@ -50,7 +50,7 @@ import Testing
                 try await log.sync()
             }
         }
-        promises.syncedThrough = log.syncedThrough
+        promises.syncedEnd = log.syncedEnd
         return promises
     }
 
@@ -79,8 +79,8 @@ import Testing
         for seq in promises.acknowledgedSynced where seq >= floor {
             #expect(present.contains(seq), "\(context): seq \(seq), acknowledged at synced, is lost")
         }
-        for seq in floor..<max(floor, promises.syncedThrough) {
-            #expect(present.contains(seq), "\(context): seq \(seq), below syncedThrough \(promises.syncedThrough), is lost")
+        for seq in floor..<max(floor, promises.syncedEnd) {
+            #expect(present.contains(seq), "\(context): seq \(seq), below syncedEnd \(promises.syncedEnd), is lost")
         }
         // What a consumer was handed may be on a server already: it was durable, so it is back,
         // and its seqs (the records' ids) are not handed out again to other records.
@@ -108,7 +108,7 @@ import Testing
         var promises = try await workload(log, seed: seed)
         if unsynced == .pagesKept && seed % 2 == 1 {
             try await appendWrittenIntoANewSegment(log)
-            promises.syncedThrough = log.syncedThrough
+            promises.syncedEnd = log.syncedEnd
         }
         let appended = log.nextSeq
         // The power is cut here: whatever the close below writes is lost with the rest.
@@ -231,7 +231,7 @@ import Testing
         }
         let syncedSeq = try await log.append(noisyPayload(40, size: 80), durability: .synced)
         for i in 41..<60 { _ = try log.append(noisyPayload(i, size: 80)) }
-        try await log.waitUntil(59, is: .written)
+        try await log.waitUntil(before: 60, is: .written)
         let state = FaultInjection.durableState(under: dir.path)!
         try log.close()
         FaultInjection.stopTracking(under: dir.path)

@@ -138,7 +138,7 @@ func writeAcknowledgedBlocks(_ dir: TemporaryDirectory, configuration: Configura
             last = try log.append(payload(n))
             n += 1
         }
-        try log.waitUntilBlocking(last, is: .written)
+        try log.waitUntilBlocking(before: last + 1, is: .written)
         ends.append((Int(log.lock.withLock { log.state.segments.last!.size }), last + 1))
     }
     // Synced: damage to them is corruption, not a power cut's torn tail (FORMAT.md §6).

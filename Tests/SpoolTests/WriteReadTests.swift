@@ -43,7 +43,7 @@ import Testing
         defer { dir.cleanup() }
         let log = try EventLog.open(directory: dir.path)
         let seq = try await log.append(payload(0), durability: .written)
-        #expect(log.writtenThrough > seq)
+        #expect(log.writtenEnd > seq)
         let synced = try await withThrowingTaskGroup(of: UInt64.self) { group in
             for i in 0..<64 {
                 group.addTask { try await log.append(payload(i), durability: .synced) }
@@ -53,11 +53,33 @@ import Testing
             return seqs
         }
         #expect(Set(synced).count == 64)
-        #expect(log.syncedThrough > synced.max()!)
+        #expect(log.syncedEnd > synced.max()!)
         let stats = log.stats()
         #expect(stats.fsyncs >= 1)
         #expect(stats.fsyncs < 64, "64 concurrent synced appends share fsyncs (group commit)")
         try log.close()
+    }
+
+    /// Waits take exclusive ends, as every offset: `before: 0` is nothing to wait for, `before:
+    /// nextSeq` covers every record appended, and an end past `nextSeq` names what is wrong.
+    @Test func waitsTakeExclusiveEnds() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let log = try EventLog.open(directory: dir.path, configuration: smallConfiguration())
+        defer { try? log.close() }
+        try await log.waitUntil(before: 0, is: .synced)
+        try log.waitUntilBlocking(before: 0, is: .synced)
+        for i in 0..<10 { try log.append(payload(i)) }
+        try await log.waitUntil(before: log.nextSeq, is: .written)
+        #expect(log.writtenEnd == 10)
+        try log.waitUntilBlocking(before: 10, is: .synced)
+        #expect(log.syncedEnd == 10)
+        #expect { try log.waitUntilBlocking(before: 11, is: .written) } throws: {
+            ($0 as? SpoolError)?.code == .invalidArgument && "\($0)".contains("next seq is 10")
+        }
+        await #expect { try await log.waitUntil(before: 11, is: .synced) } throws: {
+            ($0 as? SpoolError)?.code == .invalidArgument
+        }
     }
 
     @Test func timestampsAreWallClockMilliseconds() throws {
@@ -195,10 +217,10 @@ import Testing
         let log = try EventLog.open(directory: dir.path)
         for i in 0..<100 { try log.append(payload(i)) }
         try await log.sync()
-        #expect(log.syncedThrough == 100)
+        #expect(log.syncedEnd == 100)
         for i in 100..<150 { try log.append(payload(i)) }
         try log.syncBlocking()
-        #expect(log.syncedThrough == 150)
+        #expect(log.syncedEnd == 150)
         try log.close()
     }
 

@@ -71,7 +71,7 @@ let benchmarks: @Sendable () -> Void = {
                     seq = try log.append(events[cycling: cursor])
                     cursor += 1
                 }
-                try log.waitUntilBlocking(seq, is: .written)
+                try log.waitUntilBlocking(before: seq + 1, is: .written)
             }
         }
     }

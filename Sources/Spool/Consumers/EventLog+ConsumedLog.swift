@@ -31,8 +31,8 @@ extension EventLog: ConsumedLog {
     /// with group commit). False when there are none, or the log cannot sync now (the read then
     /// returns what is already durable).
     func readMore() throws -> Bool {
-        let (written, synced) = lock.withLock { (state.writtenThrough, state.syncedThrough) }
-        return synced < written && (try? waitUntilBlocking(written - 1, is: .synced)) != nil
+        let (written, synced) = lock.withLock { (state.writtenEnd, state.syncedEnd) }
+        return synced < written && (try? waitUntilBlocking(before: written, is: .synced)) != nil
     }
 
     func commitBound(for end: UInt64) throws -> (end: UInt64, what: String) {
@@ -40,8 +40,7 @@ extension EventLog: ConsumedLog {
     }
 
     func makeDurable(upTo end: UInt64, level: Durability) throws {
-        guard end > 0 else { return }
-        try waitUntilBlocking(end - 1, is: level)
+        try waitUntilBlocking(before: end, is: level)
     }
 
     var allowsFastCommits: Bool { true }

@@ -68,7 +68,7 @@ extension EventLog {
         var seq: UInt64 = 0
         try await suspendUntilStored(durability) {
             seq = try payload.withUnsafeBytes { try enqueue($0, timestamp: timestamp) }
-            return seq
+            return Wait(end: seq + 1, record: seq)
         }
         return seq
     }
@@ -78,57 +78,79 @@ extension EventLog {
     @discardableResult
     public func appendBlocking(_ payload: [UInt8], durability: Durability) throws -> UInt64 {
         let seq = try append(payload)
-        try waitUntilBlocking(seq, is: durability)
+        try waitBlocking(Wait(end: seq + 1, record: seq), durability)
         return seq
     }
 
-    /// Returns once record `seq` (already appended) is as durable as `durability` asks.
-    ///
-    /// A pipelining producer appends at `buffered` and awaits only its latest seq.
-    public func waitUntil(_ seq: UInt64, is durability: Durability) async throws {
+    /// Returns once every record below `end` (already appended) is as durable as `durability`
+    /// asks. `end` is exclusive, as every offset in Spool's API: a producer that appended up to
+    /// seq `s` at `buffered` waits for `before: s + 1`, or for ``nextSeq`` to cover all it
+    /// appended. `before: 0` returns at once.
+    /// - Throws: the write or sync error that kept a record from its level, its
+    ///   ``SpoolError/seq`` the first record that did not reach it; `.invalidArgument` when
+    ///   `end` is past ``nextSeq``; `.closed`.
+    public func waitUntil(before end: UInt64, is durability: Durability) async throws {
         if durability == .buffered { return }
         try await suspendUntilStored(durability) {
-            if let result = immediateResult(seq, durability) {
+            if let result = immediateResult(Wait(end: end, record: nil), durability) {
                 try result.get()
                 return nil
             }
-            return seq
+            return Wait(end: end, record: nil)
         }
     }
 
-    /// Suspends until a record is as durable as `durability` asks. `prepare` runs under the
-    /// lock and returns the seq to wait for, nil if there is nothing to wait for, or throws.
-    private func suspendUntilStored(_ durability: Durability, _ prepare: () throws -> UInt64?) async throws {
+    /// Blocks until every record below `end` is as durable as `durability` asks: the blocking
+    /// form of ``waitUntil(before:is:)``. Not for the cooperative pool.
+    public func waitUntilBlocking(before end: UInt64, is durability: Durability) throws {
+        try waitBlocking(Wait(end: end, record: nil), durability)
+    }
+
+    /// Returns once record `seq` (already appended) is as durable as `durability` asks.
+    @available(*, deprecated, message: "use waitUntil(before: seq + 1, is:): offsets are exclusive ends")
+    public func waitUntil(_ seq: UInt64, is durability: Durability) async throws {
+        try await waitUntil(before: seq + 1, is: durability)
+    }
+
+    /// Blocks until record `seq` is as durable as `durability` asks. Not for the cooperative pool.
+    @available(*, deprecated, message: "use waitUntilBlocking(before: seq + 1, is:): offsets are exclusive ends")
+    public func waitUntilBlocking(_ seq: UInt64, is durability: Durability) throws {
+        try waitUntilBlocking(before: seq + 1, is: durability)
+    }
+
+    /// Suspends until a range of records is as durable as `durability` asks. `prepare` runs
+    /// under the lock and returns what to wait for, nil if there is nothing to wait for, or throws.
+    private func suspendUntilStored(_ durability: Durability, _ prepare: () throws -> Wait?) async throws {
         try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
             lock.lock()
-            let seq: UInt64?
+            let wait: Wait?
             do {
-                seq = try prepare()
+                wait = try prepare()
             } catch {
                 lock.unlock()
                 continuation.resume(throwing: error)
                 return
             }
-            guard let seq else {
+            guard let wait else {
                 lock.unlock()
                 continuation.resume()
                 return
             }
-            state.addWaiter(Waiter(seq: seq, level: durability, kind: .async(continuation)))
+            state.addWaiter(Waiter(wait: wait, level: durability, kind: .async(continuation)))
             if state.shouldWakeWriter(for: durability) { lock.wakeWriter() }
             lock.unlock()
         }
     }
 
-    /// Blocks until record `seq` is as durable as `durability` asks. Not for the cooperative pool.
-    public func waitUntilBlocking(_ seq: UInt64, is durability: Durability) throws {
+    /// Blocks until `wait` is as durable as `durability` asks. Not for the cooperative pool.
+    private func waitBlocking(_ wait: Wait, _ durability: Durability) throws {
         if durability == .buffered { return }
         lock.lock()
         defer { lock.unlock() }
-        if let result = immediateResult(seq, durability) { return try result.get() }
+        if let result = immediateResult(wait, durability) { return try result.get() }
         let id = state.nextBlockingID
         state.nextBlockingID += 1
-        state.addWaiter(Waiter(seq: seq, level: durability, kind: .blocking(id: id)))
+        state.addWaiter(Waiter(wait: wait, level: durability, kind: .blocking(id: id)))
         // This thread may block: if no one is writing, write here (one caller alone gets its
         // record written without two thread hand-offs); otherwise wake the writer, once.
         var wokeWriter = false
@@ -148,16 +170,12 @@ extension EventLog {
 
     /// Makes every record appended so far durable; returns when it is.
     public func sync() async throws {
-        let target = nextSeq
-        guard target > 0 else { return }
-        try await waitUntil(target - 1, is: .synced)
+        try await waitUntil(before: nextSeq, is: .synced)
     }
 
     /// Blocking variant of ``sync()``. Not for the cooperative pool.
     public func syncBlocking() throws {
-        let target = nextSeq
-        guard target > 0 else { return }
-        try waitUntilBlocking(target - 1, is: .synced)
+        try waitUntilBlocking(before: nextSeq, is: .synced)
     }
 
     // MARK: - Internals (lock held)
@@ -169,12 +187,12 @@ extension EventLog {
         }
     }
 
-    /// Whether a wait on `seq` can finish now: its result, or nil to wait. Lock held.
-    private func immediateResult(_ seq: UInt64, _ durability: Durability) -> Result<Void, any Error>? {
-        let mark = durability == .synced ? state.syncedThrough : state.writtenThrough
-        if seq < mark { return .success(()) }
-        if seq >= state.nextSeq {
-            return .failure(SpoolError(.invalidArgument, "seq \(seq) has not been appended (next seq is \(state.nextSeq))"))
+    /// Whether `wait` can finish now: its result, or nil to wait. Lock held.
+    private func immediateResult(_ wait: Wait, _ durability: Durability) -> Result<Void, any Error>? {
+        let mark = durability == .synced ? state.syncedEnd : state.writtenEnd
+        if wait.end <= mark { return .success(()) }
+        if wait.end > state.nextSeq {
+            return .failure(SpoolError(.invalidArgument, "records up to \(wait.end) have not been appended (the next seq is \(state.nextSeq))"))
         }
         switch state.status {
         case .stalled:
@@ -186,7 +204,7 @@ extension EventLog {
         case .failed, .closed, .closing:
             // (Closing with the writer gone: nobody is left to complete a new waiter.)
             var error = state.error!
-            error.seq = seq
+            error.seq = wait.record ?? mark
             return .failure(error)
         }
     }

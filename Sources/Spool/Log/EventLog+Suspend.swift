@@ -29,13 +29,11 @@ extension EventLog {
             return state.nextSeq
         }
         guard let target else { return }
-        if target > 0 {
-            do {
-                try waitUntilBlocking(target - 1, is: .synced)
-            } catch {
-                lock.withLock { state.suspended = false }
-                throw error
-            }
+        do {
+            try waitUntilBlocking(before: target, is: .synced)
+        } catch {
+            lock.withLock { state.suspended = false }
+            throw error
         }
         takeWriteToken(waitingForRetention: true)
         writer.suspend()

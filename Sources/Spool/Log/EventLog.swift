@@ -101,7 +101,7 @@ public final class EventLog: @unchecked Sendable {
         }
         self.writer = writer
         self.codec = codec
-        self.state = LogState(nextSeq: nextSeq, writtenThrough: nextSeq, syncedThrough: nextSeq, segments: segments)
+        self.state = LogState(nextSeq: nextSeq, writtenEnd: nextSeq, syncedEnd: nextSeq, segments: segments)
         for (name, next) in recovered.consumerOffsets { self.state.recordCommit(of: name, at: next) }
         self.metrics = LogMetrics(directory: directory, factory: metricsFactory)
         // The gauges show the log as opened, before the first write or retention pass moves them.
@@ -117,10 +117,17 @@ public final class EventLog: @unchecked Sendable {
     public var nextSeq: UInt64 { lock.withLock { state.nextSeq } }
     /// The seq of the oldest record still stored.
     public var firstSeq: UInt64 { lock.withLock { state.firstSeq } }
-    /// Every record below this seq has been written to a segment file.
-    public var writtenThrough: UInt64 { lock.withLock { state.writtenThrough } }
-    /// Every record below this seq is durable.
-    public var syncedThrough: UInt64 { lock.withLock { state.syncedThrough } }
+    /// The end (exclusive) of the written records: every record below this seq has been
+    /// written to a segment file.
+    public var writtenEnd: UInt64 { lock.withLock { state.writtenEnd } }
+    /// The end (exclusive) of the durable records: every record below this seq is durable.
+    public var syncedEnd: UInt64 { lock.withLock { state.syncedEnd } }
+    /// Renamed ``writtenEnd``: it is an exclusive end, as every offset in Spool's API.
+    @available(*, deprecated, renamed: "writtenEnd")
+    public var writtenThrough: UInt64 { writtenEnd }
+    /// Renamed ``syncedEnd``: it is an exclusive end, as every offset in Spool's API.
+    @available(*, deprecated, renamed: "syncedEnd")
+    public var syncedThrough: UInt64 { syncedEnd }
     /// Why the log does not take appends now, or nil while it does: the write error the writer
     /// is retrying (`.diskFull`, `.io`: nil again once a retry succeeds), `.failed` after an
     /// `fdatasync` failed (until the log is reopened), or `.closed`. A health check reads it
@@ -174,9 +181,9 @@ public final class EventLog: @unchecked Sendable {
             }
             lock.wakeWriter()
             while !state.writerExited || state.retentionsInFlight > 0 { lock.progressWait() }
-            let unwritten = state.nextSeq - state.writtenThrough
+            let unwritten = state.nextSeq - state.writtenEnd
             if unwritten > 0 {
-                failure = SpoolError(.io, "\(unwritten) appended records could not be written before close (records \(state.writtenThrough)..<\(state.nextSeq))", path: directory)
+                failure = SpoolError(.io, "\(unwritten) appended records could not be written before close (records \(state.writtenEnd)..<\(state.nextSeq))", path: directory)
             }
             state.status = .closed
             return true

@@ -55,10 +55,16 @@ public struct LogStats: Sendable, Equatable {
     public var firstSeq: UInt64
     /// The seq the next append gets.
     public var nextSeq: UInt64
-    /// Every record below these seqs is written / durable.
-    public var writtenThrough: UInt64
-    /// Every record below this seq is durable.
-    public var syncedThrough: UInt64
+    /// The end (exclusive) of the written records: every record below this seq is written.
+    public var writtenEnd: UInt64
+    /// The end (exclusive) of the durable records: every record below this seq is durable.
+    public var syncedEnd: UInt64
+    /// Renamed ``writtenEnd``.
+    @available(*, deprecated, renamed: "writtenEnd")
+    public var writtenThrough: UInt64 { writtenEnd }
+    /// Renamed ``syncedEnd``.
+    @available(*, deprecated, renamed: "syncedEnd")
+    public var syncedThrough: UInt64 { syncedEnd }
     /// Segment files and their bytes on disk.
     public var segments: Int
     /// Bytes of the segment files' valid data.
@@ -98,8 +104,8 @@ extension EventLog {
         lock.withLock {
             let c = state.counters
             return LogStats(
-                firstSeq: state.firstSeq, nextSeq: state.nextSeq, writtenThrough: state.writtenThrough,
-                syncedThrough: state.syncedThrough, segments: state.segments.count, diskBytes: state.diskBytes,
+                firstSeq: state.firstSeq, nextSeq: state.nextSeq, writtenEnd: state.writtenEnd,
+                syncedEnd: state.syncedEnd, segments: state.segments.count, diskBytes: state.diskBytes,
                 pendingBytes: state.pendingBytes, appendedRecords: c.appendedRecords, appendedBytes: c.appendedBytes,
                 blocksWritten: c.blocksWritten, storedBytes: c.storedBytes, rawBytes: c.rawBytes, fsyncs: c.fsyncs,
                 droppedRecords: c.droppedRecords, expiredRecords: c.expiredRecords,

@@ -19,7 +19,17 @@ enum LogStatus {
     case closed
 }
 
-/// A caller waiting for its record to be written or synced.
+/// What a caller waits for: every record below `end` at its level.
+struct Wait {
+    /// The end (exclusive) of the records waited for.
+    var end: UInt64
+    /// The record an error names (``SpoolError/seq``): the appended one, for an append that
+    /// waits; nil for a wait on a range, whose error names the first record that did not
+    /// reach its level.
+    var record: UInt64?
+}
+
+/// A caller waiting for records to be written or synced.
 struct Waiter {
     enum Kind {
         /// Unsafe rather than checked: one allocation less per synced append. The waiter list is
@@ -27,7 +37,7 @@ struct Waiter {
         case async(UnsafeContinuation<Void, any Error>)
         case blocking(id: Int)
     }
-    var seq: UInt64
+    var wait: Wait
     var level: Durability
     var kind: Kind
 }
@@ -65,9 +75,9 @@ struct LogState {
     /// Framed bytes appended and not yet written (current + full + being written).
     var pendingBytes = 0
     /// Every record below this seq is written to a segment file.
-    var writtenThrough: UInt64
+    var writtenEnd: UInt64
     /// Every record below this seq is durable (survives power loss).
-    var syncedThrough: UInt64
+    var syncedEnd: UInt64
     /// Callers waiting for their record to be written or synced. Change it only through
     /// ``addWaiter(_:)``, ``completeReachedWaiters()`` and ``removeAllWaiters()``, which keep
     /// ``syncedWaiters`` right.
@@ -146,8 +156,7 @@ struct LogState {
         var keptSynced = 0
         for index in waiters.indices {
             let waiter = waiters[index]
-            let mark = waiter.level == .synced ? syncedThrough : writtenThrough
-            if waiter.seq < mark {
+            if waiter.wait.end <= mark(for: waiter.level) {
                 switch waiter.kind {
                 case .async(let continuation): ready.append(continuation)
                 case .blocking(let id): blockingResults[id] = .success(())
@@ -211,6 +220,9 @@ struct LogState {
             segments.insert(segment, at: index)
         }
     }
+
+    /// The end of the records at `level`: ``writtenEnd`` or ``syncedEnd``.
+    func mark(for level: Durability) -> UInt64 { level == .synced ? syncedEnd : writtenEnd }
 
     /// Forgets every waiter (each has been resumed or given its result), keeping the capacity.
     mutating func removeAllWaiters() {

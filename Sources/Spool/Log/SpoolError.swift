@@ -73,7 +73,7 @@ public struct SpoolError: Error, Sendable, CustomStringConvertible {
     public var errno: Errno?
     /// For an error thrown to an `append(_:durability:)` or a wait: the seq of the record
     /// waited for. After `.diskFull` or `.io` (the writer retries) the record is still queued
-    /// under this seq: ``EventLog/waitUntil(_:is:)`` it again (the wait ends at the writer's
+    /// under this seq: wait for it again, ``EventLog/waitUntil(before:is:)`` `seq + 1` (the wait ends at the writer's
     /// next attempt) instead of appending a duplicate. After `.failed` it may be in the file
     /// already (an `fdatasync` failed after the write): reopen and read the log to know. After
     /// `.closed` it was not written, and `close()` counted it as lost.

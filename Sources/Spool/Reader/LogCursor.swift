@@ -34,7 +34,7 @@ extension RecordSource {
 /// before decompressing it, and reporting every range it cannot return as a ``ReadNotice``.
 ///
 /// It reads only what its source publishes: an ``EventLog``'s written records (up to
-/// `writtenThrough`, or `syncedThrough` for a cursor that reads only durable records), taken
+/// `writtenEnd`, or `syncedEnd` for a cursor that reads only durable records), taken
 /// under the log's lock only for an instant, so reading never blocks appends; or a
 /// ``LogSnapshot``'s fixed segments. Not thread-safe: one owner.
 final class LogCursor {
@@ -53,7 +53,7 @@ final class LogCursor {
     private(set) var blocksRead = 0
     private(set) var storedBytesRead = 0
     private(set) var rawBytesRead = 0
-    /// Whether the cursor stops at `syncedThrough` instead of `writtenThrough`.
+    /// Whether the cursor stops at `syncedEnd` instead of `writtenEnd`.
     private let durableOnly: Bool
     /// Where the segment of the decoded block ends (the next segment's base seq; no end for the
     /// active segment): a sealed segment's records at or past it are the next segment's

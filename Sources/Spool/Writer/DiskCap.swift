@@ -1,5 +1,5 @@
-/// The disk cap (``Configuration/maxBytes`` with `dropOldest`), next to the writer that
-/// enforces it: before each write of a batch, the writer loop makes room for it.
+/// The disk cap (``Configuration/maxBytes`` with `dropOldest`): before each write of a batch,
+/// the writer loop makes room for it (the segment writer itself knows nothing of the cap).
 extension EventLog {
     /// Under `dropOldest`, deletes the oldest sealed segments until the write about to be made
     /// fits under `maxBytes`, counting the records no consumer had read yet as dropped.
@@ -7,8 +7,8 @@ extension EventLog {
     /// (compressed): charging records their uncompressed size would drop segments the write
     /// did not need. Runs on the writer thread, outside the lock, before each write.
     ///
-    /// The candidates include the segments an earlier write of the same batch sealed (each roll
-    /// is noted in the shared state as it happens): a batch that rolls many segments stays
+    /// The candidates include the segments an earlier write of the same batch sealed (the
+    /// writer loop notes each roll in the shared state before the next write): a batch that rolls many segments stays
     /// under the cap at every write, not only from the next batch on.
     func enforceCapBeforeWriting(activeSizeAfter: Int64) {
         guard let cap = configuration.maxBytes, configuration.capPolicy == .dropOldest else { return }

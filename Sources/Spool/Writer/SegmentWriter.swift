@@ -161,75 +161,89 @@ final class SegmentWriter {
         SpoolError(.locked, "another writer changed the log while this one was suspended (\(what)); close this EventLog and open the log again", path: directory)
     }
 
-    /// What one call to ``write(_:sync:)`` achieved.
+    /// What writing a batch achieved, step by step (``stage(_:_:)``, ``writeStaged(_:preallocating:_:)``,
+    /// ``syncActive()``): the writer reports it and never calls its caller.
     struct Outcome {
         /// Blocks now in a segment file (a prefix of the batch).
         var blocksWritten = 0
         /// Stored and raw bytes of those blocks.
         var storedBytes = 0
         var rawBytes = 0
-        /// Segments sealed by the call, with their final sizes.
+        /// Segments sealed while writing the batch, with their final sizes, in order.
         var sealed: [SegmentInfo] = []
         var fsyncs = 0
         /// Whether the data written is durable.
         var synced = false
-        /// The error that stopped the call, if any; blocks after `blocksWritten` were not stored.
-        /// If ``SegmentWriter/syncFailed`` is set, it came from an `fsync`.
+        /// The error that stopped the batch, if any; blocks after `blocksWritten` were not
+        /// stored. If ``SegmentWriter/syncFailed`` is set, it came from an `fsync`.
         var error: SpoolError?
     }
 
-    /// What ``write(_:sync:hooks:)`` tells its caller while it writes, so that the shared
-    /// state follows the segment files within one batch.
-    struct Hooks {
-        /// Before each write: the size the active segment will have once it is done (stored,
-        /// compressed bytes: the cap is enforced on what reaches the disk, not on the
-        /// records' uncompressed size).
-        var beforeWriting: (_ activeSizeAfter: Int64) -> Void = { _ in }
-        /// After each roll: the segment just sealed, at its final size, then the new active
-        /// one. A batch can roll many times; the cap must see each sealed segment as it is
-        /// sealed to be able to drop it before the batch's next write.
-        var noteSegment: (SegmentInfo) -> Void = { _ in }
+    /// Blocks ``stage(_:_:)`` encoded for one write into the active segment, not yet written.
+    struct Staged {
+        /// How many blocks of the staged slice (a prefix of it).
+        var blocks: Int
+        /// The active segment's size once they are written: stored, compressed bytes, so that
+        /// the cap is enforced on what reaches the disk, not on the records' raw size.
+        var activeSizeAfter: Int64
+        /// Whether the step began by rolling: a segment was sealed (in the outcome's `sealed`)
+        /// and a new active one made (``activeSegment``).
+        var rolled: Bool
     }
 
-    /// Encodes and writes `batch` in as few system calls as segment boundaries allow, rolling
-    /// segments as they fill, then makes it durable if `sync`.
-    func write(_ batch: ArraySlice<PendingBlock>, sync: Bool, hooks: Hooks = Hooks()) -> Outcome {
-        var outcome = Outcome()
-        var encodedInOut = 0
-        var storedInOut = 0
-        var rawInOut = 0
+    /// Encodes the longest prefix of `batch` that one write to the active segment can take,
+    /// first rolling to a new segment if the batch's first block needs one (the roll is in
+    /// `outcome`). Writes none of the encoded blocks: ``writeStaged(_:preallocating:_:)`` does,
+    /// once the caller has made room for them (the cap). On a throw, call ``discardStaged()``.
+    func stage(_ batch: ArraySlice<PendingBlock>, _ outcome: inout Outcome) throws -> Staged {
+        precondition(out.isEmpty, "a staged write was neither written nor discarded")
+        var staged = Staged(blocks: 0, activeSizeAfter: activeSize, rolled: false)
+        guard let first = batch.first else { return staged }
+        if needsRoll(before: first) {
+            try roll(toBase: first.firstSeq, &outcome)
+            staged.rolled = true
+        }
         codec.prepare(encoder)
-        do {
-            for block in batch {
-                if needsRoll(before: block) {
-                    try flush(&outcome, &encodedInOut, &storedInOut, &rawInOut, preallocating: false, beforeWriting: hooks.beforeWriting)
-                    try roll(toBase: block.firstSeq, &outcome, noteSegment: hooks.noteSegment)
-                }
-                let header = try encoder.encode(block, in: SegmentContext(baseSeq: activeBase, createdMillis: activeCreatedMillis, version: activeVersion), into: &out)
-                codec.didEncode(block, header: header, segment: activeBase)
-                encodedInOut += 1
-                storedInOut += header.totalSize
-                rawInOut += block.raw.count
-                activeEndSeq = block.firstSeq + UInt64(block.count)
-            }
-            try flush(&outcome, &encodedInOut, &storedInOut, &rawInOut, preallocating: sync, beforeWriting: hooks.beforeWriting)
-        } catch {
-            out.removeAll(keepingCapacity: true)
-            activeEndSeq = flushedEndSeq
-            outcome.error = error as? SpoolError ?? SpoolError(.io, "\(error)")
-            return outcome
+        for block in batch {
+            if staged.blocks > 0 && needsRoll(before: block) { break }
+            let header = try encoder.encode(block, in: SegmentContext(baseSeq: activeBase, createdMillis: activeCreatedMillis, version: activeVersion), into: &out)
+            codec.didEncode(block, header: header, segment: activeBase)
+            staged.blocks += 1
+            stagedStored += header.totalSize
+            stagedRaw += block.raw.count
+            activeEndSeq = block.firstSeq + UInt64(block.count)
         }
-        if sync, active != nil {
-            do {
-                try syncActive()
-                outcome.fsyncs += 1
-                outcome.synced = true
-            } catch {
-                outcome.error = error as? SpoolError ?? SpoolError(.io, "\(error)")
-            }
-        }
-        return outcome
+        staged.activeSizeAfter = activeSize + Int64(out.count)
+        return staged
     }
+
+    /// Writes what ``stage(_:_:)`` encoded with one call (after zeros ahead of it when
+    /// `preallocating`). On failure the file is cut back so no partial block is left behind;
+    /// call ``discardStaged()``.
+    func writeStaged(_ staged: Staged, preallocating: Bool, _ outcome: inout Outcome) throws {
+        try flush(preallocating: preallocating)
+        outcome.blocksWritten += staged.blocks
+        outcome.storedBytes += stagedStored
+        outcome.rawBytes += stagedRaw
+        stagedStored = 0
+        stagedRaw = 0
+    }
+
+    /// Forgets blocks staged and not written (a step failed): the next write of them
+    /// continues the segment as the file has it.
+    func discardStaged() {
+        out.removeAll(keepingCapacity: true)
+        activeEndSeq = flushedEndSeq
+        stagedStored = 0
+        stagedRaw = 0
+    }
+
+    /// Stored and raw bytes of the blocks staged and not yet written.
+    private var stagedStored = 0
+    private var stagedRaw = 0
+
+    /// Whether there is an active segment to sync (none only after a roll failed after sealing).
+    var hasActive: Bool { active != nil }
 
     /// `fdatasync` of the active segment (for a `sync()` with nothing new to write), then the
     /// synced watermark moved to what it made durable (one `pwrite`, no sync: FORMAT.md §6).
@@ -261,12 +275,10 @@ final class SegmentWriter {
         return false
     }
 
-    /// Writes the output buffer to the active segment with one call (after zeros ahead of it
-    /// when `preallocating`). On failure the file is cut back so no partial block is left behind.
-    private func flush(_ outcome: inout Outcome, _ blocks: inout Int, _ stored: inout Int, _ raw: inout Int,
-                       preallocating: Bool, beforeWriting: (Int64) -> Void) throws {
+    /// Writes the output buffer to the active segment with one call (after zeros ahead of it when
+    /// `preallocating`). On failure the file is cut back so no partial block is left behind.
+    private func flush(preallocating: Bool) throws {
         guard !out.isEmpty, let active else { return }
-        beforeWriting(activeSize + Int64(out.count))
         if preallocating && preallocates {
             do {
                 try preallocate(through: activeSize + Int64(out.count))
@@ -288,12 +300,6 @@ final class SegmentWriter {
         fileEnd = max(fileEnd, activeSize)
         flushedEndSeq = activeEndSeq
         out.removeAll(keepingCapacity: true)
-        outcome.blocksWritten += blocks
-        outcome.storedBytes += stored
-        outcome.rawBytes += raw
-        blocks = 0
-        stored = 0
-        raw = 0
     }
 
     /// Makes sure zeros are written up to past `end` (in whole steps, never past the segment
@@ -313,10 +319,10 @@ final class SegmentWriter {
         fileEnd = target
     }
 
-    /// Seals the active segment (fdatasync, close) and creates the next one, named `base`;
-    /// each is noted as it happens. A roll that failed after sealing still reports the sealed
-    /// segment at its final size (the blocks flushed just before the roll changed it).
-    private func roll(toBase base: UInt64, _ outcome: inout Outcome, noteSegment: (SegmentInfo) -> Void = { _ in }) throws {
+    /// Seals the active segment (fdatasync, close) and creates the next one, named `base`. A
+    /// roll that failed after sealing still reports the sealed segment, at its final size, in
+    /// `outcome` (the blocks written just before the roll changed it).
+    private func roll(toBase base: UInt64, _ outcome: inout Outcome) throws {
         if let active {
             if fileEnd > activeSize { try active.truncate(to: activeSize) }
             try remembering { try active.syncData() }
@@ -325,11 +331,9 @@ final class SegmentWriter {
             self.active = nil
             let sealed = SegmentInfo(baseSeq: activeBase, size: activeSize)
             outcome.sealed.append(sealed)
-            noteSegment(sealed)
         }
         try createSegment(baseSeq: base)
         outcome.fsyncs += 1  // the new segment's header
-        noteSegment(SegmentInfo(baseSeq: activeBase, size: activeSize))
     }
 
     /// Creates a segment file with its header, and makes the header and then the directory

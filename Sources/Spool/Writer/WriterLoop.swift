@@ -60,7 +60,7 @@ extension EventLog {
             }
             let wantsSync = state.syncedWaiters > 0
             if state.full.isEmpty {
-                if wantsSync && state.writtenThrough > state.syncedThrough {
+                if wantsSync && state.writtenEnd > state.syncedEnd {
                     syncOnly()
                     continue
                 }
@@ -93,10 +93,7 @@ extension EventLog {
         state.writing = true
         lock.unlock()
         let started = monotonicNanos()
-        let hooks = SegmentWriter.Hooks(
-            beforeWriting: { self.enforceCapBeforeWriting(activeSizeAfter: $0) },
-            noteSegment: { segment in self.lock.withLock { self.state.noteSegment(segment) } })
-        let outcome = writer.write(batch[...], sync: sync, hooks: hooks)
+        let outcome = writeBatch(batch[...], sync: sync)
         lock.lock()
         state.writing = false
         publish(outcome, batch: &batch)
@@ -112,6 +109,57 @@ extension EventLog {
         notifyObservers()
     }
 
+    /// Drives the segment writer through `batch`, one write per segment it goes into: before
+    /// each write the cap (``enforceCapBeforeWriting(activeSizeAfter:)``) makes room for it,
+    /// and each roll is noted in the shared state first, so that a batch rolling many segments
+    /// stays under the cap at every write. The writer only reports what it did; what follows
+    /// from it (the cap's deletes, the segment list) is decided here. Write token held, lock
+    /// not held.
+    private func writeBatch(_ batch: ArraySlice<PendingBlock>, sync: Bool) -> SegmentWriter.Outcome {
+        var outcome = SegmentWriter.Outcome()
+        var rest = batch
+        var noted = 0
+        // The segments a roll sealed and the one it made, at their sizes now.
+        func noteRolls() {
+            let sealed = outcome.sealed[noted...]
+            noted = outcome.sealed.count
+            let active = writer.activeSegment
+            lock.withLock {
+                for segment in sealed { state.noteSegment(segment) }
+                if let active { state.noteSegment(active) }
+            }
+        }
+        do {
+            while !rest.isEmpty {
+                let staged: SegmentWriter.Staged
+                do {
+                    staged = try writer.stage(rest, &outcome)
+                } catch {
+                    noteRolls()  // a roll that failed after sealing: the sealed one's final size
+                    throw error
+                }
+                if staged.rolled { noteRolls() }
+                enforceCapBeforeWriting(activeSizeAfter: staged.activeSizeAfter)
+                try writer.writeStaged(staged, preallocating: sync && staged.blocks == rest.count, &outcome)
+                rest = rest.dropFirst(staged.blocks)
+            }
+        } catch {
+            writer.discardStaged()
+            outcome.error = error as? SpoolError ?? SpoolError(.io, "\(error)")
+            return outcome
+        }
+        if sync, writer.hasActive {
+            do {
+                try writer.syncActive()
+                outcome.fsyncs += 1
+                outcome.synced = true
+            } catch {
+                outcome.error = error as? SpoolError ?? SpoolError(.io, "\(error)")
+            }
+        }
+        return outcome
+    }
+
     /// Whether a blocking caller may write the pending records itself: the log is open, no one
     /// holds the write token, no synced group is gathering, and there is something to write.
     /// Its own record is then written without two thread hand-offs. Lock held.
@@ -119,7 +167,7 @@ extension EventLog {
         guard case .open = state.status, !state.writing else { return false }
         if let gather = state.gather, monotonicNanos() < gather.deadline { return false }
         return !state.current.isEmpty || !state.full.isEmpty
-            || (state.syncedWaiters > 0 && state.writtenThrough > state.syncedThrough)
+            || (state.syncedWaiters > 0 && state.writtenEnd > state.syncedEnd)
     }
 
     /// A blocking caller's write, on its own thread (see ``canLeadWrite()``): seals the current
@@ -131,7 +179,7 @@ extension EventLog {
         let wantsSync = state.syncedWaiters > 0
         if !state.full.isEmpty {
             writeFullBlocks(sync: wantsSync, gathering: false)
-        } else if wantsSync && state.writtenThrough > state.syncedThrough {
+        } else if wantsSync && state.writtenEnd > state.syncedEnd {
             syncOnly()
         }
         if state.writerAwaitsToken || !state.current.isEmpty || !state.full.isEmpty || !state.waiters.isEmpty {
@@ -142,7 +190,7 @@ extension EventLog {
     /// Makes already-written data durable when a caller asks and nothing new is pending,
     /// holding the write token. Lock held.
     private func syncOnly() {
-        let target = state.writtenThrough
+        let target = state.writtenEnd
         state.writing = true
         lock.unlock()
         var failure: SpoolError?
@@ -156,7 +204,7 @@ extension EventLog {
             logger.error("fdatasync failed; the log refuses writes until it is reopened", metadata: ["error": "\(failure)"])
             failPendingWaiters()
         } else {
-            state.syncedThrough = max(state.syncedThrough, target)
+            state.syncedEnd = max(state.syncedEnd, target)
             completeWaiters()
         }
         lock.broadcastProgress()
@@ -169,7 +217,7 @@ extension EventLog {
         // recycling below must find the batch sole owner of its blocks.
         let written = 0..<outcome.blocksWritten
         if let last = written.last {
-            state.writtenThrough = batch[last].firstSeq + UInt64(batch[last].count)
+            state.writtenEnd = batch[last].firstSeq + UInt64(batch[last].count)
         }
         var recordsWritten = 0
         for index in written {
@@ -188,7 +236,7 @@ extension EventLog {
         state.counters.segmentsRolled += UInt64(outcome.sealed.count)
         if !outcome.sealed.isEmpty { scheduleRetention() }
         metrics.recordSegments(count: state.segments.count, diskBytes: state.diskBytes)
-        if outcome.synced { state.syncedThrough = state.writtenThrough }
+        if outcome.synced { state.syncedEnd = state.writtenEnd }
         // Recycle the written blocks' buffers (bounded: a few blocks' worth). Each is emptied
         // in place while the batch alone holds it: emptying a shared copy would allocate anew.
         for index in written where state.spare.count < 8 {
@@ -262,7 +310,7 @@ extension EventLog {
         state.ready.removeAll()
         for waiter in state.waiters {
             var error = error
-            error.seq = waiter.seq
+            error.seq = waiter.wait.record ?? state.mark(for: waiter.level)
             switch waiter.kind {
             case .async(let continuation): continuation.resume(throwing: error)
             case .blocking(let id): state.blockingResults[id] = .failure(error)
@@ -275,7 +323,7 @@ extension EventLog {
     /// that wrote. Lock held on entry and exit.
     private func notifyObservers() {
         guard !state.observers.isEmpty else { return }
-        let mark = state.writtenThrough
+        let mark = state.writtenEnd
         let observers = state.observers
         lock.unlock()
         for observer in observers { observer.handler(mark) }
