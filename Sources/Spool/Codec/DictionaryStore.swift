@@ -33,7 +33,7 @@ final class DictionaryStore: Sendable {
 
         var protected: Set<UInt32> { pending.union([current, writerHolds].compactMap { $0 }) }
     }
-    private let state = Mutex(State())
+    private let state = RankedMutex(.dictionaries, State())
 
     /// Lists the dictionary files (removing leftovers of interrupted writes).
     /// - Parameter repairing: remove temporary files an interrupted store left (a snapshot does not).

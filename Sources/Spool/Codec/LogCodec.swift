@@ -24,7 +24,7 @@ final class LogCodec: Sendable {
         var samples: [UInt8] = []
         var sizes: [Int] = []
     }
-    private let training = Mutex(Training())
+    private let training = RankedMutex(.training, Training())
     private let trainingGroup = DispatchGroup()
     /// A sample is at most the first 16 KiB of a record; sampling stops at 64 MiB.
     private static let maxSampleSize = 16 * 1024

@@ -38,7 +38,7 @@ protocol ConsumedLog: RecordSource {
 /// commits. ``Consumer`` and ``DetachedConsumer`` each hold one over their ``ConsumedLog``.
 ///
 /// Thread-safety: every method may be called from any thread; reads and commits are
-/// serialised by the committer lock (an `NSLock`), which is taken before the log's lock and
+/// serialised by the committer lock (a ``RankedLock``), which is taken before the log's lock and
 /// never while holding it (`Architecture.md`, "Lock order").
 final class Committer: @unchecked Sendable {
     let name: String
@@ -46,7 +46,7 @@ final class Committer: @unchecked Sendable {
     private let configuration: Configuration
     /// The committer lock: serialises reads and commits, guards the `var`s below, `offsetFile`
     /// and `cursor`.
-    private let lock = NSLock()
+    private let lock = RankedLock(.committer)
     private let offsetFile: OffsetFile
     /// This process's hold on the consumer: a second committer of the name, in this process or
     /// another, gets `.locked`.

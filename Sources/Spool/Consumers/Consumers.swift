@@ -64,7 +64,7 @@ enum Consumers {
 
 /// The consumers of one open log, one instance per name.
 final class ConsumerCache: Sendable {
-    private let consumers = Mutex<[String: Consumer]>([:])
+    private let consumers = RankedMutex<[String: Consumer]>(.consumerCache, [:])
 
     func consumer(named name: String, log: EventLog) throws -> Consumer {
         try Consumers.validate(name)

@@ -34,7 +34,7 @@ public final class EventLog: @unchecked Sendable {
     let directoryLock: DirectoryLock
     /// Serialises ``close()``, ``suspend()`` and ``resume()``: each releases or takes the
     /// log's files as a whole.
-    let lifecycle = NSLock()
+    let lifecycle = RankedLock(.lifecycle)
     /// Where an idle log suspends itself (`Configuration.suspendsWhenIdle`): not the writer
     /// thread, which `suspend()` waits for.
     let lifecycleQueue = DispatchQueue(label: "spool.lifecycle", qos: .utility)

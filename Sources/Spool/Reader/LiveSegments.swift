@@ -28,15 +28,15 @@ final class LiveSegments: RecordSource {
         /// The seq past the last whole block of the active segment.
         var end: UInt64
     }
-    private let state: Mutex<State>
+    private let state: RankedMutex<State>
     /// One refresh at a time (taken before `state`): two at once could publish an older look
     /// after a newer one.
-    private let refreshing = Mutex(())
+    private let refreshing = RankedMutex(.liveRefreshing, ())
     /// What wakes ``waitForChange(past:unless:)``: a change in the directory, ``wake()`` or ``stop()``.
     private let wakeup: Wakeup
     /// Every record below this seq is durable: this process `fdatasync`ed its segment files
     /// (a ``DetachedConsumer``'s side, ``makeDurable(upTo:level:)``), held while it syncs.
-    private let syncedEnd = Mutex<UInt64>(0)
+    private let syncedEnd = RankedMutex<UInt64>(.liveSynced, 0)
 
     /// The read-only opening it started from (it holds the codec's dictionaries and keys).
     private let snapshot: LogSnapshot
@@ -57,7 +57,7 @@ final class LiveSegments: RecordSource {
         self.directory = snapshot.directory
         id = snapshot.id
         codec = snapshot.codec
-        state = Mutex(State(segments: snapshot.segments, end: snapshot.endSeq))
+        state = RankedMutex(.liveState, State(segments: snapshot.segments, end: snapshot.endSeq))
     }
 
     deinit {

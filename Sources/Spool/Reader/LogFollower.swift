@@ -46,7 +46,7 @@ public final class LogFollower: Sendable {
     }
 
     private let source: Source
-    private let cursor: Mutex<LogCursor>
+    private let cursor: RankedMutex<LogCursor>
     private let handedOut: Atomic<UInt64>
     private let queue = DispatchQueue(label: "spool-follower")
 
@@ -64,7 +64,7 @@ public final class LogFollower: Sendable {
         source = .directory(live)
         let start = seq ?? live.firstSeq
         handedOut = Atomic(start)
-        cursor = Mutex(LogCursor(log: live, from: start))
+        cursor = RankedMutex(.followerCursor, LogCursor(log: live, from: start))
     }
 
     fileprivate init(log: EventLog, from seq: UInt64) throws {
@@ -72,7 +72,7 @@ public final class LogFollower: Sendable {
         let observation = log.observeWrites { _ in wakeup.signal() }
         source = .log(log, observation, wakeup)
         handedOut = Atomic(seq)
-        cursor = Mutex(LogCursor(log: log, from: seq))
+        cursor = RankedMutex(.followerCursor, LogCursor(log: log, from: seq))
     }
 
     deinit {

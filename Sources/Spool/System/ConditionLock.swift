@@ -39,8 +39,16 @@ final class ConditionLock: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    @inline(__always) func lock() { pthread_mutex_lock(mutex) }
-    @inline(__always) func unlock() { pthread_mutex_unlock(mutex) }
+    /// Takes the lock, checking its rank (``LockRank/log``) in debug builds.
+    @inline(__always) func lock() {
+        LockOrder.willTake(.log, self)
+        pthread_mutex_lock(mutex)
+    }
+
+    @inline(__always) func unlock() {
+        pthread_mutex_unlock(mutex)
+        LockOrder.released(self)
+    }
 
     @inline(__always)
     func withLock<T>(_ body: () throws -> T) rethrows -> T {

@@ -12,7 +12,7 @@ import Darwin
 /// (``writerIsLive(directory:)``), so neither blocks the other. ``release()`` closes the
 /// descriptor once, however often it is called.
 final class DirectoryLock: Sendable {
-    private let fd: Mutex<Int32>
+    private let fd: RankedMutex<Int32>
     let path: String
 
     /// How long an open waits for `LOCK` while it is held only for a reader's instant look.
@@ -39,7 +39,7 @@ final class DirectoryLock: Sendable {
         self.path = path
         self.permissions = permissions
         self.held = held
-        self.fd = Mutex(try Self.take(path, permissions: permissions, whenHeld: held))
+        self.fd = RankedMutex(.descriptor, try Self.take(path, permissions: permissions, whenHeld: held))
     }
 
     private let permissions: UInt16

@@ -44,7 +44,7 @@ public enum FaultInjection {
     }
 
     private static let armed = Atomic<Bool>(false)
-    private static let rules = Mutex<[Rule]>([])
+    private static let rules = RankedMutex<[Rule]>(.faultInjection, [])
 
     /// Arms `fault` on the `operation` calls for files under `directory`: the first `after`
     /// matching calls succeed, the next `times` fail.
@@ -110,7 +110,7 @@ extension FaultInjection {
     public static let snapshotLimit = 4096
 
     private static let tracking = Atomic<Bool>(false)
-    private static let trackers = Mutex<[String: DurableState]>([:])
+    private static let trackers = RankedMutex<[String: DurableState]>(.faultInjection, [:])
 
     /// Starts recording what each successful sync under `directory` makes durable; with
     /// `wholeFiles`, the bytes of every file synced, not only of small ones.

@@ -14,7 +14,7 @@ final class Wakeup: Sendable {
     private let pipeWrite: Int32
     private let inotify: Int32
     private let stopped = Atomic(false)
-    private let closed = Mutex(false)
+    private let closed = RankedMutex(.descriptor, false)
 
     init(watching directory: String?) throws {
         var fds: [Int32] = [0, 0]
