@@ -54,7 +54,7 @@ extension EventLog: ConsumedLog {
     }
 
     func countExpired(_ count: UInt64) {
-        lock.withLock { state.counters.expiredRecords += count }
+        lock.withLock { state.countExpired(count) }
         metrics.expiredRecords.increment(by: Int(count))
     }
 }

@@ -14,21 +14,12 @@ extension EventLog {
     func applyRetention() throws {
         if lock.withLock({ state.filesReleased }) { return }
         readDetachedOffsets()
-        let doomed: [SegmentInfo] = lock.withLock {
-            guard !state.filesReleased, let floor = state.retentionFloor, state.segments.count > 1 else { return [] }
-            var result = [SegmentInfo]()
-            for index in 0..<(state.segments.count - 1) where state.segments[index + 1].baseSeq <= floor {
-                result.append(state.segments[index])
-            }
-            if !result.isEmpty { state.retentionsInFlight += 1 }
-            return result
-        }
+        let doomed = lock.withLock { state.beginRetention() }
         guard !doomed.isEmpty else { return }
         var removed = Set<UInt64>()
         defer {
             lock.withLock {
-                state.counters.retainedSegmentsDeleted += UInt64(removed.count)
-                state.retentionsInFlight -= 1
+                state.finishRetention(deleted: removed.count)
                 lock.broadcastProgress()
             }
             metrics.segmentsDeleted.increment(by: removed.count)
@@ -40,10 +31,9 @@ extension EventLog {
     /// directory `fsync` must not delay appends): consumers in other processes may have passed
     /// older segments, and this is when the writer learns it. One run queued at a time. Lock held.
     func scheduleRetention() {
-        guard !state.retentionQueued, !state.filesReleased else { return }
-        state.retentionQueued = true
+        guard state.queueRetention() else { return }
         retentionQueue.async { [self] in
-            lock.withLock { state.retentionQueued = false }
+            lock.withLock { state.retentionDequeued() }
             do { try applyRetention() } catch {
                 logger.warning("retention could not delete passed segments; it runs again after the next roll", metadata: ["error": "\(error)"])
             }

@@ -148,14 +148,12 @@ extension EventLog {
         lock.lock()
         defer { lock.unlock() }
         if let result = immediateResult(wait, durability) { return try result.get() }
-        let id = state.nextBlockingID
-        state.nextBlockingID += 1
-        state.addWaiter(Waiter(wait: wait, level: durability, kind: .blocking(id: id)))
+        let id = state.addBlockingWaiter(wait, level: durability)
         // This thread may block: if no one is writing, write here (one caller alone gets its
         // record written without two thread hand-offs); otherwise wake the writer, once.
         var wokeWriter = false
         while true {
-            if let result = state.blockingResults.removeValue(forKey: id) { return try result.get() }
+            if let result = state.takeBlockingResult(id) { return try result.get() }
             if canLeadWrite() {
                 leadWrite()
                 continue
@@ -237,42 +235,16 @@ extension EventLog {
         guard state.nextSeq < Format.seqCeiling else {
             throw SpoolError(.full, "every seq below the format's ceiling (\(Format.seqCeiling)) is taken: no record can be appended", path: directory)
         }
-        var wake = false
-        // A block seals once it reaches `blockSize`, so one record at the size limit could take
-        // it past the format's bound on a block's raw length: that record starts a block.
-        if !state.current.isEmpty, state.current.raw.count + framed > Format.maxRawLength {
-            sealCurrentBlock()
-            wake = true
-        }
-        let seq = state.nextSeq
-        state.nextSeq += 1
-        if state.current.isEmpty {
-            state.current.firstSeq = seq
-            state.current.openedAt = monotonicNanos()
-            // The writer starts the linger clock; while it gathers a group it wakes by itself.
-            wake = wake || state.gather == nil
-        }
-        state.current.add(payload, timestamp: timestamp)
-        state.pendingBytes += framed
-        state.counters.appendedRecords += 1
-        state.counters.appendedBytes += UInt64(payload.count)
-        if state.current.raw.count >= configuration.blockSize {
-            sealCurrentBlock()
-            wake = true
-        }
+        // A block seals once it reaches `blockSize`, and one record at the size limit that would
+        // take it past the format's bound on a block's raw length starts a block. The writer
+        // starts the linger clock; while it gathers a group it wakes by itself.
+        let (seq, wake) = state.append(payload, timestamp: timestamp, blockSize: configuration.blockSize, now: monotonicNanos())
         if wake { lock.wakeWriter() }
         return seq
     }
 
     /// Moves the current block to the writer's queue and starts a new one from a spare buffer. Lock held.
     func sealCurrentBlock() {
-        guard !state.current.isEmpty else { return }
-        var next = state.spare.popLast() ?? PendingBlock()
-        next.reset(firstSeq: state.nextSeq)
-        if next.raw.capacity < configuration.blockSize {
-            next.raw.reserveCapacity(configuration.blockSize + configuration.blockSize / 4)
-        }
-        swap(&next, &state.current)
-        state.full.append(next)
+        state.sealCurrentBlock(blockSize: configuration.blockSize)
     }
 }

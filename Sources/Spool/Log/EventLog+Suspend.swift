@@ -22,17 +22,12 @@ extension EventLog {
     public func suspend() throws {
         lifecycle.lock()
         defer { lifecycle.unlock() }
-        let target: UInt64? = try lock.withLock {
-            if state.suspended && !state.closeRequested { return nil }
-            if let error = state.error { throw error }
-            state.suspended = true
-            return state.nextSeq
-        }
+        let target = try lock.withLock { try state.beginSuspend() }
         guard let target else { return }
         do {
             try waitUntilBlocking(before: target, is: .synced)
         } catch {
-            lock.withLock { state.suspended = false }
+            lock.withLock { state.abandonSuspend() }
             throw error
         }
         takeWriteToken(waitingForRetention: true)
@@ -40,7 +35,7 @@ extension EventLog {
         consumerCache.closeAll()
         codec.close()
         directoryLock.release()
-        lock.withLock { state.released = true }
+        lock.withLock { state.markReleased() }
         releaseWriteToken(resuming: false)
         logger.debug("suspended log", metadata: ["directory": "\(directory)", "nextSeq": "\(target)"])
     }
@@ -88,18 +83,13 @@ extension EventLog {
     /// token, so that only the caller touches the segment writer.
     private func takeWriteToken(waitingForRetention: Bool) {
         lock.withLock {
-            while state.writing || (waitingForRetention && state.retentionsInFlight > 0) { lock.progressWait() }
-            state.writing = true
+            while !state.takeWriteToken(waitingForRetention: waitingForRetention) { lock.progressWait() }
         }
     }
 
     private func releaseWriteToken(resuming: Bool) {
         lock.withLock {
-            state.writing = false
-            if resuming {
-                state.suspended = false
-                state.released = false
-            }
+            state.releaseWriteToken(resuming: resuming)
             // Resumed while idle-suspending: the writer looks again whether it is idle, so a
             // resume that no append follows does not keep the lock.
             if state.writerAwaitsToken || (resuming && configuration.suspendsWhenIdle) { lock.wakeWriter() }
@@ -111,14 +101,9 @@ extension EventLog {
     /// itself on its lifecycle queue, unless it is suspended already or something is pending or
     /// waited for. Lock held (the writer thread, about to sleep).
     func scheduleIdleSuspensionIfIdle() {
-        guard configuration.suspendsWhenIdle, !state.suspended, !state.idleSuspendQueued, !state.closeRequested,
-              case .open = state.status, state.hasNothingPending else { return }
-        state.idleSuspendQueued = true
+        guard configuration.suspendsWhenIdle, state.queueIdleSuspension() else { return }
         lifecycleQueue.async { [self] in
-            let idle = lock.withLock { () -> Bool in
-                state.idleSuspendQueued = false
-                return state.hasNothingPending
-            }
+            let idle = lock.withLock { state.idleSuspensionStarts() }
             guard idle else { return }  // appends came meanwhile: the writer looks again once they are written
             do {
                 try suspend()

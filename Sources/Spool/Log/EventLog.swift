@@ -101,7 +101,7 @@ public final class EventLog: @unchecked Sendable {
         }
         self.writer = writer
         self.codec = codec
-        self.state = LogState(nextSeq: nextSeq, writtenEnd: nextSeq, syncedEnd: nextSeq, segments: segments)
+        self.state = LogState(nextSeq: nextSeq, segments: segments)
         for (name, next) in recovered.consumerOffsets { self.state.recordCommit(of: name, at: next) }
         self.metrics = LogMetrics(directory: directory, factory: metricsFactory)
         // The gauges show the log as opened, before the first write or retention pass moves them.
@@ -141,15 +141,10 @@ public final class EventLog: @unchecked Sendable {
     ///   stops cancels its own, so starting and stopping workers does not pile up handlers).
     @discardableResult
     public func observeWrites(_ handler: @escaping @Sendable (UInt64) -> Void) -> WriteObservation {
-        let id = lock.withLock { () -> UInt64 in
-            let id = state.nextObserverID
-            state.nextObserverID += 1
-            state.observers.append((id, handler))
-            return id
-        }
+        let id = lock.withLock { state.addObserver(handler) }
         return WriteObservation { [weak self] in
             guard let self else { return }
-            self.lock.withLock { self.state.observers.removeAll { $0.id == id } }
+            self.lock.withLock { self.state.removeObserver(id) }
         }
     }
 
@@ -165,27 +160,16 @@ public final class EventLog: @unchecked Sendable {
         // release the directory lock's descriptor twice: the second close(2) would close
         // whatever file had been given that number since).
         let first = lock.withLock { () -> Bool in
-            if state.closeRequested {
+            guard state.requestClose() else {
                 while !state.closeFinished { lock.progressWait() }
                 return false
             }
-            state.closeRequested = true
-            switch state.status {
-            case .closing, .failed:
-                break  // a failed log stays failed: the writer exits without writing more
-            case .stalled:
-                state.retryAt = 0
-                state.status = .closing
-            case .open, .closed:
-                state.status = .closing
-            }
             lock.wakeWriter()
             while !state.writerExited || state.retentionsInFlight > 0 { lock.progressWait() }
-            let unwritten = state.nextSeq - state.writtenEnd
-            if unwritten > 0 {
-                failure = SpoolError(.io, "\(unwritten) appended records could not be written before close (records \(state.writtenEnd)..<\(state.nextSeq))", path: directory)
+            let unwritten = state.finishClosing()
+            if !unwritten.isEmpty {
+                failure = SpoolError(.io, "\(unwritten.count) appended records could not be written before close (records \(unwritten.lowerBound)..<\(unwritten.upperBound))", path: directory)
             }
-            state.status = .closed
             return true
         }
         guard first else { return }
@@ -194,7 +178,7 @@ public final class EventLog: @unchecked Sendable {
         consumerCache.closeAll()
         directoryLock.release()
         lock.withLock {
-            state.closeFinished = true
+            state.markCloseFinished()
             lock.broadcastProgress()
         }
         if let failure { throw failure }

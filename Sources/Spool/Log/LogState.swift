@@ -58,100 +58,180 @@ struct LogCounters {
     var writeErrors: UInt64 = 0
 }
 
-/// Everything appenders, the writer thread, readers and consumers share; guarded by `EventLog.lock`.
+/// How a write of a batch ended, for the log to say so (``LogState/finishWrite(_:batch:activeSegment:syncFailed:now:)``).
+enum WriteVerdict {
+    /// Every block was written (and synced, when asked).
+    case written
+    /// Written after a stall: writing works again.
+    case recovered
+    /// A write failed: the blocks stay queued and the writer retries; appends are refused.
+    case stalled(SpoolError)
+    /// An `fdatasync` failed: writes are refused until reopen.
+    case failed(SpoolError)
+    /// A write failed while closing: the unwritten records are given up (close reports them).
+    case lostWhileClosing(SpoolError)
+}
+
+/// Everything appenders, the writer thread, readers and consumers share; guarded by
+/// `EventLog.lock`.
+///
+/// Every field is read freely under the lock but written only by this type's own operations,
+/// each of which keeps the fields consistent with one another: the writer, suspension,
+/// retention and the cap say what happened and the state decides what follows. Pure: no
+/// I/O, no clock (times arrive as arguments), no lock of its own.
 struct LogState {
-    var status: LogStatus = .open
+    private(set) var status: LogStatus = .open
     /// The seq the next append gets.
-    var nextSeq: UInt64
+    private(set) var nextSeq: UInt64
     /// The block being filled by appends.
-    var current = PendingBlock()
+    private(set) var current = PendingBlock()
     /// Blocks filled (or lingered out) and waiting for the writer, oldest first.
-    var full: [PendingBlock] = []
+    private(set) var full: [PendingBlock] = []
     /// An empty array kept for its capacity: `full` while a batch is being written, then the
-    /// written batch's (see `EventLog.writeFullBlocks`).
-    var idleFull: [PendingBlock] = []
+    /// written batch's (see ``beginWrite()``).
+    private var idleFull: [PendingBlock] = []
     /// Emptied blocks whose buffers are reused (no allocation on the append path once warm).
-    var spare: [PendingBlock] = []
+    private(set) var spare: [PendingBlock] = []
     /// Framed bytes appended and not yet written (current + full + being written).
-    var pendingBytes = 0
-    /// Every record below this seq is written to a segment file.
-    var writtenEnd: UInt64
-    /// Every record below this seq is durable (survives power loss).
-    var syncedEnd: UInt64
-    /// Callers waiting for their record to be written or synced. Change it only through
-    /// ``addWaiter(_:)``, ``completeReachedWaiters()`` and ``removeAllWaiters()``, which keep
-    /// ``syncedWaiters`` right.
+    private(set) var pendingBytes = 0
+    /// The end (exclusive) of the written records: every record below it is in a segment file.
+    private(set) var writtenEnd: UInt64
+    /// The end (exclusive) of the durable records (they survive power loss).
+    private(set) var syncedEnd: UInt64
+    /// Callers waiting for records to be written or synced.
     private(set) var waiters: [Waiter] = []
     /// How many of `waiters` wait for `.synced` (read on every synced append while gathering).
     private(set) var syncedWaiters = 0
     /// Waiters whose records reached their level, to be resumed outside the lock.
-    var ready: [UnsafeContinuation<Void, any Error>] = []
-    var blockingResults: [Int: Result<Void, SpoolError>] = [:]
-    var nextBlockingID = 0
+    private var ready: [UnsafeContinuation<Void, any Error>] = []
+    private var blockingResults: [Int: Result<Void, SpoolError>] = [:]
+    private var nextBlockingID = 0
     /// Sealed segments then the active one (last), by base seq.
-    var segments: [SegmentInfo]
+    private(set) var segments: [SegmentInfo]
     /// When the writer, stalled by a write error, tries again (monotonic ns).
-    var retryAt: UInt64? = nil
-    var writerExited = false
+    private(set) var retryAt: UInt64? = nil
+    private(set) var writerExited = false
     /// `close()` was called (the status may still be `.failed`).
-    var closeRequested = false
+    private(set) var closeRequested = false
     /// Commits' retention deleting segments right now (see `EventLog.applyRetention`):
     /// `close()` waits for them before it releases the directory lock.
-    var retentionsInFlight = 0
+    private(set) var retentionsInFlight = 0
     /// ``EventLog/suspend()`` released the log's files and lock: appends are refused and no
     /// retention runs until ``EventLog/resume()``.
-    var suspended = false
+    private(set) var suspended = false
     /// ``EventLog/suspend()`` has released the files and the lock (it sets `suspended` first,
     /// then flushes, then releases): what `EventLog.isSuspended` reports.
-    var released = false
+    private(set) var released = false
+    /// An idle suspension (`Configuration.suspendsWhenIdle`) is queued and has not run.
+    private var idleSuspendQueued = false
+    /// A retention run is queued on the retention queue and has not started.
+    private var retentionQueued = false
+    /// `close()` finished releasing the files and the directory lock (other callers of
+    /// `close()` wait for it).
+    private(set) var closeFinished = false
+    /// Someone holds the write token and is writing outside the lock: the writer thread or a
+    /// blocking caller (`EventLog.leadWrite`). Only the holder touches the `SegmentWriter`.
+    private(set) var writing = false
+    /// The writer thread sleeps until the write token is released (a blocking caller holds it).
+    private(set) var writerAwaitsToken = false
+    /// Group-commit gathering after an fdatasync: wait (until `deadline`, monotonic ns) for
+    /// `target` synced callers before the next one. See `EventLog.writerLoop`.
+    private(set) var gather: (target: Int, deadline: UInt64)? = nil
+    private(set) var counters = LogCounters()
+    /// Write observers by registration number (``EventLog/observeWrites(_:)``), in order.
+    private(set) var observers: [(id: UInt64, handler: @Sendable (UInt64) -> Void)] = []
+    private var nextObserverID: UInt64 = 0
+    /// The committed offset (next seq to deliver) of every consumer, by name.
+    private(set) var consumerOffsets: [String: UInt64] = [:]
+
+    init(nextSeq: UInt64, segments: [SegmentInfo]) {
+        self.nextSeq = nextSeq
+        self.writtenEnd = nextSeq
+        self.syncedEnd = nextSeq
+        self.segments = segments
+    }
+
     /// `close()` was called or the log is suspended: nothing may touch the log's files but
     /// what `close()`/`resume()` itself does.
     var filesReleased: Bool { closeRequested || suspended }
     /// No record waits to be sealed or written and no caller waits on one: what an idle
     /// suspension (`Configuration.suspendsWhenIdle`) asks before it runs.
     var hasNothingPending: Bool { current.isEmpty && full.isEmpty && waiters.isEmpty }
-    /// An idle suspension (`Configuration.suspendsWhenIdle`) is queued and has not run.
-    var idleSuspendQueued = false
-    /// A retention run is queued on the retention queue and has not started.
-    var retentionQueued = false
-    /// `close()` finished releasing the files and the directory lock (other callers of
-    /// `close()` wait for it).
-    var closeFinished = false
-    /// Someone holds the write token and is writing outside the lock: the writer thread or a
-    /// blocking caller (`EventLog.leadWrite`). Only the holder touches the `SegmentWriter`.
-    var writing = false
-    /// The writer thread sleeps until the write token is released (a blocking caller holds it).
-    var writerAwaitsToken = false
-    /// Group-commit gathering after an fdatasync: wait (until `deadline`, monotonic ns) for
-    /// `target` synced callers before the next one. See `EventLog.writerLoop`.
-    var gather: (target: Int, deadline: UInt64)? = nil
-    var counters = LogCounters()
-    /// Write observers by registration number (``EventLog/observeWrites(_:)``), in order.
-    var observers: [(id: UInt64, handler: @Sendable (UInt64) -> Void)] = []
-    var nextObserverID: UInt64 = 0
-    /// The committed offset (next seq to deliver) of every consumer, by name. Change it only
-    /// through ``registerConsumer(_:at:)``, ``forgetConsumer(_:)`` and ``recordCommit(of:at:)``.
-    private(set) var consumerOffsets: [String: UInt64] = [:]
-
-    /// The full blocks, for the writer to write: `full` becomes the idle array (empty, with
-    /// capacity) so blocks sealed meanwhile need no allocation. The writer hands the batch's
-    /// array back, emptied, as the next idle one.
-    mutating func takeFullBlocks() -> [PendingBlock] {
-        let batch = full
-        full = idleFull
-        idleFull = []
-        return batch
+    /// Whether the status is `.closing`.
+    var isClosing: Bool {
+        if case .closing = status { return true }
+        return false
     }
+
+    // MARK: Appends
+
+    /// Gives the record the next seq and copies it into the current block, sealing blocks as
+    /// they fill: a record that would take the current block past the format's bound on a
+    /// block's raw length starts a new one, and a block reaching `blockSize` is sealed.
+    /// Returns its seq and whether the writer should be woken (a block was sealed, or one was
+    /// started while no group gathers: the writer starts the linger clock).
+    mutating func append(_ payload: UnsafeRawBufferPointer, timestamp: Int64, blockSize: Int, now: UInt64) -> (seq: UInt64, wake: Bool) {
+        let framed = PendingBlock.framedSize(payload.count)
+        var wake = false
+        if !current.isEmpty, current.raw.count + framed > Format.maxRawLength {
+            sealCurrentBlock(blockSize: blockSize)
+            wake = true
+        }
+        let seq = nextSeq
+        nextSeq += 1
+        if current.isEmpty {
+            current.firstSeq = seq
+            current.openedAt = now
+            wake = wake || gather == nil
+        }
+        current.add(payload, timestamp: timestamp)
+        pendingBytes += framed
+        counters.appendedRecords += 1
+        counters.appendedBytes += UInt64(payload.count)
+        if current.raw.count >= blockSize {
+            sealCurrentBlock(blockSize: blockSize)
+            wake = true
+        }
+        return (seq, wake)
+    }
+
+    /// Moves the current block to the writer's queue and starts a new one from a spare buffer.
+    mutating func sealCurrentBlock(blockSize: Int) {
+        guard !current.isEmpty else { return }
+        var next = spare.popLast() ?? PendingBlock()
+        next.reset(firstSeq: nextSeq)
+        if next.raw.capacity < blockSize {
+            next.raw.reserveCapacity(blockSize + blockSize / 4)
+        }
+        swap(&next, &current)
+        full.append(next)
+    }
+
+    // MARK: Waiters
 
     mutating func addWaiter(_ waiter: Waiter) {
         waiters.append(waiter)
         if waiter.level == .synced { syncedWaiters += 1 }
     }
 
-    /// Moves the async waiters whose records reached their level to `ready` and records the
-    /// blocking ones' success; the others stay, in order. The list keeps its capacity, so the
-    /// next group's waiters are added without allocating.
+    /// Adds a blocking caller's waiter; its result is collected with ``takeBlockingResult(_:)``.
+    mutating func addBlockingWaiter(_ wait: Wait, level: Durability) -> Int {
+        let id = nextBlockingID
+        nextBlockingID += 1
+        addWaiter(Waiter(wait: wait, level: level, kind: .blocking(id: id)))
+        return id
+    }
+
+    /// The result of blocking waiter `id`, once it has one (taken: asked once).
+    mutating func takeBlockingResult(_ id: Int) -> Result<Void, SpoolError>? {
+        blockingResults.removeValue(forKey: id)
+    }
+
+    /// Moves the async waiters whose records reached their level to the ready list (see
+    /// ``takeReady(_:)``) and records the blocking ones' success; the others stay, in order.
+    /// The list keeps its capacity, so the next group's waiters are added without allocating.
     mutating func completeReachedWaiters() {
+        guard !waiters.isEmpty else { return }
         var kept = 0
         var keptSynced = 0
         for index in waiters.indices {
@@ -170,6 +250,247 @@ struct LogState {
         waiters.removeLast(waiters.count - kept)
         syncedWaiters = keptSynced
     }
+
+    /// Swaps the ready continuations with `buffer` (empty, kept for its capacity): the caller
+    /// resumes them outside the lock, then hands the emptied buffer back with
+    /// ``returnReadyBuffer(_:)``, so no array is allocated per group.
+    mutating func takeReady(_ buffer: inout [UnsafeContinuation<Void, any Error>]) {
+        swap(&buffer, &ready)
+    }
+
+    /// Takes back an emptied buffer from ``takeReady(_:)`` if no waiter became ready meanwhile.
+    mutating func returnReadyBuffer(_ buffer: inout [UnsafeContinuation<Void, any Error>]) {
+        if ready.isEmpty { swap(&buffer, &ready) }
+    }
+
+    var hasReady: Bool { !ready.isEmpty }
+
+    /// Completes the waiters whose records reached their level, and fails every other one with
+    /// `explicit` or the log's error (blocking ones get their result; async ones are returned,
+    /// with the ready ones, to be resumed by the caller).
+    mutating func failPendingWaiters(with explicit: SpoolError? = nil) -> (ready: [UnsafeContinuation<Void, any Error>], failed: [(UnsafeContinuation<Void, any Error>, SpoolError)]) {
+        guard !waiters.isEmpty else { return ([], []) }
+        let error = explicit ?? self.error ?? SpoolError(.closed, "the log is closed")
+        completeReachedWaiters()
+        let completed = ready
+        ready.removeAll()
+        var failed = [(UnsafeContinuation<Void, any Error>, SpoolError)]()
+        for waiter in waiters {
+            var error = error
+            error.seq = waiter.wait.record ?? mark(for: waiter.level)
+            switch waiter.kind {
+            case .async(let continuation): failed.append((continuation, error))
+            case .blocking(let id): blockingResults[id] = .failure(error)
+            }
+        }
+        waiters.removeAll(keepingCapacity: true)
+        syncedWaiters = 0
+        return (completed, failed)
+    }
+
+    /// The end of the records at `level`: ``writtenEnd`` or ``syncedEnd``.
+    func mark(for level: Durability) -> UInt64 { level == .synced ? syncedEnd : writtenEnd }
+
+    /// Whether a new waiter at `level` should wake the writer. While the writer gathers
+    /// synced callers after an fdatasync, it sleeps until the group is complete (or its
+    /// deadline passes): waking it for every arrival costs a context switch each, which on a
+    /// 2-core machine is most of a group-commit cycle.
+    func shouldWakeWriter(for level: Durability) -> Bool {
+        guard level == .synced, let gather else { return true }
+        return syncedWaiters >= gather.target
+    }
+
+    // MARK: Writing
+
+    /// The writer thread waits for the write token (a blocking caller holds it), or got it back.
+    mutating func writerAwaitsToken(_ awaits: Bool) { writerAwaitsToken = awaits }
+
+    /// Ends a group-commit gathering window.
+    mutating func endGather() { gather = nil }
+
+    /// The writer thread has exited: nobody is left to complete a new waiter.
+    mutating func writerDidExit() { writerExited = true }
+
+    /// Takes the write token and the full blocks for the writer to write: `full` becomes the
+    /// idle array (empty, with capacity) so blocks sealed meanwhile need no allocation; the
+    /// written batch's array comes back as the next idle one in ``finishWrite(_:batch:activeSegment:syncFailed:now:)``.
+    /// Returns the batch and how many synced callers it serves.
+    mutating func beginWrite() -> (batch: [PendingBlock], served: Int) {
+        precondition(!writing, "the write token is taken once")
+        writing = true
+        let batch = full
+        full = idleFull
+        idleFull = []
+        return (batch, syncedWaiters)
+    }
+
+    /// Applies what writing `batch` achieved, releases the write token, recycles the written
+    /// blocks' buffers and completes the waiters it reached. `batch` is emptied and kept (for
+    /// its capacity) as the next idle array. Returns what the log should say of it.
+    mutating func finishWrite(_ outcome: SegmentWriter.Outcome, batch: inout [PendingBlock], activeSegment: SegmentInfo?,
+                              syncFailed: Bool, now: UInt64) -> WriteVerdict {
+        writing = false
+        // By index, not through a slice: a slice would share the batch's storage, and the
+        // recycling below must find the batch sole owner of its blocks.
+        let written = 0..<outcome.blocksWritten
+        if let last = written.last {
+            writtenEnd = batch[last].firstSeq + UInt64(batch[last].count)
+        }
+        for index in written { pendingBytes -= batch[index].charge }
+        counters.blocksWritten += UInt64(outcome.blocksWritten)
+        counters.storedBytes += UInt64(outcome.storedBytes)
+        counters.rawBytes += UInt64(outcome.rawBytes)
+        counters.fsyncs += UInt64(outcome.fsyncs)
+        // Segments sealed and created were noted as the batch rolled (the cap may since have
+        // dropped some of them); the active one gets its current size.
+        if let activeSegment { noteSegment(activeSegment) }
+        counters.segmentsRolled += UInt64(outcome.sealed.count)
+        if outcome.synced { syncedEnd = writtenEnd }
+        // Recycle the written blocks' buffers (bounded: a few blocks' worth). Each is emptied
+        // in place while the batch alone holds it: emptying a shared copy would allocate anew.
+        for index in written where spare.count < 8 {
+            batch[index].reset(firstSeq: 0)
+            spare.append(batch[index])
+        }
+        var verdict = WriteVerdict.written
+        if let error = outcome.error {
+            counters.writeErrors += 1
+            // Unwritten blocks go back to the front of the queue, in order.
+            full.insert(contentsOf: batch.dropFirst(outcome.blocksWritten), at: 0)
+            if syncFailed {
+                status = .failed(error)
+                verdict = .failed(error)
+            } else if isClosing {
+                // Closing: no more retries; close() reports how many records were not written.
+                full.removeAll()
+                current.reset(firstSeq: nextSeq)
+                pendingBytes = 0
+                verdict = .lostWhileClosing(error)
+            } else {
+                let previous = retryAt != nil
+                status = .stalled(error)
+                retryAt = now + (previous ? 1_000_000_000 : 100_000_000)
+                verdict = .stalled(error)
+            }
+        } else if case .stalled = status {
+            status = .open
+            retryAt = nil
+            verdict = .recovered
+        }
+        // Emptied before the lock is next released, so the recycled buffers are unshared.
+        batch.removeAll(keepingCapacity: true)
+        swap(&batch, &idleFull)
+        if case .written = verdict { completeReachedWaiters() }
+        if case .recovered = verdict { completeReachedWaiters() }
+        return verdict
+    }
+
+    /// After a synced write that served `served` synced callers: wait (at most as long as
+    /// that write took) for as many synced callers as are back to form the next group.
+    mutating func startGather(served: Int, started: UInt64, finished: UInt64) {
+        gather = (served + syncedWaiters, finished + (finished - started))
+    }
+
+    /// Takes the write token for an `fdatasync` of what is written: returns the end it will
+    /// make durable.
+    mutating func beginSync() -> UInt64 {
+        precondition(!writing, "the write token is taken once")
+        writing = true
+        return writtenEnd
+    }
+
+    /// Releases the write token after the `fdatasync` ``beginSync()`` started; a failure
+    /// fails the log until reopen. Returns the failure's verdict, or `.written`.
+    mutating func finishSync(upTo target: UInt64, failure: SpoolError?) -> WriteVerdict {
+        writing = false
+        counters.fsyncs += 1
+        if let failure {
+            status = .failed(failure)
+            return .failed(failure)
+        }
+        syncedEnd = max(syncedEnd, target)
+        completeReachedWaiters()
+        return .written
+    }
+
+    /// Takes the write token for `suspend()`/`resume()`, once no one writes (and, when asked,
+    /// no retention deletes): false if the caller must wait for progress first.
+    mutating func takeWriteToken(waitingForRetention: Bool) -> Bool {
+        guard !writing, !(waitingForRetention && retentionsInFlight > 0) else { return false }
+        writing = true
+        return true
+    }
+
+    /// Releases the token ``takeWriteToken(waitingForRetention:)`` took; `resuming`: the log
+    /// is resumed (appends are taken again).
+    mutating func releaseWriteToken(resuming: Bool) {
+        writing = false
+        if resuming {
+            suspended = false
+            released = false
+        }
+    }
+
+    // MARK: Lifecycle
+
+    /// `close()`: whether this call closes (false: another call did or does, and this one
+    /// waits for ``closeFinished``). The writer writes what is pending, then exits.
+    mutating func requestClose() -> Bool {
+        guard !closeRequested else { return false }
+        closeRequested = true
+        switch status {
+        case .closing, .failed:
+            break  // a failed log stays failed: the writer exits without writing more
+        case .stalled:
+            retryAt = 0
+            status = .closing
+        case .open, .closed:
+            status = .closing
+        }
+        return true
+    }
+
+    /// Once the writer exited and no retention deletes: the log is closed. Returns the
+    /// records appended and never written.
+    mutating func finishClosing() -> Range<UInt64> {
+        status = .closed
+        return writtenEnd..<nextSeq
+    }
+
+    /// `close()` released the files and the directory lock.
+    mutating func markCloseFinished() { closeFinished = true }
+
+    /// `suspend()`: refuses appends from now on and returns the end of what must be made
+    /// durable before the files are let go; nil when already suspended.
+    /// - Throws: the log's error (a suspended log would hide it).
+    mutating func beginSuspend() throws -> UInt64? {
+        if suspended && !closeRequested { return nil }
+        if let error { throw error }
+        suspended = true
+        return nextSeq
+    }
+
+    /// The flush before suspending failed: the log stays open.
+    mutating func abandonSuspend() { suspended = false }
+
+    /// `suspend()` let go of the files and the lock.
+    mutating func markReleased() { released = true }
+
+    /// `Configuration.suspendsWhenIdle`: whether to queue an idle suspension now (the writer
+    /// found nothing to do); at most one is queued.
+    mutating func queueIdleSuspension() -> Bool {
+        guard !suspended, !idleSuspendQueued, !closeRequested, case .open = status, hasNothingPending else { return false }
+        idleSuspendQueued = true
+        return true
+    }
+
+    /// The queued idle suspension runs: whether the log is still idle.
+    mutating func idleSuspensionStarts() -> Bool {
+        idleSuspendQueued = false
+        return hasNothingPending
+    }
+
+    // MARK: Segments, retention and the cap
 
     /// Records a segment's current size, adding it if it is new (by base seq).
     mutating func noteSegment(_ segment: SegmentInfo) {
@@ -202,6 +523,44 @@ struct LogState {
     /// keeps every record at or past it.
     var retentionFloor: UInt64? { consumerOffsets.values.min() }
 
+    /// Whether to queue a retention run after a roll: at most one is queued, and none once
+    /// the files are released.
+    mutating func queueRetention() -> Bool {
+        guard !retentionQueued, !filesReleased else { return false }
+        retentionQueued = true
+        return true
+    }
+
+    /// The queued retention run starts.
+    mutating func retentionDequeued() { retentionQueued = false }
+
+    /// Starts a retention run: the sealed segments every consumer has passed (none once the
+    /// files are released), counted in flight until ``finishRetention(deleted:)`` when any.
+    mutating func beginRetention() -> [SegmentInfo] {
+        guard !filesReleased, let floor = retentionFloor, segments.count > 1 else { return [] }
+        var doomed = [SegmentInfo]()
+        for index in 0..<(segments.count - 1) where segments[index + 1].baseSeq <= floor {
+            doomed.append(segments[index])
+        }
+        if !doomed.isEmpty { retentionsInFlight += 1 }
+        return doomed
+    }
+
+    /// A retention run that ``beginRetention()`` started (with segments) deleted `deleted`.
+    mutating func finishRetention(deleted: Int) {
+        counters.retainedSegmentsDeleted += UInt64(deleted)
+        retentionsInFlight -= 1
+    }
+
+    /// The cap dropped `segments` segments holding `records` records no consumer had read.
+    mutating func countDropped(records: UInt64, segments: Int) {
+        counters.droppedRecords += records
+        counters.droppedSegments += UInt64(segments)
+    }
+
+    /// A read met `count` expired records for the first time.
+    mutating func countExpired(_ count: UInt64) { counters.expiredRecords += count }
+
     /// Takes the sealed segments among `doomed` out of the list (never the active one), before
     /// they are unlinked: a reader that finds a listed file missing then knows it was removed
     /// outside Spool. Returns those taken out.
@@ -221,23 +580,21 @@ struct LogState {
         }
     }
 
-    /// The end of the records at `level`: ``writtenEnd`` or ``syncedEnd``.
-    func mark(for level: Durability) -> UInt64 { level == .synced ? syncedEnd : writtenEnd }
+    // MARK: Observers
 
-    /// Forgets every waiter (each has been resumed or given its result), keeping the capacity.
-    mutating func removeAllWaiters() {
-        waiters.removeAll(keepingCapacity: true)
-        syncedWaiters = 0
+    /// Registers a write observer; returns its registration number.
+    mutating func addObserver(_ handler: @escaping @Sendable (UInt64) -> Void) -> UInt64 {
+        let id = nextObserverID
+        nextObserverID += 1
+        observers.append((id, handler))
+        return id
     }
 
-    /// Whether a new waiter at `level` should wake the writer. While the writer gathers
-    /// synced callers after an fdatasync, it sleeps until the group is complete (or its
-    /// deadline passes): waking it for every arrival costs a context switch each, which on a
-    /// 2-core machine is most of a group-commit cycle.
-    func shouldWakeWriter(for level: Durability) -> Bool {
-        guard level == .synced, let gather else { return true }
-        return syncedWaiters >= gather.target
+    mutating func removeObserver(_ id: UInt64) {
+        observers.removeAll { $0.id == id }
     }
+
+    // MARK: Reading
 
     /// Bytes of every segment file (valid part); records pending in memory are not in it.
     var diskBytes: Int64 { segments.reduce(0) { $0 + $1.size } }

@@ -48,10 +48,7 @@ extension EventLog {
         guard !removed.isEmpty else { return }
         let lost = doomed.compactMap { removed.contains($0.baseSeq) ? unread[$0.baseSeq] : nil }
         let count = lost.reduce(UInt64(0)) { $0 + ($1.upperBound - $1.lowerBound) }
-        lock.withLock {
-            state.counters.droppedRecords += count
-            state.counters.droppedSegments += UInt64(removed.count)
-        }
+        lock.withLock { state.countDropped(records: count, segments: removed.count) }
         metrics.droppedRecords.increment(by: Int(count))
         if count > 0 {
             logger.warning("dropped the oldest records to stay under Configuration.maxBytes", metadata: [

@@ -11,9 +11,9 @@ extension EventLog {
             let now = monotonicNanos()
             if state.writing {
                 // A blocking caller is writing; it wakes this thread when it is done.
-                state.writerAwaitsToken = true
+                state.writerAwaitsToken(true)
                 lock.writerWait(until: nil)
-                state.writerAwaitsToken = false
+                state.writerAwaitsToken(false)
                 continue
             }
             switch state.status {
@@ -48,7 +48,7 @@ extension EventLog {
                 lock.writerWait(until: gather.deadline)
                 continue
             }
-            state.gather = nil
+            state.endGather()
             if !state.current.isEmpty {
                 let lingerNanos = UInt64(configuration.linger.wholeNanoseconds)  // validated 0 ... 60 s
                 if urgent || now >= state.current.openedAt &+ lingerNanos {
@@ -75,7 +75,7 @@ extension EventLog {
             }
             writeFullBlocks(sync: wantsSync, gathering: true)
         }
-        state.writerExited = true
+        state.writerDidExit()
         failPendingWaiters()
         lock.broadcastProgress()
         lock.unlock()
@@ -88,22 +88,14 @@ extension EventLog {
     func writeFullBlocks(sync: Bool, gathering: Bool) {
         // Taken, not copied: the batch then owns its blocks' buffers alone, so recycling them
         // (`publish`) allocates nothing, and it is handed back as the idle array below.
-        var batch = state.takeFullBlocks()
-        let served = state.syncedWaiters
-        state.writing = true
+        var (batch, served) = state.beginWrite()
         lock.unlock()
         let started = monotonicNanos()
         let outcome = writeBatch(batch[...], sync: sync)
         lock.lock()
-        state.writing = false
         publish(outcome, batch: &batch)
-        // Emptied before the lock is next released, so the recycled buffers are unshared.
-        batch.removeAll(keepingCapacity: true)
-        swap(&batch, &state.idleFull)
         if gathering && outcome.synced && served > 0 {
-            let arrived = state.syncedWaiters
-            let finished = monotonicNanos()
-            state.gather = (served + arrived, finished + (finished - started))
+            state.startGather(served: served, started: started, finished: monotonicNanos())
         }
         resumeReady()
         notifyObservers()
@@ -190,133 +182,73 @@ extension EventLog {
     /// Makes already-written data durable when a caller asks and nothing new is pending,
     /// holding the write token. Lock held.
     private func syncOnly() {
-        let target = state.writtenEnd
-        state.writing = true
+        let target = state.beginSync()
         lock.unlock()
         var failure: SpoolError?
         do { try writer.syncActive() } catch { failure = error as? SpoolError ?? SpoolError(.io, "\(error)") }
         lock.lock()
-        state.writing = false
-        state.counters.fsyncs += 1
         metrics.fsyncs.increment()
-        if let failure {
-            state.status = .failed(failure)
-            logger.error("fdatasync failed; the log refuses writes until it is reopened", metadata: ["error": "\(failure)"])
-            failPendingWaiters()
-        } else {
-            state.syncedEnd = max(state.syncedEnd, target)
-            completeWaiters()
-        }
+        say(state.finishSync(upTo: target, failure: failure))
         lock.broadcastProgress()
         resumeReady()
     }
 
-    /// Applies a write outcome to the shared state and wakes whoever it concerns. Lock held.
+    /// Applies a write outcome to the shared state, says what it means, and wakes whoever it
+    /// concerns. Lock held.
     private func publish(_ outcome: SegmentWriter.Outcome, batch: inout [PendingBlock]) {
-        // By index, not through a slice: a slice would share the batch's storage, and the
-        // recycling below must find the batch sole owner of its blocks.
-        let written = 0..<outcome.blocksWritten
-        if let last = written.last {
-            state.writtenEnd = batch[last].firstSeq + UInt64(batch[last].count)
-        }
-        var recordsWritten = 0
-        for index in written {
-            state.pendingBytes -= batch[index].charge
-            recordsWritten += batch[index].count
-        }
-        state.counters.blocksWritten += UInt64(outcome.blocksWritten)
-        state.counters.storedBytes += UInt64(outcome.storedBytes)
-        state.counters.rawBytes += UInt64(outcome.rawBytes)
-        state.counters.fsyncs += UInt64(outcome.fsyncs)
+        let recordsWritten = batch.prefix(outcome.blocksWritten).reduce(0) { $0 + $1.count }
         metrics.recordWrite(records: recordsWritten, blocks: outcome.blocksWritten, stored: outcome.storedBytes,
                             raw: outcome.rawBytes, fsyncs: outcome.fsyncs)
-        // Segments sealed and created were noted as the batch rolled (the cap may since have
-        // dropped some of them); the active one gets its current size.
-        if let active = writer.activeSegment { state.noteSegment(active) }
-        state.counters.segmentsRolled += UInt64(outcome.sealed.count)
+        let verdict = state.finishWrite(outcome, batch: &batch, activeSegment: writer.activeSegment,
+                                        syncFailed: writer.syncFailed, now: monotonicNanos())
         if !outcome.sealed.isEmpty { scheduleRetention() }
         metrics.recordSegments(count: state.segments.count, diskBytes: state.diskBytes)
-        if outcome.synced { state.syncedEnd = state.writtenEnd }
-        // Recycle the written blocks' buffers (bounded: a few blocks' worth). Each is emptied
-        // in place while the batch alone holds it: emptying a shared copy would allocate anew.
-        for index in written where state.spare.count < 8 {
-            batch[index].reset(firstSeq: 0)
-            state.spare.append(batch[index])
-        }
-        if let error = outcome.error {
-            state.counters.writeErrors += 1
-            // Unwritten blocks go back to the front of the queue, in order.
-            state.full.insert(contentsOf: batch.dropFirst(outcome.blocksWritten), at: 0)
-            if writer.syncFailed {
-                state.status = .failed(error)
-                logger.error("fdatasync failed; the log refuses writes until it is reopened", metadata: ["error": "\(error)"])
-                failPendingWaiters()
-            } else {
-                if case .closing = state.status {
-                    // Closing: no more retries; close() reports how many records were not written.
-                    logger.error("write failed while closing; unwritten records are lost", metadata: ["error": "\(error)"])
-                    failPendingWaiters(with: error)
-                    state.full.removeAll()
-                    state.current.reset(firstSeq: state.nextSeq)
-                    state.pendingBytes = 0
-                    lock.broadcastProgress()
-                    return
-                }
-                let previous = state.retryAt.map { _ in true } ?? false
-                state.status = .stalled(error)
-                state.retryAt = monotonicNanos() + (previous ? 1_000_000_000 : 100_000_000)
-                logger.warning("write failed; appends are refused until a retry succeeds", metadata: ["error": "\(error)"])
-                failPendingWaiters()
-            }
-        } else if case .stalled = state.status {
-            state.status = .open
-            state.retryAt = nil
-            logger.info("writing works again after an error")
-        }
-        completeWaiters()
+        say(verdict)
         lock.broadcastProgress()
     }
 
-    /// Moves the async waiters whose records reached their level to `state.ready` (see
-    /// ``resumeReady()``) and completes the blocking ones. Lock held.
-    func completeWaiters() {
-        guard !state.waiters.isEmpty else { return }
-        state.completeReachedWaiters()
+    /// Logs what a write's verdict means and fails the waiters it leaves without their level.
+    /// Lock held.
+    private func say(_ verdict: WriteVerdict) {
+        switch verdict {
+        case .written:
+            break
+        case .recovered:
+            logger.info("writing works again after an error")
+        case .failed(let error):
+            logger.error("fdatasync failed; the log refuses writes until it is reopened", metadata: ["error": "\(error)"])
+            failPendingWaiters()
+        case .stalled(let error):
+            logger.warning("write failed; appends are refused until a retry succeeds", metadata: ["error": "\(error)"])
+            failPendingWaiters()
+        case .lostWhileClosing(let error):
+            logger.error("write failed while closing; unwritten records are lost", metadata: ["error": "\(error)"])
+            failPendingWaiters(with: error)
+        }
     }
 
     /// Resumes the completed async waiters with the lock released, so each resumed caller can
     /// append again at once instead of queueing on the lock the writer holds. Lock held on
     /// entry and exit.
     func resumeReady() {
-        guard !state.ready.isEmpty else { return }
+        guard state.hasReady else { return }
         // Taken and handed back emptied: no array is allocated per group.
         var ready = [UnsafeContinuation<Void, any Error>]()
-        swap(&ready, &state.ready)
+        state.takeReady(&ready)
         lock.unlock()
         for continuation in ready { continuation.resume() }
         ready.removeAll(keepingCapacity: true)
         lock.lock()
-        if state.ready.isEmpty { swap(&ready, &state.ready) }
+        state.returnReadyBuffer(&ready)
     }
 
     /// Completes the waiters whose records reached their level, and fails every other one with
-    /// `explicit` or the log's error. Lock held.
+    /// `explicit` or the log's error. Lock held (this rare path, failure or close, resumes
+    /// under it).
     func failPendingWaiters(with explicit: SpoolError? = nil) {
-        guard !state.waiters.isEmpty else { return }
-        let error = explicit ?? state.error ?? SpoolError(.closed, "the log is closed")
-        completeWaiters()
-        // Rare path (failure or close): resume under the lock.
-        for continuation in state.ready { continuation.resume() }
-        state.ready.removeAll()
-        for waiter in state.waiters {
-            var error = error
-            error.seq = waiter.wait.record ?? state.mark(for: waiter.level)
-            switch waiter.kind {
-            case .async(let continuation): continuation.resume(throwing: error)
-            case .blocking(let id): state.blockingResults[id] = .failure(error)
-            }
-        }
-        state.removeAllWaiters()
+        let (ready, failed) = state.failPendingWaiters(with: explicit)
+        for continuation in ready { continuation.resume() }
+        for (continuation, error) in failed { continuation.resume(throwing: error) }
     }
 
     /// Tells the write observers how far the log is written, outside the lock, on the thread
