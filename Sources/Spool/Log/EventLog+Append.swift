@@ -197,7 +197,7 @@ extension EventLog {
             // The writer retries (within a second): the wait ends with its outcome, so a caller
             // waiting again for a record whose append failed neither spins nor gives up early.
             return nil
-        case .open: return nil
+        case .open, .suspending, .suspended: return nil
         case .closing where !state.writerExited: return nil
         case .failed, .closed, .closing:
             // (Closing with the writer gone: nobody is left to complete a new waiter.)
@@ -212,7 +212,7 @@ extension EventLog {
     private func enqueue(_ payload: UnsafeRawBufferPointer, timestamp: Int64) throws -> UInt64 {
         let framed = PendingBlock.framedSize(payload.count)
         while true {
-            if state.suspended && configuration.suspendsWhenIdle && !state.closeRequested {
+            if state.suspendingOrSuspended && configuration.suspendsWhenIdle {
                 // Suspended while idle: take the log back first (resume takes the lifecycle
                 // lock before this one, so this one is let go meanwhile).
                 lock.unlock()

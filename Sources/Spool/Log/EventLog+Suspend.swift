@@ -56,7 +56,7 @@ extension EventLog {
         defer { lifecycle.unlock() }
         let suspended = try lock.withLock {
             if state.closeRequested { throw SpoolError(.closed, "the log is closed", path: directory) }
-            return state.suspended
+            return state.suspendingOrSuspended
         }
         guard suspended else { return }
         takeWriteToken(waitingForRetention: false)
@@ -77,7 +77,7 @@ extension EventLog {
 
     /// Whether the log is suspended (``suspend()``): it holds no lock and no file, and
     /// refuses appends until ``resume()``.
-    public var isSuspended: Bool { lock.withLock { state.released && !state.closeRequested } }
+    public var isSuspended: Bool { lock.withLock { state.isSuspended } }
 
     /// Waits until no one writes (and, when asked, no retention deletes), then holds the write
     /// token, so that only the caller touches the segment writer.

@@ -7,16 +7,36 @@ struct SegmentInfo: Sendable, Equatable {
     var name: String { Format.segmentName(baseSeq) }
 }
 
-/// Where the log is in its life.
+/// Where the log is in its life: one value, so that no combination of flags can say two
+/// things at once.
+///
+///     open ⇄ stalled                      (a write fails / a retry succeeds)
+///     open → suspending → suspended → open (suspend(), resume(); a failed flush goes back)
+///     open, stalled, suspending, suspended → closing → closed
+///     any but closed → failed              (an fdatasync failed) → closed
+///
+/// Who holds the write token (the writer thread, a blocking caller writing its own record,
+/// `suspend()`/`resume()`) is kept beside it (``LogState/writing``): a log is written while
+/// open, stalled (the retry), suspending (the flush) and closing (the last write).
 enum LogStatus {
+    /// Taking appends.
     case open
     /// A write failed (`ENOSPC`, `EIO`, ...): the blocks stay pending and the writer retries;
     /// new appends are refused with the error until a retry succeeds.
     case stalled(SpoolError)
-    /// An `fsync` failed: the data it covered cannot be trusted. Writes are refused until reopen.
-    case failed(SpoolError)
+    /// ``EventLog/suspend()`` refuses appends and makes what is pending durable.
+    case suspending
+    /// ``EventLog/suspend()`` released the log's files and lock; ``EventLog/resume()`` takes
+    /// them back.
+    case suspended
+    /// An `fsync` failed: the data it covered cannot be trusted. Writes are refused until
+    /// reopen. `closing`: `close()` was called (the writer then exits).
+    case failed(SpoolError, closing: Bool)
+    /// `close()` was called: the writer writes what is pending, then exits.
     case closing
-    case closed
+    /// The writer exited. `finished`: `close()` released the files and the directory lock
+    /// (other callers of `close()` wait for it).
+    case closed(finished: Bool)
 }
 
 /// What a caller waits for: every record below `end` at its level.
@@ -111,24 +131,13 @@ struct LogState {
     /// When the writer, stalled by a write error, tries again (monotonic ns).
     private(set) var retryAt: UInt64? = nil
     private(set) var writerExited = false
-    /// `close()` was called (the status may still be `.failed`).
-    private(set) var closeRequested = false
     /// Commits' retention deleting segments right now (see `EventLog.applyRetention`):
     /// `close()` waits for them before it releases the directory lock.
     private(set) var retentionsInFlight = 0
-    /// ``EventLog/suspend()`` released the log's files and lock: appends are refused and no
-    /// retention runs until ``EventLog/resume()``.
-    private(set) var suspended = false
-    /// ``EventLog/suspend()`` has released the files and the lock (it sets `suspended` first,
-    /// then flushes, then releases): what `EventLog.isSuspended` reports.
-    private(set) var released = false
     /// An idle suspension (`Configuration.suspendsWhenIdle`) is queued and has not run.
     private var idleSuspendQueued = false
     /// A retention run is queued on the retention queue and has not started.
     private var retentionQueued = false
-    /// `close()` finished releasing the files and the directory lock (other callers of
-    /// `close()` wait for it).
-    private(set) var closeFinished = false
     /// Someone holds the write token and is writing outside the lock: the writer thread or a
     /// blocking caller (`EventLog.leadWrite`). Only the holder touches the `SegmentWriter`.
     private(set) var writing = false
@@ -151,9 +160,42 @@ struct LogState {
         self.segments = segments
     }
 
-    /// `close()` was called or the log is suspended: nothing may touch the log's files but
-    /// what `close()`/`resume()` itself does.
-    var filesReleased: Bool { closeRequested || suspended }
+    /// `close()` was called (the status may be `.failed`).
+    var closeRequested: Bool {
+        switch status {
+        case .closing, .closed, .failed(_, closing: true): true
+        case .open, .stalled, .suspending, .suspended, .failed(_, closing: false): false
+        }
+    }
+    /// `close()` released the files and the directory lock.
+    var closeFinished: Bool {
+        if case .closed(finished: true) = status { return true }
+        return false
+    }
+    /// ``EventLog/suspend()`` refuses appends (it flushes, or has released the files).
+    var suspendingOrSuspended: Bool {
+        switch status {
+        case .suspending, .suspended: true
+        default: false
+        }
+    }
+    /// ``EventLog/suspend()`` released the files and the lock: what `EventLog.isSuspended` reports.
+    var isSuspended: Bool {
+        if case .suspended = status { return true }
+        return false
+    }
+    /// `close()` was called or the log is suspending or suspended: nothing may touch the log's
+    /// files but what `close()`/`suspend()`/`resume()` itself does (retention stops).
+    var filesReleased: Bool { closeRequested || suspendingOrSuspended }
+    /// Whether the writer may write now, as far as the lifecycle goes: open, suspending (the
+    /// flush) or suspended (nothing is pending then). Not while stalled (the writer's retry
+    /// waits for its time) nor failed, closing or closed.
+    var acceptsWrites: Bool {
+        switch status {
+        case .open, .suspending, .suspended: true
+        default: false
+        }
+    }
     /// No record waits to be sealed or written and no caller waits on one: what an idle
     /// suspension (`Configuration.suspendsWhenIdle`) asks before it runs.
     var hasNothingPending: Bool { current.isEmpty && full.isEmpty && waiters.isEmpty }
@@ -358,7 +400,7 @@ struct LogState {
             // Unwritten blocks go back to the front of the queue, in order.
             full.insert(contentsOf: batch.dropFirst(outcome.blocksWritten), at: 0)
             if syncFailed {
-                status = .failed(error)
+                status = .failed(error, closing: closeRequested)
                 verdict = .failed(error)
             } else if isClosing {
                 // Closing: no more retries; close() reports how many records were not written.
@@ -405,7 +447,7 @@ struct LogState {
         writing = false
         counters.fsyncs += 1
         if let failure {
-            status = .failed(failure)
+            status = .failed(failure, closing: closeRequested)
             return .failed(failure)
         }
         syncedEnd = max(syncedEnd, target)
@@ -425,10 +467,7 @@ struct LogState {
     /// is resumed (appends are taken again).
     mutating func releaseWriteToken(resuming: Bool) {
         writing = false
-        if resuming {
-            suspended = false
-            released = false
-        }
+        if resuming, case .suspended = status { status = .open }
     }
 
     // MARK: Lifecycle
@@ -436,15 +475,15 @@ struct LogState {
     /// `close()`: whether this call closes (false: another call did or does, and this one
     /// waits for ``closeFinished``). The writer writes what is pending, then exits.
     mutating func requestClose() -> Bool {
-        guard !closeRequested else { return false }
-        closeRequested = true
         switch status {
-        case .closing, .failed:
-            break  // a failed log stays failed: the writer exits without writing more
+        case .closing, .closed, .failed(_, closing: true):
+            return false
+        case .failed(let error, closing: false):
+            status = .failed(error, closing: true)  // a failed log stays failed: the writer exits without writing more
         case .stalled:
-            retryAt = 0
+            retryAt = 0  // one last try
             status = .closing
-        case .open, .closed:
+        case .open, .suspending, .suspended:
             status = .closing
         }
         return true
@@ -453,33 +492,39 @@ struct LogState {
     /// Once the writer exited and no retention deletes: the log is closed. Returns the
     /// records appended and never written.
     mutating func finishClosing() -> Range<UInt64> {
-        status = .closed
+        status = .closed(finished: false)
         return writtenEnd..<nextSeq
     }
 
     /// `close()` released the files and the directory lock.
-    mutating func markCloseFinished() { closeFinished = true }
+    mutating func markCloseFinished() { status = .closed(finished: true) }
 
     /// `suspend()`: refuses appends from now on and returns the end of what must be made
     /// durable before the files are let go; nil when already suspended.
     /// - Throws: the log's error (a suspended log would hide it).
     mutating func beginSuspend() throws -> UInt64? {
-        if suspended && !closeRequested { return nil }
+        if suspendingOrSuspended { return nil }
         if let error { throw error }
-        suspended = true
+        status = .suspending
         return nextSeq
     }
 
-    /// The flush before suspending failed: the log stays open.
-    mutating func abandonSuspend() { suspended = false }
+    /// The flush before suspending failed: the log is open again (or stays stalled or failed,
+    /// as the failed write left it).
+    mutating func abandonSuspend() {
+        if case .suspending = status { status = .open }
+    }
 
     /// `suspend()` let go of the files and the lock.
-    mutating func markReleased() { released = true }
+    mutating func markReleased() {
+        assert({ if case .suspending = status { true } else { false } }(), "only a suspending log is released")
+        status = .suspended
+    }
 
     /// `Configuration.suspendsWhenIdle`: whether to queue an idle suspension now (the writer
     /// found nothing to do); at most one is queued.
     mutating func queueIdleSuspension() -> Bool {
-        guard !suspended, !idleSuspendQueued, !closeRequested, case .open = status, hasNothingPending else { return false }
+        guard !idleSuspendQueued, case .open = status, hasNothingPending else { return false }
         idleSuspendQueued = true
         return true
     }
@@ -604,13 +649,13 @@ struct LogState {
     var error: SpoolError? {
         switch status {
         case .stalled(let error): return error
-        case .failed(let error):
+        case .failed(let error, _):
             // Not the fsync's own code: `diskFull` would promise that appending works again
             // once space returns, and a failed fsync is never retried.
             return SpoolError(.failed, "an fdatasync failed (\(error.message)); the log refuses writes until it is reopened",
                               path: error.path, errno: error.errno)
         case .closing, .closed: return SpoolError(.closed, "the log is closed")
-        case .open where suspended:
+        case .suspending, .suspended:
             return SpoolError(.suspended, "the log is suspended (it holds no lock and no file); call resume() before appending")
         case .open: return nil
         }

@@ -31,7 +31,7 @@ extension EventLog {
                     lock.writerWait(until: retryAt)
                     continue
                 }
-            case .open, .closing:
+            case .open, .suspending, .suspended, .closing:
                 break
             }
             var closing = false
@@ -156,7 +156,7 @@ extension EventLog {
     /// holds the write token, no synced group is gathering, and there is something to write.
     /// Its own record is then written without two thread hand-offs. Lock held.
     func canLeadWrite() -> Bool {
-        guard case .open = state.status, !state.writing else { return false }
+        guard state.acceptsWrites, !state.writing else { return false }
         if let gather = state.gather, monotonicNanos() < gather.deadline { return false }
         return !state.current.isEmpty || !state.full.isEmpty
             || (state.syncedWaiters > 0 && state.writtenEnd > state.syncedEnd)
