@@ -1,0 +1,436 @@
+import Foundation
+@testable import Spool
+
+/// A seeded, deterministic simulator of the log's state machine (`LogState`), as the sync
+/// machine has one: a driver that, at every step, picks one of the events the log can receive
+/// (appends at every durability, seals, the writer's writes and syncs with injected write and
+/// `fdatasync` failures and segment rolls, suspend and resume, idle suspension, consumers'
+/// commits and retention, close) and checks the invariants after it. The I/O is a model (a
+/// disk that knows what it holds and what is durable), so each seed runs in microseconds and a
+/// failing seed replays exactly: `SPOOL_LOG_SIMULATION_SEED=<seed> swift test --filter LogLifecycleSimulationTests`.
+///
+/// Invariants, after every step:
+/// - seqs are dense and never reused (`nextSeq` counts every append);
+/// - the state never claims more than the disk holds: `writtenEnd` is the disk's end and
+///   `syncedEnd` at most what is durable;
+/// - no acknowledged record is lost: every wait that succeeded is covered by the disk (durably
+///   for `synced`);
+/// - pending bytes are the framed bytes of the records not yet written, and the pending blocks
+///   cover exactly the records between the written end and the next seq;
+/// - a suspended log holds no file and no write token;
+/// - retention never deletes a segment a consumer has not passed, and none while the files are
+///   released;
+/// - the segment list is sorted and without repeats;
+/// - once closed, no caller waits; at the end of every run every waiter has its answer.
+struct LogLifecycleSimulation {
+    struct Failure: Error, CustomStringConvertible {
+        var seed: UInt64
+        var step: Int
+        var message: String
+        var trace: [String]
+        var description: String {
+            "seed \(seed), step \(step): \(message)\n  replay: SPOOL_LOG_SIMULATION_SEED=\(seed) swift test --filter LogLifecycleSimulationTests\n  last steps:\n    " + trace.suffix(40).joined(separator: "\n    ")
+        }
+    }
+
+    private enum Suspension {
+        case none
+        /// `suspend()` waits for what was appended to be durable (waiter `id`, nil: nothing to wait for).
+        case flushing(id: Int?)
+        case suspended
+    }
+
+    static let blockSize = 256
+    static let segmentSize: Int64 = 600
+    static let maxPending = 4096
+    static let header: Int64 = 16
+
+    let seed: UInt64
+    private var rng: SplitMix64
+    private var state = LogState(nextSeq: 0, segments: [SegmentInfo(baseSeq: 0, size: header)])
+    private var trace: [String] = []
+    private var step = 0
+
+    // The model of the disk and of the callers.
+    private var expectedNext: UInt64 = 0
+    private var framedPending = 0
+    private var diskEnd: UInt64 = 0
+    private var durableEnd: UInt64 = 0
+    private var activeBase: UInt64 = 0
+    private var activeSize: Int64 = header
+    private var filesOpen = true
+    /// A write in flight: the batch the writer took and whether it syncs.
+    private var inFlight: (batch: [PendingBlock], sync: Bool)?
+    private var syncing: UInt64?
+    private var waiting: [Int: (end: UInt64, level: Durability)] = [:]
+    private var acknowledged: [(end: UInt64, level: Durability)] = []
+    private var consumers: [String: UInt64] = [:]
+    private var retention: (doomed: [SegmentInfo], forgotten: [SegmentInfo])?
+    /// What a retention run broke when it began, checked with the other invariants.
+    private var retentionBroken: String?
+    private var suspension = Suspension.none
+    private var idleQueued = false
+    private var closing = false
+    private var closed = false
+    /// A write failed while closing: its records were given up, so the pending blocks no
+    /// longer cover the records past the written end.
+    private var recordsGivenUp = false
+
+    init(seed: UInt64) {
+        self.seed = seed
+        rng = SplitMix64(seed: seed)
+    }
+
+    /// Runs `steps` random events, then closes the log and drains it; throws the first broken invariant.
+    mutating func run(steps: Int) throws {
+        while step < steps && !closed {
+            step += 1
+            randomEvent()
+            try check()
+        }
+        var guardSteps = 0
+        while case .flushing = suspension {
+            // close() waits for a suspend() in progress (both take the lifecycle lock).
+            step += 1
+            guardSteps += 1
+            if retention != nil {
+                runRetention()  // suspend() waits for a retention run in flight
+            } else if syncing != nil {
+                syncOnly()
+            } else if inFlight != nil || !state.full.isEmpty {
+                write()
+            } else if state.syncedWaiters > 0 && state.writtenEnd > state.syncedEnd {
+                syncOnly()
+            } else {
+                seal()
+            }
+            suspendStep()
+            try check()
+            if guardSteps > 10_000 { throw failure("suspend() never finished its flush (\(suspension); ends \(state.writtenEnd)/\(state.syncedEnd)/\(state.nextSeq), waiters \(state.waiters.map { ($0.wait.end, $0.level) }), writing \(state.writing), retentions \(state.retentionsInFlight))") }
+        }
+        if !closing { close() }
+        while !closed {
+            step += 1
+            guardSteps += 1
+            drainStep()
+            try check()
+            if guardSteps > 10_000 { throw failure("the log never finished closing") }
+        }
+        if !waiting.isEmpty { throw failure("waiters without an answer after close: \(waiting.keys.sorted())") }
+    }
+
+    // MARK: Events
+
+    private mutating func randomEvent() {
+        switch rng.next() % 100 {
+        case 0..<35: append()
+        case 35..<45: seal()
+        case 45..<62: write()
+        case 62..<70: syncOnly()
+        case 70..<76: commit()
+        case 76..<82: runRetention()
+        case 82..<87: suspendStep()
+        case 87..<91: resume()
+        case 91..<95: idleSuspension()
+        case 95..<97: if rng.next() % 4 == 0 { close() } else { seal() }
+        default: collect()
+        }
+    }
+
+    /// After close: what the writer does until it exits, then close's own end.
+    private mutating func drainStep() {
+        if retention != nil { return runRetention() }
+        if inFlight == nil, syncing == nil, state.full.isEmpty, state.current.isEmpty, state.syncedWaiters > 0,
+           state.writtenEnd > state.syncedEnd, !state.writerExited {
+            if case .failed = state.status {} else { return syncOnly() }
+        }
+        if inFlight != nil || syncing != nil || !state.full.isEmpty || !state.current.isEmpty {
+            if inFlight == nil && syncing == nil {
+                switch state.status {
+                case .failed: break
+                default:
+                    seal()
+                    if !state.full.isEmpty { return write() }
+                }
+            } else {
+                return inFlight != nil ? write() : syncOnly()
+            }
+        }
+        if !state.writerExited {
+            log("writer exits")
+            state.writerDidExit()
+            failWaiters(nil)
+            return collect()
+        }
+        if state.retentionsInFlight == 0 {
+            let unwritten = state.finishClosing()
+            log("closed, \(unwritten.count) unwritten")
+            filesOpen = false
+            state.markCloseFinished()
+            closed = true
+        }
+    }
+
+    private mutating func append() {
+        let size = Int(rng.next() % 60)
+        let framed = PendingBlock.framedSize(size)
+        guard state.error == nil else { return log("append refused: \(state.error!.code)") }
+        guard state.pendingBytes + framed <= Self.maxPending else { return log("append waits (backpressure)") }
+        let payload = [UInt8](repeating: UInt8(truncatingIfNeeded: expectedNext), count: size)
+        let (seq, _) = payload.withUnsafeBytes { state.append($0, timestamp: 1_000, blockSize: Self.blockSize, now: 0) }
+        expectedNext = seq == expectedNext ? expectedNext + 1 : UInt64.max  // checked below
+        framedPending += framed
+        let levels: [Durability] = [.buffered, .written, .synced]
+        let level = levels[Int(rng.next() % 3)]
+        log("append \(seq) (\(size) B) at \(level)")
+        if level != .buffered {
+            let id = state.addBlockingWaiter(Wait(end: seq + 1, record: seq), level: level)
+            waiting[id] = (seq + 1, level)
+        }
+    }
+
+    private mutating func seal() {
+        log("seal")
+        state.sealCurrentBlock(blockSize: Self.blockSize)
+    }
+
+    /// The writer: takes the full blocks, or finishes the write it took, with an outcome from
+    /// the model disk (rolls, a write error after some blocks, a failed `fdatasync`).
+    private mutating func write() {
+        guard let (batch, sync) = inFlight else {
+            guard syncing == nil, !state.writing, !state.full.isEmpty else { return }
+            switch state.status {
+            case .failed, .closed: return
+            default: break
+            }
+            let (taken, served) = state.beginWrite()
+            inFlight = (taken, served > 0 || state.syncedWaiters > 0)
+            log("write begins: \(taken.count) blocks")
+            return
+        }
+        var batchCopy = batch
+        inFlight = nil
+        var outcome = SegmentWriter.Outcome()
+        let roll = rng.next() % 100
+        let failAt: Int? = roll < 4 ? Int(rng.next() % UInt64(batch.count + 1)) : nil
+        for (index, block) in batch.enumerated() {
+            if index == failAt { break }
+            let size = Int64(block.raw.count / 2 + 12)
+            if activeSize > Self.header && activeSize + size > Self.segmentSize {
+                let sealed = SegmentInfo(baseSeq: activeBase, size: activeSize)
+                outcome.sealed.append(sealed)
+                outcome.fsyncs += 2
+                durableEnd = max(durableEnd, diskEnd)  // sealing syncs the segment
+                activeBase = block.firstSeq
+                activeSize = Self.header
+                state.noteSegment(sealed)
+                state.noteSegment(SegmentInfo(baseSeq: activeBase, size: activeSize))
+            }
+            activeSize += size
+            diskEnd = block.firstSeq + UInt64(block.count)
+            outcome.blocksWritten += 1
+            framedPending -= block.charge
+        }
+        var syncFailed = false
+        if let failAt, failAt < batch.count {
+            outcome.error = SpoolError(.diskFull, "simulated ENOSPC")
+        } else if sync {
+            if roll < 5 {
+                syncFailed = true
+                outcome.error = SpoolError(.io, "simulated fdatasync failure")
+            } else {
+                outcome.synced = true
+                outcome.fsyncs += 1
+                durableEnd = diskEnd
+            }
+        }
+        let verdict = state.finishWrite(outcome, batch: &batchCopy, activeSegment: SegmentInfo(baseSeq: activeBase, size: activeSize),
+                                        syncFailed: syncFailed, now: 0)
+        log("write ends: \(outcome.blocksWritten) of \(batch.count) blocks\(outcome.synced ? ", synced" : ""): \(verdict)")
+        switch verdict {
+        case .written, .recovered: break
+        case .stalled, .failed: failWaiters(nil)
+        case .lostWhileClosing(let error):
+            framedPending = 0
+            recordsGivenUp = true
+            failWaiters(error)
+        }
+        collect()
+    }
+
+    private mutating func syncOnly() {
+        if let target = syncing {
+            syncing = nil
+            let fails = rng.next() % 100 < 3
+            if !fails { durableEnd = max(durableEnd, target) }
+            let verdict = state.finishSync(upTo: target, failure: fails ? SpoolError(.io, "simulated fdatasync failure") : nil)
+            log("sync ends: \(verdict)")
+            if case .failed = verdict { failWaiters(nil) }
+            return collect()
+        }
+        guard inFlight == nil, !state.writing, state.syncedWaiters > 0, state.writtenEnd > state.syncedEnd else { return }
+        switch state.status {
+        case .failed, .closed: return
+        default: break
+        }
+        syncing = state.beginSync()
+        log("sync begins to \(syncing!)")
+    }
+
+    private mutating func commit() {
+        let name = rng.next() % 2 == 0 ? "a" : "b"
+        let from = consumers[name] ?? state.firstSeq
+        guard state.syncedEnd >= from else { return }
+        let next = from + rng.next() % (state.syncedEnd - from + 1)
+        consumers[name] = next
+        state.recordCommit(of: name, at: next)
+        log("consumer \(name) commits \(next)")
+    }
+
+    private mutating func runRetention() {
+        if let (doomed, forgotten) = retention {
+            retention = nil
+            state.finishRetention(deleted: forgotten.count)
+            log("retention deleted \(forgotten.map(\.baseSeq)) of \(doomed.map(\.baseSeq))")
+            return
+        }
+        let doomed = state.beginRetention()
+        guard !doomed.isEmpty else { return }
+        if case .suspended = suspension, !closing { retentionBroken = "retention runs while suspended" }
+        let floor = consumers.values.min() ?? 0
+        for segment in doomed {
+            // A segment's records end where the next one starts: at or below every consumer's offset.
+            let end = state.segments.first { $0.baseSeq > segment.baseSeq }?.baseSeq ?? UInt64.max
+            if end > floor { retentionBroken = "retention deletes segment \(segment.baseSeq), whose records reach \(end), past consumer offset \(floor)" }
+        }
+        retention = (doomed, state.forgetSegments(doomed))
+        log("retention begins: \(doomed.map(\.baseSeq))")
+    }
+
+    private mutating func suspendStep() {
+        switch suspension {
+        case .none:
+            guard !closing else { return }
+            do {
+                guard let target = try state.beginSuspend() else { return }
+                if target <= state.syncedEnd {
+                    suspension = .flushing(id: nil)
+                } else {
+                    let id = state.addBlockingWaiter(Wait(end: target, record: nil), level: .synced)
+                    waiting[id] = (target, .synced)
+                    suspension = .flushing(id: id)
+                }
+                log("suspend begins, flushing to \(target)")
+            } catch {
+                log("suspend refused: \(error)")
+            }
+        case .flushing(let id):
+            if let id {
+                guard let result = state.takeBlockingResult(id) else { return }
+                waiting[id] = nil
+                suspension = .flushing(id: nil)  // answered: what is left is the write token
+                if case .failure = result {
+                    state.abandonSuspend()
+                    suspension = .none
+                    return log("suspend's flush failed; the log stays open")
+                }
+            }
+            guard state.takeWriteToken(waitingForRetention: true) else { return log("suspend waits for the write token") }
+            filesOpen = false
+            state.markReleased()
+            state.releaseWriteToken(resuming: false)
+            suspension = .suspended
+            log("suspended")
+        case .suspended:
+            break
+        }
+    }
+
+    private mutating func resume() {
+        guard case .suspended = suspension, !closing else { return }
+        guard state.takeWriteToken(waitingForRetention: false) else { return log("resume waits for the write token") }
+        filesOpen = true
+        state.releaseWriteToken(resuming: true)
+        suspension = .none
+        log("resumed")
+    }
+
+    private mutating func idleSuspension() {
+        if idleQueued {
+            idleQueued = false
+            guard state.idleSuspensionStarts() else { return log("idle suspension: no longer idle") }
+            log("idle suspension runs")
+            return suspendStep()
+        }
+        guard inFlight == nil, syncing == nil, state.queueIdleSuspension() else { return }
+        idleQueued = true
+        log("idle suspension queued")
+    }
+
+    private mutating func close() {
+        guard !closing else { return }
+        if case .flushing = suspension { return }  // close() and suspend() take the lifecycle lock in turn
+        guard state.requestClose() else { return }
+        closing = true
+        log("close requested")
+    }
+
+    /// Collects the answers of the blocking waiters, checking each success against the disk.
+    private mutating func collect() {
+        for id in waiting.keys.sorted() {
+            if case .flushing(let flushing) = suspension, flushing == id { continue }  // suspend() takes its own answer
+            guard let result = state.takeBlockingResult(id), let wait = waiting.removeValue(forKey: id) else { continue }
+            if case .success = result { acknowledged.append(wait) }
+        }
+    }
+
+    private mutating func failWaiters(_ error: SpoolError?) {
+        let (ready, failed) = state.failPendingWaiters(with: error)
+        precondition(ready.isEmpty && failed.isEmpty, "the simulator's waiters are all blocking ones")
+    }
+
+    // MARK: Invariants
+
+    private func check() throws {
+        if state.nextSeq != expectedNext { throw failure("nextSeq is \(state.nextSeq), the model counts \(expectedNext) appends (a seq reused or skipped)") }
+        if state.writtenEnd != diskEnd { throw failure("writtenEnd \(state.writtenEnd) but the disk ends at \(diskEnd)") }
+        if state.syncedEnd > durableEnd { throw failure("syncedEnd \(state.syncedEnd) past the durable end \(durableEnd)") }
+        if !(state.syncedEnd <= state.writtenEnd && state.writtenEnd <= state.nextSeq) {
+            throw failure("ends out of order: synced \(state.syncedEnd), written \(state.writtenEnd), next \(state.nextSeq)")
+        }
+        for wait in acknowledged where wait.end > (wait.level == .synced ? durableEnd : diskEnd) {
+            throw failure("an acknowledged wait for records below \(wait.end) at \(wait.level) is not on the disk")
+        }
+        if state.pendingBytes != framedPending { throw failure("pendingBytes \(state.pendingBytes), the model's \(framedPending)") }
+        if !recordsGivenUp {
+            var next = state.writtenEnd
+            for block in (inFlight?.batch ?? []) + state.full + [state.current] where !block.isEmpty {
+                if block.firstSeq != next { throw failure("a pending block starts at \(block.firstSeq), expected \(next)") }
+                next += UInt64(block.count)
+            }
+            if next != state.nextSeq { throw failure("the pending blocks end at \(next), nextSeq is \(state.nextSeq)") }
+        }
+        if state.isSuspended && (filesOpen || state.writing) { throw failure("suspended while holding files or the write token") }
+        if case .suspended = suspension, !state.isSuspended, !closing { throw failure("suspend() returned but the log does not say it is suspended") }
+        let bases = state.segments.map(\.baseSeq)
+        if bases != bases.sorted() || Set(bases).count != bases.count { throw failure("segment list \(bases) is not sorted and unique") }
+        if let retentionBroken { throw failure(retentionBroken) }
+        let synced = state.waiters.filter { $0.level == .synced }.count
+        if synced != state.syncedWaiters { throw failure("syncedWaiters \(state.syncedWaiters), counted \(synced)") }
+        if state.closeFinished && !state.waiters.isEmpty { throw failure("closed with \(state.waiters.count) callers waiting") }
+    }
+
+    /// The run's outcome in brief (its last steps, ends and counters), to tell two runs apart.
+    var fingerprint: String {
+        "\(trace.suffix(50).joined(separator: "|"))|\(state.nextSeq)|\(state.writtenEnd)|\(state.syncedEnd)|\(acknowledged.count)"
+    }
+
+    private func failure(_ message: String) -> Failure {
+        Failure(seed: seed, step: step, message: message, trace: trace)
+    }
+
+    private mutating func log(_ line: String) {
+        trace.append("\(step): \(line) [\(state.status)]")
+        if trace.count > 200 { trace.removeFirst(100) }
+    }
+}
