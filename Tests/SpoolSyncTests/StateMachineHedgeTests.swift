@@ -46,6 +46,16 @@ import Testing
         harness.inFlight.filter { $0.batch.records.first?.seq == head }.map(\.slot)
     }
 
+    @Test func theDelayIsThe95thPercentileOfTheLast64RoundTrips() {
+        var hedging = Hedging(enabled: true)
+        for step in 1...19 { hedging.measured(.milliseconds(step * 10)) }
+        #expect(hedging.delay == nil)  // 19 known: not enough
+        hedging.measured(.milliseconds(200))
+        #expect(hedging.delay == .milliseconds(190))  // the 19th of 20
+        for _ in 0..<Hedging.samples { hedging.measured(.milliseconds(1)) }
+        #expect(hedging.delay == Hedging.floor)  // the old ones forgotten, and never below the floor
+    }
+
     @Test func aHedgeGoesOutOnceAndTheFirstAcceptedCopySettlesTheBatch() {
         var (harness, head) = Self.stalledHead(Self.configuration())
         #expect(harness.uploads.filter { $0.first == head }.count == 2)  // once, however long it waits

@@ -40,6 +40,8 @@ struct Hedging: Sendable {
     let enabled: Bool
     /// The last ``samples`` round trips, oldest overwritten first.
     private var roundTrips: [Duration] = []
+    /// The same round trips, in increasing order.
+    private var ordered: [Duration] = []
     private var next = 0
     /// How long the frontier's request is out before it is hedged; nil until ``minimumSamples``
     /// round trips are known.
@@ -69,17 +71,31 @@ struct Hedging: Sendable {
     }
 
     /// A copy was accepted after `roundTrip` (measured from its own send).
+    ///
+    /// Complexity: O(``samples``), no sort: the round trips are also kept in order.
     mutating func measured(_ roundTrip: Duration) {
         guard enabled else { return }
         if roundTrips.count < Self.samples {
             roundTrips.append(roundTrip)
         } else {
+            ordered.remove(at: Self.position(of: roundTrips[next], in: ordered))
             roundTrips[next] = roundTrip
         }
+        ordered.insert(roundTrip, at: Self.position(of: roundTrip, in: ordered))
         next = (next + 1) % Self.samples
-        guard roundTrips.count >= Self.minimumSamples else { return }
-        let sorted = roundTrips.sorted()
-        let rank = Int((Self.percentile * Double(sorted.count)).rounded(.up)) - 1
-        delay = max(sorted[min(max(rank, 0), sorted.count - 1)], Self.floor)
+        guard ordered.count >= Self.minimumSamples else { return }
+        let rank = Int((Self.percentile * Double(ordered.count)).rounded(.up)) - 1
+        delay = max(ordered[min(max(rank, 0), ordered.count - 1)], Self.floor)
+    }
+
+    /// The first index in `sorted` whose value is not below `value`.
+    private static func position(of value: Duration, in sorted: [Duration]) -> Int {
+        var low = 0
+        var high = sorted.count
+        while low < high {
+            let middle = (low + high) / 2
+            if sorted[middle] < value { low = middle + 1 } else { high = middle }
+        }
+        return low
     }
 }
