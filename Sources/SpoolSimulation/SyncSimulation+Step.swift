@@ -34,6 +34,12 @@ extension SyncSimulation {
             guard !batch.records.isEmpty else { throw Violation(message: "an empty batch is sent in slot \(slot)") }
             requests += 1
             uploads[slot] = (batch, now + roundTrip(timeout: timeout), now, timeout)
+        case .cancel(let slot):
+            guard let upload = uploads[slot], cancelled.insert(slot).inserted else {
+                throw Violation(message: "slot \(slot) is cancelled, but no request is in flight there (or it was cancelled before)")
+            }
+            // A cancelled request ends soon, unless its answer was already on its way.
+            uploads[slot]?.readyAt = min(upload.readyAt, now + .microseconds(Int64(random.next() % 5_000)))
         case .scheduleTimer(let at, let generation):
             timer = (at, generation)
         case .cancelTimer:
@@ -124,6 +130,15 @@ extension SyncSimulation {
         guard machine.inFlight == uploads.count else {
             throw Violation(message: "the machine counts \(machine.inFlight) requests in flight; \(uploads.count) are")
         }
+        // Each record is counted once, when the commit that passes it completes: a batch
+        // settled twice (by both copies of a hedge) would count its records twice.
+        guard UInt64(machine.stats.records + machine.stats.deadLettered) <= world.committed else {
+            throw Violation(message: "\(machine.stats.records) records delivered and \(machine.stats.deadLettered) dead-lettered, past the committed offset \(world.committed)")
+        }
+        // The hedge budget: one hedge for every 20 other requests at most.
+        guard machine.stats.hedges * 20 <= machine.stats.requests - machine.stats.hedges else {
+            throw Violation(message: "\(machine.stats.hedges) hedges among \(machine.stats.requests) requests: over the budget of 5%")
+        }
         if sent && uploads.count > machine.concurrency.limit {
             throw Violation(message: "\(uploads.count) requests in flight, over the limit of \(machine.concurrency.limit)")
         }
@@ -151,6 +166,7 @@ extension SyncSimulation {
         switch action {
         case .read(let from, let count, _, let batches, let maxCount, _): "read(from \(from), \(count)r, \(batches)×\(maxCount))"
         case .upload(let batch, let slot, _): "upload(slot \(slot) \(describe(batch)))"
+        case .cancel(let slot): "cancel(slot \(slot))"
         case .deadLetter(let records, _): "deadLetter(\(records.map(\.seq)))"
         case .commit(let end): "commit(\(end))"
         case .scheduleTimer(let at, _): "timer(\(at.formatted))"

@@ -20,7 +20,8 @@ import SpoolSync
 ///   dead-lettered (or refused and skipped, without a dead-letter log), or that the log dropped;
 ///   it never moves backwards;
 /// - the window is one contiguous run from the committed offset (or the commit in flight);
-/// - a step that sends leaves no more requests in flight than the controller's limit;
+/// - a step that sends leaves no more requests in flight than the controller's limit (hedges
+///   included); hedges stay within their budget (one for 20 other requests); no record is counted delivered twice;
 /// - one local operation at a time; only lone refused records are dead-lettered;
 /// - a flush is answered once, by its deadline, and one that waits for an offset and reports
 ///   success is committed that far.
@@ -33,6 +34,8 @@ package struct SyncSimulation {
         package var written: UInt64 = 0
         package var committed: UInt64 = 0
         package var requests = 0
+        /// Second copies of requests (hedges) among them.
+        package var hedges = 0
         package var stopped = false
         /// A line a step, when the run was traced.
         package var trace: [String] = []
@@ -87,6 +90,8 @@ package struct SyncSimulation {
     // What the driver has in flight for the machine.
     var local: Pending?
     var uploads: [Int: (batch: SyncBatch, readyAt: Duration, sent: Duration, timeout: Duration)] = [:]
+    /// Slots the machine cancelled (the other copy of a hedged batch settled it).
+    var cancelled: Set<Int> = []
     var timer: (at: Duration, generation: Int)?
     var backoff: (at: Duration, generation: Int)?
     /// The wake of a batch retried on its own, if armed.
@@ -123,6 +128,7 @@ package struct SyncSimulation {
         configuration.flushInterval = random.nextUnit() < 0.3 ? .zero : .seconds(Int64(1 + random.next() % 30))
         configuration.requestTimeout = .seconds(Int64(1 + random.next() % 30))
         configuration.deadLetterEnabled = random.nextUnit() < 0.8
+        configuration.hedging = random.nextUnit() < 0.8
         do { try configuration.validate() } catch { preconditionFailure("the simulation drew an invalid configuration: \(error)") }
         machine = SyncStateMachine(configuration: configuration, committed: 0, pending: 0)
 
@@ -146,6 +152,6 @@ package struct SyncSimulation {
     }
 
     var summary: Summary {
-        Summary(steps: step, written: world.written, committed: world.committed, requests: requests, stopped: stopped, trace: trace)
+        Summary(steps: step, written: world.written, committed: world.committed, requests: requests, hedges: machine.stats.hedges, stopped: stopped, trace: trace)
     }
 }

@@ -48,7 +48,7 @@ struct SimulateCommand: ParsableCommand {
             switch SyncSimulation.run(seed: seed, trace: trace) {
             case .success(let summary):
                 if trace { print(summary.trace.joined(separator: "\n")) }
-                print("seed \(seed): passed in \(summary.steps) steps, \(summary.committed) of \(summary.written) records committed, \(summary.requests) requests\(summary.stopped ? ", stopped" : "")")
+                print("seed \(seed): passed in \(summary.steps) steps, \(summary.committed) of \(summary.written) records committed, \(summary.requests) requests (\(summary.hedges) hedges)\(summary.stopped ? ", stopped" : "")")
             case .failure(let failure):
                 print(failure.description)
                 throw ExitCode(1)
@@ -58,6 +58,7 @@ struct SimulateCommand: ParsableCommand {
         let started = ContinuousClock.now
         let firstFailure = Mutex<UInt64?>(nil)
         let steps = Atomic<Int>(0)
+        let hedges = Atomic<Int>(0)
         let count = seeds
         let start = first
         let threads = UInt64(self.threads)
@@ -66,7 +67,9 @@ struct SimulateCommand: ParsableCommand {
             while seed < start + count {
                 if let failed = firstFailure.withLock({ $0 }), failed < seed { return }
                 switch SyncSimulation.run(seed: seed) {
-                case .success(let summary): steps.add(summary.steps, ordering: .relaxed)
+                case .success(let summary):
+                    steps.add(summary.steps, ordering: .relaxed)
+                    hedges.add(summary.hedges, ordering: .relaxed)
                 case .failure: firstFailure.withLock { $0 = min($0 ?? seed, seed) }
                 }
                 seed += threads
@@ -83,6 +86,6 @@ struct SimulateCommand: ParsableCommand {
             print("replay: spool-simulate --seed \(failed) --trace")
             throw ExitCode(1)
         }
-        print("\(count) seeds from \(start) passed: \(steps.load(ordering: .relaxed)) steps in \(String(format: "%.1f", seconds)) s, \(Int(Double(count) / max(seconds, 1e-9))) seeds/s on \(threads) threads")
+        print("\(count) seeds from \(start) passed: \(steps.load(ordering: .relaxed)) steps (\(hedges.load(ordering: .relaxed)) hedged requests) in \(String(format: "%.1f", seconds)) s, \(Int(Double(count) / max(seconds, 1e-9))) seeds/s on \(threads) threads")
     }
 }

@@ -91,6 +91,13 @@ struct SyncCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-concurrency"), help: "The most requests in flight with --concurrency adaptive (default 32, at most 64).")
     var maxConcurrency: Int?
 
+    @Option(help: """
+        'on' (the default): a request holding the commit back that has been out longer than 95% \
+        of the recent round trips is sent once more, and the first copy accepted counts (at most \
+        5% more requests; never with --concurrency 1); 'off' where a repeated request costs.
+        """)
+    var hedge: HedgeSetting = .on
+
     @OptionGroup var output: JSONOption
 
     @OptionGroup var progress: ProgressOption
@@ -249,6 +256,7 @@ struct SyncCommand: AsyncParsableCommand {
             total.deadLettered += one.deadLettered
             total.requests += one.requests
             total.retries += one.retries
+            total.hedges += one.hedges
             total.peakInFlight = max(total.peakInFlight, one.peakInFlight)
             total.pending += one.pending
             total.failures.merge(one.failures, uniquingKeysWith: +)
@@ -289,6 +297,7 @@ struct SyncCommand: AsyncParsableCommand {
         case .fixed(let count): configuration.concurrency = .fixed(count)
         case .adaptive: configuration.concurrency = .adaptive(max: maxConcurrency ?? 32)
         }
+        configuration.hedging = hedge == .on
         // A one-shot run is someone waiting (a script, a cron job): a server's Retry-After may
         // hold it a minute per retry, not the service's hour, unless they say otherwise.
         if let seconds = maxRetryAfter ?? (once ? 60 : nil) { configuration.backoff.maxRetryAfter = .seconds(seconds) }
@@ -354,6 +363,11 @@ enum ConcurrencySetting: ExpressibleByArgument, Equatable {
         case .adaptive: "adaptive"
         }
     }
+}
+
+/// `--hedge`: whether slow requests holding the commit back are sent once more.
+enum HedgeSetting: String, ExpressibleByArgument, CaseIterable {
+    case on, off
 }
 
 extension HTTPSink.Encoding: ExpressibleByArgument {}

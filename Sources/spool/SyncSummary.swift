@@ -18,6 +18,8 @@ struct SyncSummary: Encodable {
     var requests: Int
     /// Failed requests sent again.
     var retries: Int
+    /// Second copies of slow requests (hedges), counted in `requests` too.
+    var hedges: Int
     /// The most requests in flight at once.
     var peakInFlight: Int
     /// Records written and not yet committed when it ended.
@@ -33,6 +35,7 @@ struct SyncSummary: Encodable {
         self.deadLettered = deadLettered
         requests = stats.requests
         retries = stats.retries
+        hedges = stats.hedges
         peakInFlight = stats.peakInFlight
         lag = stats.pending
     }
@@ -43,11 +46,11 @@ struct SyncSummary: Encodable {
     }
 
     /// One line: what was delivered, then how: requests sent (accepted or not), failed
-    /// requests sent again, and the most requests that were in flight at once.
+    /// requests sent again, hedges (when any), and the most requests that were in flight at once.
     var text: String {
         var text = "sent \(records) records in \(batches) requests (\(formatBytes(Int64(bytes))))"
         if deadLettered > 0 { text += "; \(deadLettered) refused records moved to the dead-letter log" }
-        text += "; \(requests) requests made, \(retries) retried, up to \(peakInFlight) in flight"
+        text += "; \(requests) requests made, \(retries) retried\(hedges > 0 ? ", \(hedges) hedged" : ""), up to \(peakInFlight) in flight"
         return text + "\n"
     }
 }

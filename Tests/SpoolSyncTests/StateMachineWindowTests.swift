@@ -340,7 +340,10 @@ import Testing
     /// One 503 among 32 answers is not overload (issue 34: 20% of 503s halved the limit every
     /// round trip and pinned it at 1); a third of them is, and halves it once.
     @Test func theFastStartDoublesEveryRoundTripAndStopsWhenOverloadIsAShare() {
-        var harness = MachineHarness(Self.configuration(.adaptive(max: 64)), records: 100_000)
+        var configuration = Self.configuration(.adaptive(max: 64))
+        // The head is out past the p95 here: a hedge would take the slot the answers below count on.
+        configuration.hedging = false
+        var harness = MachineHarness(configuration, records: 100_000)
         harness.holdUploads = true
         harness.flush()
         var levels: [Int] = []

@@ -40,6 +40,14 @@ import Spool
         #expect(result.stderr.contains("\(option) must be a number of seconds between"))
     }
 
+    /// `--hedge` takes `on` or `off` only (issue #34).
+    @Test func anUnknownHedgeSettingIsAUsageError() throws {
+        let result = try sync(["--hedge", "sometimes"])
+        #expect(result.reason == .exit)
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr.contains("--hedge"), "\(result.stderr)")
+    }
+
     /// A malformed `--pubsub-topic` is a usage error (64, not 1) naming the form it must have,
     /// found before anything is opened (issue #33).
     @Test func aMalformedPubSubTopicIsAUsageError() throws {

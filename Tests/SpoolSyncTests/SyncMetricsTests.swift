@@ -7,6 +7,16 @@ import Testing
 
 /// The `spool_sync_*` metrics, observed through a test backend, agree with `stats`.
 @Suite struct SyncMetricsTests {
+    @Test func hedgedRequestsAreCounted() throws {
+        let metrics = TestMetrics()
+        let sync = SyncMetrics(consumer: "uploader", factory: metrics)
+        var stats = SyncStats()
+        stats.requests = 60
+        stats.hedges = 3
+        sync.record(from: SyncStats(), to: stats)
+        #expect(try metrics.expectCounter("spool_sync_hedges_total", [("consumer", "uploader")]).totalValue == 3)
+    }
+
     @Test func metricsMatchTheStatsSnapshot() async throws {
         let metrics = TestMetrics()
         let source = MemorySource(records: 120)

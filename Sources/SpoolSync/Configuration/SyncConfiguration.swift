@@ -73,6 +73,16 @@ public struct SyncConfiguration: Sendable {
     /// head is answered and committed. The window always holds at least one batch, whatever
     /// this says. The default is 64 MiB. Range: 1 KiB ... 1 GiB.
     public var maxWindowBytes: Int = 64 * 1024 * 1024
+    /// Whether the request holding the commit back is sent once more when it has been out
+    /// longer than 95% of the recent round trips (a hedged request, as in "The Tail at
+    /// Scale"): the first copy accepted settles the batch, the other is cancelled and its
+    /// answer ignored. Hedges stay under 5% of the requests (``SyncStats/hedges``), and take a
+    /// slot of ``concurrency`` like any request. Every record carries its id, so a copy is
+    /// harmless where repeats are dropped; turn it off where a copy costs. Never with at most
+    /// one request in flight (`.fixed(1)`, or a sink's ``SyncSink/maxInFlight`` of 1): a copy
+    /// needs a second request, and `.fixed(1)` means the server sees one request at a time.
+    /// The default is `true`.
+    public var hedging: Bool = true
 
     /// How long one request may take before it counts as a timeout and is retried.
     /// The default is 30 s. Range: 1 ms ... 10 min.

@@ -37,7 +37,15 @@
 ///   (answered in time, or reported late) were late. Then the limit drops as for a rising
 ///   epoch. A full accept queue whose dropped SYNs cost the connections past it a second each
 ///   stalls a burst of requests at once, and is not pushed further: adaptive stays near what
-///   one request in flight makes, or above. An *isolated* slow answer (a few percent of the
+///   one request in flight makes, or above. During the fast start, stalls that are strain end
+///   it at the level the server sustained (``sustained``: the requests it had in hand, answered
+///   in time, over the last epoch, by Little's law), not at half the limit: a stall is seen
+///   only ``lateAfter`` after it began (dozens of round trips on a local network), and by then
+///   the limit had doubled several times, so half of it was still past the queue and every
+///   request past it stalled a second (a short drain then ended when its last stall did). The
+///   other stalls of the burst went out before that decrease: one overflow counts once. A
+///   stall of a request sent during a probe refuses the probe, and a probe is taken only once
+///   its requests had ``lateAfter`` to stall. An *isolated* slow answer (a few percent of the
 ///   requests late at every level, the rest on time) is not strain: it holds its slot until
 ///   it is answered, and is left out of the moving average, but neither lowers the limit nor
 ///   sets a ceiling. Read as strain, 2% of the answers 1 s late at L in flight came 0.4·L
@@ -122,6 +130,16 @@ package struct ConcurrencyController: Sendable {
     private(set) var recentOverload: UInt32 = 0
     /// The round trips measured in the current epoch.
     private var epoch: (start: Duration, answers: Int, total: Duration)?
+    /// The requests the server had in hand on average over the last epoch, answered in time
+    /// (Little's law: the sum of their round trips over the epoch's length); nil before the
+    /// first epoch ends.
+    private(set) var sustained: Int?
+    /// When the limit last went past the ceiling (a probe), until the probe is taken or
+    /// refused: a stall of a request sent since refuses it.
+    private(set) var probeSince: Duration?
+    /// Requests reported late and not answered yet: slots the server may never have seen (a
+    /// dropped SYN), so a window that holds them is not as full as it looks.
+    private var stalled = 0
 
     init(_ concurrency: SyncConfiguration.Concurrency) {
         switch concurrency {
@@ -149,12 +167,26 @@ package struct ConcurrencyController: Sendable {
     }
 
     /// A request sent at `sent` has been in flight past ``lateAfter``: reported once per request.
-    /// Strain only when at least ``lateQuorum`` of the last ``lateWindow`` requests were late.
+    /// Strain when at least ``lateQuorum`` of the last ``lateWindow`` requests were late, or
+    /// when it went out during a probe (the probe is refused). During the fast start, the
+    /// limit then goes to the level the server sustained (``sustained``), not to half.
     mutating func late(sent: Duration, now: Duration) {
+        stalled += 1
         guard !isStale(sent) else { return }
+        if let probeSince, sent >= probeSince {
+            return strained(sent: sent, now: now, decrease: Self.tenth)
+        }
         recentLate = recentLate << 1 | 1
         guard recentLate.nonzeroBitCount >= Self.lateQuorum else { return }
-        strained(sent: sent, now: now, decrease: Self.tenth)
+        strained(sent: sent, now: now, decrease: Self.tenth, fastStartLevel: inHand)
+    }
+
+    /// The requests the server took in hand at once lately, as far as answers in time tell:
+    /// ``sustained`` over the last epoch, or the answers of the epoch going on if more (they
+    /// came within one round trip). Nil before any answer.
+    private var inHand: Int? {
+        guard let answers = epoch?.answers else { return sustained }
+        return max(sustained ?? 1, answers)
     }
 
     /// A request was answered (or failed) after `roundTrip`.
@@ -163,6 +195,12 @@ package struct ConcurrencyController: Sendable {
     ///   trip is left out of the average, so one stall counts once.
     mutating func answered(roundTrip: Duration, _ signal: Signal, wasLate: Bool = false, now: Duration) {
         let sent = now - roundTrip
+        if wasLate {
+            stalled = max(0, stalled - 1)
+            // Its slot goes back to a request the server may not take: a probe is judged
+            // from here on (a probe seen through a stalled slot was one request short).
+            if probeSince != nil { probeSince = now }
+        }
         if !wasLate, !isStale(sent) { recentLate <<= 1 }
         if !isStale(sent) { recentOverload = recentOverload << 1 | (signal == .overloaded ? 1 : 0) }
         if case .accepted = signal, !wasLate { measure(roundTrip, now: now) }
@@ -175,7 +213,7 @@ package struct ConcurrencyController: Sendable {
             credit += 1
             if credit >= (fastStart ? 1 : limit) {
                 credit = 0
-                grow()
+                grow(now: now)
             }
         case .failed, .neutral:
             break
@@ -195,6 +233,7 @@ package struct ConcurrencyController: Sendable {
         if let current = epoch, now - current.start >= max(average ?? .zero, .milliseconds(1)) {
             epoch = nil
             let mean = current.total / current.answers
+            sustained = max(1, Int((current.total / (now - current.start)).rounded()))
             let rising = lateAfter.map { mean > $0 } ?? false
             if let average {
                 let gap = mean > average ? mean - average : average - mean
@@ -213,17 +252,21 @@ package struct ConcurrencyController: Sendable {
     }
 
     /// The server showed strain (about a request sent at `sent`): back off, and remember where.
-    private mutating func strained(sent: Duration, now: Duration, decrease: (Int) -> Int) {
+    ///
+    /// - Parameter fastStartLevel: where the fast start ends, if it is on (half the limit
+    ///   when nil).
+    private mutating func strained(sent: Duration, now: Duration, decrease: (Int) -> Int, fastStartLevel: Int? = nil) {
         guard adaptive, !isStale(sent) else { return }
         lastDecrease = now
         recentLate = 0
         recentOverload = 0
         healthyStepsAtCeiling = 0
         credit = 0
+        probeSince = nil
         if fastStart {
             // Doubling overshot: the server took half as many the round trip before.
             fastStart = false
-            limit = max(1, limit / 2)
+            limit = max(1, min(limit, fastStartLevel ?? limit / 2))
             ceiling = limit
             stepsBetweenProbes = Self.probeInterval
         } else if let ceiling, limit > ceiling {
@@ -238,17 +281,24 @@ package struct ConcurrencyController: Sendable {
     }
 
     /// A healthy round trip with every slot used: one more.
-    private mutating func grow() {
-        guard limit < maximum else { return }
+    private mutating func grow(now: Duration) {
         if let current = ceiling, limit > current {
+            // A probe is taken once its requests had the time to stall (``lateAfter``: a
+            // stall refuses it, ``late(sent:now:)``), and with no stalled request holding a
+            // slot (the server took one fewer than the limit says).
+            if let probeSince, let after = lateAfter, now - probeSince <= after { return }
+            guard stalled == 0 else { return }
             // A probe the server took: it handles this many now, and may take more.
             ceiling = limit
+            probeSince = nil
             stepsBetweenProbes = Self.probeInterval
         }
+        guard limit < maximum else { return }
         if let ceiling, limit >= ceiling {
             healthyStepsAtCeiling += 1
             guard healthyStepsAtCeiling >= stepsBetweenProbes else { return }
             healthyStepsAtCeiling = 0
+            probeSince = now
         }
         limit += 1
         peak = max(peak, limit)

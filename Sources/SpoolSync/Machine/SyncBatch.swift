@@ -27,6 +27,11 @@ package struct SyncBatch: Sendable {
     var failures = 0
     /// After a failure retried on its own: unsent, and not sent again before this time.
     var retryAt: Duration?
+    /// A second copy of the request in flight beside the first (a hedge, ``Hedging``): its
+    /// slot and when it went. Only while the first copy is in flight too.
+    var hedge: (slot: Int, sent: Duration)?
+    /// A hedge went out for the batch: at most one per batch, retries included.
+    var hedged = false
 
     enum State: Sendable {
         /// Read, not sent yet.

@@ -8,6 +8,8 @@ extension SyncStateMachine {
     /// slot is refilled at once.
     mutating func uploadCompleted(slot: Int, _ outcome: SinkOutcome, bytes: Int, now: Duration, jitter: Double) -> [Action] {
         noteLateRequests(now: now)
+        // A copy no longer needed: its batch is settled (or gone), whatever it says now.
+        if retired.remove(slot) != nil { return pump(now: now) }
         let wasLate = late.remove(slot) != nil
         if let sent = abandoned.removeValue(forKey: slot) {
             // Its batch left the window behind a failure; the answer still tells of the server.
@@ -18,9 +20,52 @@ extension SyncStateMachine {
             learn(outcome, roundTrip: now - sent, wasLate: wasLate, now: now)
             return pump(now: now)
         }
+        if let index = window.firstIndex(where: { $0.hedge?.slot == slot }) {
+            return hedgeAnswered(at: index, outcome, bytes: bytes, now: now, jitter: jitter)
+        }
         guard let index = window.firstIndex(where: { $0.slot == slot }), case .inFlight(_, let sent) = window[index].state else {
             return []
         }
+        if case .accepted = outcome { hedging.measured(now - sent) }
+        // The first copy answered: its hedge, if one is out, is no longer needed.
+        var cancel: [Action] = []
+        if let hedge = window[index].hedge {
+            window[index].hedge = nil
+            retired.insert(hedge.slot)
+            cancel.append(.cancel(slot: hedge.slot))
+        }
+        return cancel + answered(at: index, outcome, bytes: bytes, sent: sent, wasLate: wasLate, now: now, jitter: jitter)
+    }
+
+    /// The hedge of the batch at `index` was answered. Accepted, it settles the batch (the
+    /// first copy is cancelled, and its answer, whatever it says, ignored); a fatal answer
+    /// stops the worker as any does. Any other failure is forgotten (counted in ``stats``
+    /// only): the first copy, still in flight, carries the batch as it did before the hedge.
+    private mutating func hedgeAnswered(at index: Int, _ outcome: SinkOutcome, bytes: Int, now: Duration, jitter: Double) -> [Action] {
+        guard let hedge = window[index].hedge, case .inFlight(let slot, let sent) = window[index].state else { return [] }
+        window[index].hedge = nil
+        switch outcome {
+        case .accepted:
+            hedging.measured(now - hedge.sent)
+            retired.insert(slot)
+            // The controller learns of the batch's request once: accepted now, as sent with
+            // the first copy (late if that one was reported late).
+            let wasLate = late.remove(slot) != nil
+            return [.cancel(slot: slot)] + answered(at: index, outcome, bytes: bytes, sent: sent, wasLate: wasLate, now: now, jitter: jitter)
+        case .fatal:
+            return answered(at: index, outcome, bytes: bytes, sent: sent, wasLate: false, now: now, jitter: jitter)
+        case .retry(let error), .tooLarge(let error), .rejected(let error):
+            count(error)
+            return pump(now: now)
+        }
+    }
+
+    /// The request of the batch at `index`, sent at `sent`, was answered (by its first copy,
+    /// or by its hedge accepted): the answer is kept on the batch, and the controller learns
+    /// its round trip.
+    private mutating func answered(
+        at index: Int, _ outcome: SinkOutcome, bytes: Int, sent: Duration, wasLate: Bool, now: Duration, jitter: Double
+    ) -> [Action] {
         learn(outcome, roundTrip: now - sent, wasLate: wasLate, now: now)
         var batch = window[index]
         switch outcome {
@@ -119,7 +164,8 @@ extension SyncStateMachine {
     }
 
     /// Requests in flight past the controller's ``ConcurrencyController/lateAfter`` are
-    /// reported, once each: a stall is a sign of strain before it ends.
+    /// reported, once each: a stall is a sign of strain before it ends. Hedges are not: the
+    /// controller sees each batch's request once, through its first copy.
     private mutating func noteLateRequests(now: Duration) {
         guard concurrency.adaptive, let after = concurrency.lateAfter else { return }
         var sent = abandoned.map { (slot: $0.key, at: $0.value) }
@@ -137,6 +183,7 @@ extension SyncStateMachine {
     private mutating func dropWindow(after index: Int) {
         for batch in window[(index + 1)...] {
             if case .inFlight(let slot, let sent) = batch.state { abandoned[slot] = sent }
+            if let hedge = batch.hedge { retired.insert(hedge.slot) }
         }
         window.removeSubrange((index + 1)...)
         caughtUp = false

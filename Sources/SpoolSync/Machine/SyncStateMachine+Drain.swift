@@ -19,8 +19,11 @@ extension SyncStateMachine {
     /// The offset past the window's last batch: where the records of the next read start.
     var windowEnd: UInt64 { window.last?.end ?? stats.committed }
 
-    /// Requests in flight: the window's, and those abandoned behind a failure.
-    package var inFlight: Int { window.reduce(0) { $0 + ($1.slot == nil ? 0 : 1) } + abandoned.count }
+    /// Requests in flight: the window's (with their hedges), those abandoned behind a
+    /// failure, and copies no longer needed.
+    package var inFlight: Int {
+        window.reduce(0) { $0 + ($1.slot == nil ? 0 : 1) + ($1.hedge == nil ? 0 : 1) } + abandoned.count + retired.count
+    }
 
     /// The records and payload bytes the window holds.
     var held: (records: Int, bytes: Int) {
@@ -104,6 +107,10 @@ extension SyncStateMachine {
         retryOwed = false
         let timeout = requestTimeout(now: now)
         let sendable = failedIndex ?? window.endIndex
+        // A hedge first: it frees the frontier, which everything answered behind it waits for.
+        if inFlight < concurrency.limit, let index = frontier, let due = hedgeDue(at: index), due <= now {
+            actions.append(hedge(at: index, timeout: timeout, now: now))
+        }
         while inFlight < concurrency.limit, let index = window[..<sendable].firstIndex(where: { $0.isDue(now) }) {
             actions.append(send(at: index, timeout: timeout, now: now))
         }
@@ -125,13 +132,50 @@ extension SyncStateMachine {
         return actions
     }
 
-    /// Asks for a wake at the earliest time a batch retried on its own is due, unless one as
-    /// early is armed.
+    /// Asks for a wake at the earliest time a batch retried on its own is due, or the
+    /// frontier's request may be hedged, unless one as early is armed.
     private mutating func armWake(now: Duration) -> [Action] {
-        guard let next = window.compactMap({ $0.isUnsent ? $0.retryAt : nil }).filter({ $0 > now }).min(),
+        let hedgeAt = frontier.flatMap { hedgeDue(at: $0) }
+        guard let next = (window.compactMap({ $0.isUnsent ? $0.retryAt : nil }) + [hedgeAt].compactMap { $0 }).filter({ $0 > now }).min(),
               wakeAt.map({ next < $0 }) ?? true else { return [] }
         wakeAt = next
         return [.scheduleWake(at: next)]
+    }
+
+    /// Where the batch holding the commit frontier is: the first in the window neither
+    /// accepted nor refused.
+    var frontier: Int? {
+        window.firstIndex { batch in
+            switch batch.answer {
+            case .accepted?, .refused?: false
+            case .failed?, nil: true
+            }
+        }
+    }
+
+    /// When the request of the batch at `index` may be hedged: it is in flight, was never
+    /// hedged, and ``Hedging`` allows one. Nil when it may not.
+    private func hedgeDue(at index: Int) -> Duration? {
+        guard case .inFlight(_, let sent) = window[index].state, !window[index].hedged else { return nil }
+        return hedging.due(sent: sent)
+    }
+
+    /// Sends a second copy of the request of the batch at `index` (in flight) in the next slot.
+    ///
+    /// The controller is not told: it sees each batch's request once, sent with the first copy
+    /// and answered by the first copy accepted (or by the first copy's failure), so a hedge
+    /// neither grows the limit twice nor shortens the round trips it averages. The copy does
+    /// take a slot: the limit bounds the connections a destination sees, hedges included.
+    private mutating func hedge(at index: Int, timeout: Duration, now: Duration) -> Action {
+        let slot = nextSlot
+        nextSlot += 1
+        window[index].hedge = (slot, now)
+        window[index].hedged = true
+        hedging.hedgeSent()
+        stats.requests += 1
+        stats.hedges += 1
+        stats.peakInFlight = max(stats.peakInFlight, inFlight)
+        return .upload(window[index], slot: slot, timeout: timeout)
     }
 
     /// Sends the unsent batch at `index` in the next slot.
@@ -141,6 +185,7 @@ extension SyncStateMachine {
         window[index].state = .inFlight(slot: slot, sent: now)
         if window[index].retryAt != nil { stats.retries += 1 }
         stats.requests += 1
+        hedging.requestSent()
         // The first request after a failure sends its batch again: every failure since is retried.
         stats.retries += failuresAwaitingRetry
         failuresAwaitingRetry = 0

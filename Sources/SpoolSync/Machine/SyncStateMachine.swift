@@ -62,8 +62,12 @@ package struct SyncStateMachine: Sendable {
         /// batches of at most `maxCount` records and `maxBytes` encoded bytes each.
         case read(from: UInt64, count: Int, bytes: Int, batches: Int, maxCount: Int, maxBytes: Int)
         /// Send the batch as the request in `slot` (answered with that slot); it may take
-        /// `timeout` (see ``requestTimeout(now:)``). Several may be in flight.
+        /// `timeout` (see ``requestTimeout(now:)``). Several may be in flight, two of them for
+        /// one batch when it is hedged (``Hedging``): each copy has its own slot.
         case upload(SyncBatch, slot: Int, timeout: Duration)
+        /// Cancel the request in `slot`: the other copy of its batch settled it. Its answer
+        /// (whatever it is, cancellation included) is still expected, and ignored.
+        case cancel(slot: Int)
         /// Write refused records to the dead-letter log (durably), with the refusal.
         case deadLetter([Record], SyncError)
         /// Commit the consumer so that `end` is the next record it delivers.
@@ -142,6 +146,11 @@ package struct SyncStateMachine: Sendable {
     var abandoned: [Int: Duration] = [:]
     /// Slots of requests in flight already reported late to the controller.
     var late: Set<Int> = []
+    /// Copies of a hedged batch no longer needed (the other copy settled it, or the batch
+    /// left the window): they hold a slot until answered, and their answers are ignored.
+    var retired: Set<Int> = []
+    /// When the frontier's request is sent once more, within a budget.
+    var hedging: Hedging
     /// The last read found nothing past the window: no read until the window changes or the
     /// log grows.
     var caughtUp = false
@@ -186,6 +195,7 @@ package struct SyncStateMachine: Sendable {
     package init(configuration: SyncConfiguration, committed: UInt64, pending: UInt64) {
         self.configuration = configuration
         concurrency = ConcurrencyController(configuration.concurrency)
+        hedging = Hedging(enabled: configuration.hedging && configuration.concurrency.maximum > 1)
         stats.concurrency = concurrency.limit
         stats.peakConcurrency = concurrency.peak
         stats.peakInFlight = 0

@@ -9,8 +9,12 @@ public struct SyncStats: Sendable {
     /// Requests sent, whatever their answer. More than `batches` when requests failed, were
     /// split, or were sent again (a batch the server accepted after one that failed is sent
     /// again with the retry: the offset never passes the failed one), and requests abandoned
-    /// in flight behind a failure.
+    /// in flight behind a failure, and hedges (``hedges``).
     public var requests = 0
+    /// Second copies of a request sent while the first was still out (hedged requests: the
+    /// batch holding the commit back had been out longer than most round trips; see
+    /// ``SyncConfiguration/hedging``). Counted in ``requests`` too; at most 5% of them.
+    public var hedges = 0
     /// How many requests may be in flight now (see ``SyncConfiguration/concurrency``).
     public var concurrency = 1
     /// The highest number of requests in flight the concurrency has allowed.

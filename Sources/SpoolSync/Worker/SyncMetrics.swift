@@ -4,12 +4,14 @@ import Metrics
 /// disagree. Dimensions: `consumer`, and `outcome` for uploads (`accepted` or a
 /// ``SyncError/Code`` such as `serverError`, `rateLimited`, `payloadTooLarge`, `rejected`),
 /// `kind` for failures (every ``SyncError/Code``, commits and reads included).
+/// `spool_sync_hedges_total` counts hedged requests (``SyncStats/hedges``).
 /// One gauge, `spool_sync_pending`: records written and not yet committed (the consumer's lag,
 /// as the worker knows it), to watch a running sync from outside the process.
 struct SyncMetrics: Sendable {
     private let consumer: String
     private let factory: any MetricsFactory
     private let retries: Counter
+    private let hedges: Counter
     private let deadLettered: Counter
     private let records: Counter
     private let bytes: Counter
@@ -22,6 +24,7 @@ struct SyncMetrics: Sendable {
         self.factory = factory
         let dimensions = [("consumer", consumer)]
         retries = Counter(label: "spool_sync_retries_total", dimensions: dimensions, factory: factory)
+        hedges = Counter(label: "spool_sync_hedges_total", dimensions: dimensions, factory: factory)
         deadLettered = Counter(label: "spool_sync_dead_lettered_total", dimensions: dimensions, factory: factory)
         records = Counter(label: "spool_sync_records_total", dimensions: dimensions, factory: factory)
         bytes = Counter(label: "spool_sync_bytes_total", dimensions: dimensions, factory: factory)
@@ -40,6 +43,7 @@ struct SyncMetrics: Sendable {
                 .increment(by: Int64(delta))
         }
         increment(retries, new.retries - old.retries)
+        increment(hedges, new.hedges - old.hedges)
         increment(deadLettered, new.deadLettered - old.deadLettered)
         increment(records, new.records - old.records)
         increment(bytes, new.bytes - old.bytes)

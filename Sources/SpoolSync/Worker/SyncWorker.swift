@@ -71,7 +71,7 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
     private var deadlines: [Int: Task<Void, Never>] = [:]
     /// The read, commit or dead-letter write in flight, if any.
     private var operation: Task<Void, Never>?
-    /// The requests in flight, by slot.
+    /// The requests in flight, by slot (a hedged batch has two, each in its own slot).
     private var uploads: [Int: Task<Void, Never>] = [:]
     /// The teardown, once ``stop()`` (or a fatal answer) started it.
     private var teardown: Task<Void, Never>?
@@ -334,6 +334,10 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
                     "spool.outcome": "\(outcome)"])
                 self.uploadFinished(slot: slot, outcome, bytes: request.bytes)
             }
+        case .cancel(let slot):
+            // The other copy of a hedged batch settled it: the task ends with a cancellation
+            // (or its answer, if that came first), which the machine ignores.
+            uploads[slot]?.cancel()
         case .deadLetter(let records, let error):
             run { [deadLetters] in
                 do {

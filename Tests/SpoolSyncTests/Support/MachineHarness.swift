@@ -35,6 +35,8 @@ struct MachineHarness {
     var heldRead: (from: UInt64, count: Int, maxCount: Int, maxBytes: Int)?
     /// Seqs the machine's uploads carried that were answered as accepted.
     var accepted: Set<UInt64> = []
+    /// Slots the machine cancelled (the losing copy of a hedged batch), in order.
+    var cancelled: [Int] = []
     /// Uploads held in flight, in the order they were sent.
     var inFlight: [(slot: Int, batch: SyncBatch)] = []
     /// The most uploads held in flight at once.
@@ -102,6 +104,16 @@ struct MachineHarness {
     mutating func complete(_ outcome: SinkOutcome = .accepted, first: UInt64? = nil) {
         let index = first.map { first in inFlight.firstIndex { $0.batch.records.first?.seq == first } } ?? inFlight.indices.first
         guard let index else { preconditionFailure("no upload in flight starting at \(first.map(String.init) ?? "any seq")") }
+        complete(outcome, at: index)
+    }
+
+    /// Answers the upload held in flight in `slot` (a hedge's copy, say).
+    mutating func complete(_ outcome: SinkOutcome = .accepted, slot: Int) {
+        guard let index = inFlight.firstIndex(where: { $0.slot == slot }) else { preconditionFailure("no upload in flight in slot \(slot)") }
+        complete(outcome, at: index)
+    }
+
+    private mutating func complete(_ outcome: SinkOutcome, at index: Int) {
         let (slot, batch) = inFlight.remove(at: index)
         if case .accepted = outcome { accepted.formUnion(batch.records.map(\.seq)) }
         send(.uploadCompleted(slot: slot, outcome, bytes: batch.records.count * 10))
@@ -216,6 +228,8 @@ struct MachineHarness {
             let outcome = respond(batch)
             if case .accepted = outcome { accepted.formUnion(batch.records.map(\.seq)) }
             return .uploadCompleted(slot: slot, outcome, bytes: batch.records.count * 10)
+        case .cancel(let slot):
+            cancelled.append(slot)
         case .deadLetter(let refused, _):
             deadLettered += refused.map(\.seq)
             return .deadLetterCompleted
