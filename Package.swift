@@ -62,7 +62,7 @@ let package = Package(
         .target(
             name: "SpoolSync",
             dependencies: [
-                "Spool", "CZstd", "CZlib",
+                "Spool", "SpoolJSON", "CZstd", "CZlib",
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(platforms: [.linux])),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -88,11 +88,14 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
+        // Spool's one JSON grammar: what the sync worker checks records with and the reference
+        // collector reads bodies with. Not a product: no user imports it.
+        .target(name: "SpoolJSON"),
         // The reference collector: an HTTP server for tests, the demo and benchmarks.
         .target(
             name: "SpoolCollector",
             dependencies: [
-                "Spool", "CZstd", "CZlib",
+                "Spool", "SpoolJSON", "CZstd", "CZlib",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -143,7 +146,7 @@ let package = Package(
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
         ]),
         .testTarget(name: "SpoolCollectorTests", dependencies: [
-            "Spool", "SpoolCollector", "CZstd", "CZlib", .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            "Spool", "SpoolCollector", "SpoolJSON", "CZstd", "CZlib", .product(name: "AsyncHTTPClient", package: "async-http-client"),
         ]),
         // The PostgreSQL sink against a real PostgreSQL 15 cluster of the test process's own
         // (initdb, pg_ctl on 127.0.0.1), and `spool sync --postgres` as a child process.
