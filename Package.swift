@@ -134,7 +134,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SpoolSyncTests",
-            dependencies: ["Spool", "SpoolSync", "SpoolCollector", "SpoolBench", "SpoolSimulation",
+            dependencies: ["Spool", "SpoolSync", "SpoolCollector", "SpoolBench", "SpoolSimulation", "SpoolPubSub", "SpoolPostgres",
                            .product(name: "MetricsTestKit", package: "swift-metrics")]
         ),
         // Against the Pub/Sub emulator (started by the tests) and servers on 127.0.0.1; runs the
