@@ -22,7 +22,6 @@ let package = Package(
         .library(name: "SpoolCollector", targets: ["SpoolCollector"]),
         .library(name: "SpoolPostgres", targets: ["SpoolPostgres"]),
         .library(name: "SpoolPubSub", targets: ["SpoolPubSub"]),
-        .library(name: "SpoolBench", targets: ["SpoolBench"]),
         .executable(name: "spool", targets: ["spool"]),
     ],
     dependencies: [
@@ -103,7 +102,12 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        // The Spool half of the benchmark scenarios, shared by `spool bench` and Benchmarks/.
+        // The Spool half of the benchmark scenarios (`spool bench`) and the servers the tests and
+        // scenarios start (PostgreSQL, the Pub/Sub emulator, nginx). Not a product: no user's
+        // package graph lists it. Benchmarks/ compiles these same files as a target of its own
+        // (`BenchScenarios`, through a symbolic link), since a package cannot depend on another
+        // package's non-product target: so SpoolBench uses only the other targets' public API
+        // (`swift build --package-path Benchmarks --product compare` checks it).
         .target(
             name: "SpoolBench",
             dependencies: [
