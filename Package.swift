@@ -22,7 +22,6 @@ let package = Package(
         .library(name: "SpoolCollector", targets: ["SpoolCollector"]),
         .library(name: "SpoolPostgres", targets: ["SpoolPostgres"]),
         .library(name: "SpoolPubSub", targets: ["SpoolPubSub"]),
-        .library(name: "SpoolBench", targets: ["SpoolBench"]),
         .executable(name: "spool", targets: ["spool"]),
     ],
     dependencies: [
@@ -62,7 +61,7 @@ let package = Package(
         .target(
             name: "SpoolSync",
             dependencies: [
-                "Spool", "CZstd", "CZlib",
+                "Spool", "SpoolJSON", "CZstd", "CZlib",
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(platforms: [.linux])),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -88,11 +87,14 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
+        // Spool's one JSON grammar: what the sync worker checks records with and the reference
+        // collector reads bodies with. Not a product: no user imports it.
+        .target(name: "SpoolJSON"),
         // The reference collector: an HTTP server for tests, the demo and benchmarks.
         .target(
             name: "SpoolCollector",
             dependencies: [
-                "Spool", "CZstd", "CZlib",
+                "Spool", "SpoolJSON", "CZstd", "CZlib",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -100,7 +102,12 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        // The Spool half of the benchmark scenarios, shared by `spool bench` and Benchmarks/.
+        // The Spool half of the benchmark scenarios (`spool bench`) and the servers the tests and
+        // scenarios start (PostgreSQL, the Pub/Sub emulator, nginx). Not a product: no user's
+        // package graph lists it. Benchmarks/ compiles these same files as a target of its own
+        // (`BenchScenarios`, through a symbolic link), since a package cannot depend on another
+        // package's non-product target: so SpoolBench uses only the other targets' public API
+        // (`swift build --package-path Benchmarks --product compare` checks it).
         .target(
             name: "SpoolBench",
             dependencies: [
@@ -131,7 +138,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SpoolSyncTests",
-            dependencies: ["Spool", "SpoolSync", "SpoolCollector", "SpoolBench", "SpoolSimulation",
+            dependencies: ["Spool", "SpoolSync", "SpoolCollector", "SpoolBench", "SpoolSimulation", "SpoolPubSub", "SpoolPostgres",
                            .product(name: "MetricsTestKit", package: "swift-metrics")]
         ),
         // Against the Pub/Sub emulator (started by the tests) and servers on 127.0.0.1; runs the
@@ -143,7 +150,7 @@ let package = Package(
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
         ]),
         .testTarget(name: "SpoolCollectorTests", dependencies: [
-            "Spool", "SpoolCollector", "CZstd", "CZlib", .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            "Spool", "SpoolCollector", "SpoolJSON", "CZstd", "CZlib", .product(name: "AsyncHTTPClient", package: "async-http-client"),
         ]),
         // The PostgreSQL sink against a real PostgreSQL 15 cluster of the test process's own
         // (initdb, pg_ctl on 127.0.0.1), and `spool sync --postgres` as a child process.

@@ -14,18 +14,36 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.0", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.21.0"),
     ],
     targets: [
+        // The Spool half of the scenarios, shared with `spool bench`: the root package's
+        // Sources/SpoolBench, compiled here through the symbolic link Sources/BenchScenarios.
+        // SpoolBench is not a product of Spool (no user's package graph should list benchmark
+        // and test support), and SwiftPM lets a package depend only on another's products; the
+        // link keeps one copy of the code. (A target name must be unique across the package
+        // graph, hence not `SpoolBench`.)
+        .target(
+            name: "BenchScenarios",
+            dependencies: [
+                .product(name: "Spool", package: "Spool"),
+                .product(name: "SpoolSync", package: "Spool"),
+                .product(name: "SpoolCollector", package: "Spool"),
+                .product(name: "SpoolPubSub", package: "Spool"),
+                .product(name: "SpoolPostgres", package: "Spool"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
+        ),
         // SQLite, for the baseline only: never a dependency of the library.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
         // The Sensors Analytics SDK's store, as the other side of every comparison.
-        .target(name: "SQLiteBaseline", dependencies: ["CSQLite", .product(name: "SpoolBench", package: "Spool")]),
+        .target(name: "SQLiteBaseline", dependencies: ["CSQLite", "BenchScenarios"]),
         // Spool vs SQLite vs the hardware, as ratios.
         .executableTarget(
             name: "compare",
             dependencies: [
-                "SQLiteBaseline",
-                .product(name: "SpoolBench", package: "Spool"),
+                "SQLiteBaseline", "BenchScenarios",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -36,7 +54,7 @@ let package = Package(
                 .product(name: "Benchmark", package: "package-benchmark"),
                 .product(name: "Spool", package: "Spool"),
                 .product(name: "SpoolSync", package: "Spool"),
-                .product(name: "SpoolBench", package: "Spool"),
+                "BenchScenarios",
             ],
             path: "Benchmarks/SpoolMicro",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]

@@ -26,7 +26,9 @@ final class BacklogServer: Sendable {
         let (fd, port) = try loopbackSocket(listen: backlog)
         descriptor = fd
         self.port = port
-        let micros = UInt32(max(0, serviceTime.seconds * 1e6))
+        // Public API only (Benchmarks/ compiles this file too, outside Spool's package).
+        let (seconds, attoseconds) = serviceTime.components
+        let micros = UInt32(max(0, Double(seconds) * 1e6 + Double(attoseconds) / 1e12))
         Thread.detachNewThread { [self] in
             serve(serviceMicros: micros)
         }

@@ -1,4 +1,5 @@
 import Foundation
+import SpoolJSON
 
 /// How a batch's records are laid out in its (decompressed) body.
 enum BatchFormat: Sendable, Equatable {

@@ -1,3 +1,5 @@
+import SpoolJSON
+
 extension JSONScanner {
     /// The value of the JSON string `bytes[range]` (its quotes included), as UTF-8 bytes:
     /// every escape resolved, every other byte copied.

@@ -10,27 +10,22 @@ public struct PostgresBatch: Sendable {
     let columns: [BinaryArray]
     /// How many rows it carries.
     let count: Int
-    /// How many of its records could not become rows (a collector's log holding a record
-    /// that is not an origin record): such a request is refused without being sent.
-    let unreadable: Int
     /// The row of a one-row request whose record went to `data`: if PostgreSQL refuses it
     /// (`jsonb` refuses some JSON texts `isJSONB` takes, such as `1e999999`, beyond `numeric`),
     /// the sink inserts it again with its bytes in `data_bytes`. `nil` otherwise.
     let loneJSONBRow: PostgresTableRow?
 
     /// Encodes `rows`: a record `jsonb` takes goes to `data` (unless `jsonb` is false), any
-    /// other to `data_bytes`; a `nil` (a record that could not become a row) is counted in
-    /// ``unreadable``.
-    init(rows: [PostgresTableRow?], jsonb: Bool = true) {
+    /// other to `data_bytes`.
+    init(rows: [PostgresTableRow], jsonb: Bool = true) {
         var ids = BinaryArray(element: .text, count: rows.count)
         var logIDs = BinaryArray(element: .text, count: rows.count)
         var seqs = BinaryArray(element: .int8, count: rows.count)
         var times = BinaryArray(element: .timestamptz, count: rows.count)
         var data = BinaryArray(element: .jsonb, count: rows.count)
         var dataBytes = BinaryArray(element: .bytea, count: rows.count)
-        let unreadable = rows.count { $0 == nil }
         var lastJSONB: PostgresTableRow?
-        for case let row? in rows {
+        for row in rows {
             ids.append(utf8: row.id)
             logIDs.append(utf8: row.logID)
             seqs.append(int64: row.seq)
@@ -45,9 +40,8 @@ public struct PostgresBatch: Sendable {
                 dataBytes.append(bytes: row.bytes)
             }
         }
-        columns = [ids, logIDs, seqs, times, data, dataBytes].map { $0.finished(count: rows.count - unreadable) }
-        count = rows.count - unreadable
-        self.unreadable = unreadable
+        columns = [ids, logIDs, seqs, times, data, dataBytes]
+        count = rows.count
         loneJSONBRow = rows.count == 1 ? lastJSONB : nil
     }
 
@@ -89,8 +83,6 @@ struct BinaryArray: PostgresDynamicTypeEncodable, Sendable {
     private let element: Element
     /// Where the has-null flag is, to set it when a null is appended.
     private static let nullFlagIndex = 4
-    /// Where the number of elements is.
-    private static let lengthIndex = 12
 
     init(element: Element, count: Int) {
         self.element = element
@@ -98,15 +90,8 @@ struct BinaryArray: PostgresDynamicTypeEncodable, Sendable {
         buffer.writeInteger(Int32(1))  // dimensions
         buffer.writeInteger(Int32(0))  // has nulls: set by appendNull
         buffer.writeInteger(element.oid)
-        buffer.writeInteger(Int32(count))  // the length: set again by finished(count:)
+        buffer.writeInteger(Int32(count))  // the length: `count` elements are appended
         buffer.writeInteger(Int32(1))  // lower bound
-    }
-
-    /// The array with its length set to the `count` elements appended.
-    func finished(count: Int) -> BinaryArray {
-        var array = self
-        array.buffer.setInteger(Int32(count), at: Self.lengthIndex)
-        return array
     }
 
     mutating func appendNull() {

@@ -19,29 +19,6 @@ struct PostgresTableRow: Sendable, Equatable {
     /// The record's exact bytes.
     var bytes: [UInt8]
 
-    /// What a record of the log `logID` becomes: the one place a record turns into a row.
-    ///
-    /// A log's own records keep this log's id, their seq and their time. A collector's log
-    /// (`origins`) holds `OriginRecord`s: each row carries the device log's id, the record's
-    /// seq and time there, and its exact bytes, so a record keeps one id from the device to the
-    /// table. `nil` for a record that is not a valid origin record.
-    static func mapping(logID: LogID, origins: Bool) -> @Sendable (Record) -> PostgresTableRow? {
-        if origins {
-            return { record in
-                guard let origin = try? OriginRecord.decode(record.payload) else { return nil }
-                return PostgresTableRow(
-                    id: origin.id, logID: origin.log.description, seq: Int64(bitPattern: origin.seq),
-                    milliseconds: origin.time, bytes: origin.payload)
-            }
-        }
-        let logIDText = logID.description
-        return { record in
-            PostgresTableRow(
-                id: logID.eventID(seq: record.seq), logID: logIDText, seq: Int64(bitPattern: record.seq),
-                milliseconds: record.timestamp, bytes: record.payload)
-        }
-    }
-
     /// Whether PostgreSQL's `jsonb` takes `bytes` as they are: one valid JSON text (UTF-8,
     /// nesting within Spool's limit) with no `\u0000` escape and no unpaired surrogate escape,
     /// which `jsonb` refuses although JSON allows them. Such records go to `data_bytes`.
@@ -98,5 +75,15 @@ struct PostgresTableRow: Sendable, Equatable {
         case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
         default: nil
         }
+    }
+}
+
+extension PostgresTableRow {
+    /// The row of a record as destinations receive it (`OutgoingRecord`, which unwraps a
+    /// collector's log once for every sink): its id, log id, seq, time and exact bytes, so a
+    /// record keeps one id from the device to the table.
+    init(_ record: OutgoingRecord) {
+        self.init(id: record.id, logID: record.log.description, seq: Int64(bitPattern: record.seq),
+                  milliseconds: record.time, bytes: record.bytes)
     }
 }

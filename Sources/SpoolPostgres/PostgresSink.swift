@@ -28,7 +28,8 @@ public struct PostgresSink: SyncSink {
     /// Where the sink inserts.
     public let configuration: Configuration
     private let table: PostgresTable
-    private let row: @Sendable (Record) -> PostgresTableRow?
+    private let logID: LogID
+    private let origins: Bool
     private let connections: PostgresConnections
     private let setup: TableSetup
     private let logger: Logger
@@ -42,8 +43,8 @@ public struct PostgresSink: SyncSink {
     ///   - configuration: the server, credentials and table.
     ///   - logID: the log the records come from: with their seq, it makes their ids.
     ///   - origins: whether the log is a collector's, whose records are `OriginRecord`s: then
-    ///     each row carries the device record's id, log id, seq, time and bytes, and a record
-    ///     that is not a valid origin record is refused (dead-lettered).
+    ///     each row carries the device record's id, log id, seq, time and bytes (as
+    ///     `OutgoingRecord` unwraps them for every sink, a record that does not decode included).
     ///   - logger: where the sink logs, at debug level, connection failures (never a payload
     ///     or a password).
     /// - Throws: `SyncError.Code.invalidConfiguration` when the configuration is invalid.
@@ -54,7 +55,8 @@ public struct PostgresSink: SyncSink {
         guard let name = TableName(configuration.table) else { preconditionFailure("validated") }
         self.configuration = configuration
         self.table = PostgresTable(name: name, displayName: configuration.table)
-        self.row = PostgresTableRow.mapping(logID: logID, origins: origins)
+        self.logID = logID
+        self.origins = origins
         self.logger = logger
         self.setup = TableSetup()
         var connection = PostgresConnection.Configuration(
@@ -80,17 +82,14 @@ public struct PostgresSink: SyncSink {
 
     /// The request for exactly `records`.
     public func prepare(exactly records: [Record]) -> SinkRequest<PostgresBatch> {
-        let request = PostgresBatch(rows: records.map(row))
+        let request = PostgresBatch(rows: records.map { PostgresTableRow(OutgoingRecord($0, logID: logID, origins: origins)) })
         return SinkRequest(body: request, count: records.count, bytes: records.reduce(0) { $0 + $1.payload.count })
     }
 
     /// Inserts the request's rows in one transaction, answering `SinkOutcome.accepted`
     /// once `COMMIT` returned; see ``PostgresSink`` for how errors map to outcomes.
     public func send(_ request: PostgresBatch, timeout: Duration) async -> SinkOutcome {
-        if request.unreadable > 0 {
-            return .rejected(SyncError(.rejected, "a record of the collector's log is not an origin record"))
-        }
-        return await withTaskGroup(of: SinkOutcome?.self) { group in
+        await withTaskGroup(of: SinkOutcome?.self) { group in
             group.addTask {
                 let outcome = await self.attempt(request)
                 // A value refused (class 22) in a lone record that went to `data`: `jsonb` did

@@ -66,7 +66,8 @@ public struct PubSubSink: SyncSink {
     ///     emulator, and otherwise the service-account key `GOOGLE_APPLICATION_CREDENTIALS` names.
     ///   - logID: the log the records come from.
     ///   - origins: whether the log is a collector's, whose records are `OriginRecord`s: then
-    ///     each message carries the device record's id, seq, log, time and bytes.
+    ///     each message carries the device record's id, seq, log, time and bytes (as
+    ///     `OutgoingRecord` unwraps them for every sink, a record that does not decode included).
     ///   - environment: the variables read for the defaults.
     ///   - uploader: makes the transport for a URL (the publish endpoint, the token endpoint).
     /// - Throws: `SyncError/Code/invalidConfiguration` for a malformed topic or endpoint, or
@@ -127,9 +128,6 @@ public struct PubSubSink: SyncSink {
 
     /// Publishes and reads the answer.
     public func send(_ request: PublishRequest, timeout: Duration) async -> SinkOutcome {
-        if let why = request.unpublishable {
-            return .rejected(SyncError(.rejected, "record \(request.batch.first) of the collector's log cannot be published: \(why)"))
-        }
         if request.messages == 1, request.largestMessage > Self.maxMessageBytes {
             return .rejected(SyncError(
                 .rejected, "record \(request.batch.first) is \(request.largestMessage) bytes as a Pub/Sub message, past its limit of \(Self.maxMessageBytes)"))

@@ -43,10 +43,10 @@ struct DemoCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let root = try await offPool { try dir ?? makePrivateDirectory(prefix: "spool-demo") }
+        let root = try await offload { try dir ?? makePrivateDirectory(prefix: "spool-demo") }
         let logDirectory = root + "/log"
         let collectorOutput = root + "/collector.ndjson"
-        try await offPool {
+        try await offload {
             try claimScratchDirectory(root, for: "demo")
             try? FileManager.default.removeItem(atPath: logDirectory)
             try? FileManager.default.removeItem(atPath: collectorOutput)
@@ -73,8 +73,8 @@ struct DemoCommand: AsyncParsableCommand {
         let port = try await collector.start()
 
         // The log and its sync worker, with the default policies.
-        let log = try await offPool { try EventLog.open(directory: logDirectory, logger: commandLogger()) }
-        let consumer = try await offPool { try log.consumer(named: "uploader") }
+        let log = try await offload { try EventLog.open(directory: logDirectory, logger: commandLogger()) }
+        let consumer = try await offload { try log.consumer(named: "uploader") }
         let syncConfiguration = SyncConfiguration()
         let worker = try SyncWorker(consumer: consumer, url: URL(string: "http://127.0.0.1:\(port)/batch")!,
                                     configuration: syncConfiguration, logger: commandLogger("spool.sync"))
@@ -116,8 +116,8 @@ struct DemoCommand: AsyncParsableCommand {
         let syncStats = await worker.stats
         await collector.stop()
         let logStats = log.stats()
-        let summary = try await offPool { try log.summary() }
-        try await offPool { try log.close() }
+        let summary = try await offload { try log.summary() }
+        try await offload { try log.close() }
 
         let received = collector.stats
         let lost = max(0, events - received.received)

@@ -1,6 +1,6 @@
 import ArgumentParser
-import Dispatch
 import Foundation
+import Spool
 
 /// `spool`: the command line for Spool logs. One file per subcommand.
 @main
@@ -28,7 +28,7 @@ struct SpoolCommand: AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
                 let box = UncheckedCommand(command: command)
-                try await offPool { try box.run() }
+                try await offload { try box.run() }
             }
         } catch let error as ValidationError where parsed != nil {
             // Thrown by a command's run (a directory that is not a log, a consumer the log does

@@ -1,5 +1,4 @@
 import ArgumentParser
-import Dispatch
 import Foundation
 import Logging
 import Spool
@@ -338,12 +337,4 @@ func formatBytes(_ bytes: Int64) -> String {
         unit += 1
     }
     return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
-}
-
-/// Runs blocking file I/O (opening a log or a consumer, directory changes, summaries, close)
-/// on a Dispatch thread, off the cooperative pool, whose few threads must never block.
-func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
-    }
 }

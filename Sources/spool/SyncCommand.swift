@@ -151,17 +151,17 @@ struct SyncCommand: AsyncParsableCommand {
         let consumerName = consumer
         let create = self.create
         let beside = sidecar
-        let opened = try await offPool { try logDirectory.openConsumer(consumerName, creating: create, beside: beside) }
+        let opened = try await offload { try logDirectory.openConsumer(consumerName, creating: create, beside: beside) }
         let worker: SyncWorker<ContinuousClock>
         do {
             let configuration = try makeConfiguration()
             let sink = try destination.sink(logID: opened.consumer.logID, origins: OriginRecord.storesOrigins(at: directory), configuration: configuration)
             worker = try SyncWorker(consumer: opened.consumer, sink: sink, configuration: configuration, logger: logger)
         } catch {
-            try? await offPool { try opened.close() }
+            try? await offload { try opened.close() }
             throw error
         }
-        let close: @Sendable () async throws -> Void = { try await offPool { try opened.close() } }
+        let close: @Sendable () async throws -> Void = { try await offload { try opened.close() } }
         let failure: SyncError?
         if once {
             // Up to the end seen now: beside a writer that keeps appending, a one-shot run

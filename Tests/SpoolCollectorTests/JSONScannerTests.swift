@@ -1,5 +1,6 @@
 import Testing
 @testable import SpoolCollector
+import SpoolJSON
 
 /// The scanner accepts exactly RFC 8259 JSON and never traps on anything else.
 @Suite struct JSONScannerTests {

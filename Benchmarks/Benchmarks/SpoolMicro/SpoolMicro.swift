@@ -6,7 +6,7 @@
 import Benchmark
 import Foundation
 import Spool
-import SpoolBench
+import BenchScenarios
 import SpoolSync
 
 /// The events every micro benchmark appends (the same generator as `compare`).

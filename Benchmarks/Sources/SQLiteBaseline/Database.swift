@@ -1,5 +1,5 @@
 import CSQLite
-import SpoolBench
+import BenchScenarios
 
 /// A thin wrapper over one SQLite connection in WAL mode with the `events` table.
 /// Not thread-safe: one benchmark thread owns it.

@@ -1,5 +1,5 @@
 import CSQLite
-import SpoolBench
+import BenchScenarios
 
 /// The Sensors Analytics SDK's store, as the baseline: one SQLite database in WAL mode
 /// with `events(id INTEGER PRIMARY KEY AUTOINCREMENT, json TEXT)`; appends insert one row

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import SQLiteBaseline
-import SpoolBench
+import BenchScenarios
 
 /// `compare`: Spool against the Sensors Analytics SDK's SQLite design and against this
 /// machine's limits, in one run, printed as ratios next to their goals.

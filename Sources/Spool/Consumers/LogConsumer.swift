@@ -115,10 +115,16 @@ public struct ConsumerBatch: Sendable, Equatable {
     public var isEmpty: Bool { records.isEmpty && notices.isEmpty }
 }
 
-/// The queue consumers' `async` methods run their blocking file I/O on.
-private let blockingWork = DispatchQueue(label: "spool.consumers", attributes: .concurrent)
+/// The queue blocking work runs on, off the cooperative pool (see ``offload(_:)``).
+private let blockingWork = DispatchQueue(label: "spool.blocking", attributes: .concurrent)
 
-func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+/// Runs blocking work (file I/O, `fsync`, opening or closing a log) on a Dispatch thread, off
+/// Swift's cooperative pool, whose few threads must never block, and resumes with its result.
+/// The one such helper of the package: consumers, the sync worker's dead-letter log and the
+/// `spool` command all use it.
+///
+/// - Throws: whatever `work` throws.
+package func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         blockingWork.async { continuation.resume(with: Result { try work() }) }
     }

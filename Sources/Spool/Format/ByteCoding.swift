@@ -30,7 +30,7 @@ extension Array where Element == UInt8 {
 @inline(__always) func zigzag(_ v: Int64) -> UInt64 { UInt64(bitPattern: (v << 1) ^ (v >> 63)) }
 @inline(__always) func unzigzag(_ v: UInt64) -> Int64 { Int64(bitPattern: v >> 1) ^ -Int64(bitPattern: v & 1) }
 
-/// Reads little-endian integers and varints from a buffer; every read is bounds-checked
+/// Reads varints from a buffer; every read is bounds-checked
 /// and returns nil past the end instead of trapping.
 struct ByteReader {
     let bytes: UnsafeRawBufferPointer
@@ -42,15 +42,6 @@ struct ByteReader {
     }
 
     var remaining: Int { bytes.count - offset }
-
-    @inline(__always)
-    mutating func readLE<T: FixedWidthInteger>(_: T.Type) -> T? {
-        let width = MemoryLayout<T>.size
-        guard remaining >= width else { return nil }
-        let value = bytes.loadUnaligned(fromByteOffset: offset, as: T.self)
-        offset += width
-        return T(littleEndian: value)
-    }
 
     @inline(__always)
     mutating func readVarint() -> UInt64? {

@@ -23,12 +23,14 @@ import Spool
 /// `<base64>` is the record's exact bytes in standard base64 (RFC 4648 §4, padded). So no
 /// record is changed on the way: a server gets every byte back.
 ///
-/// With ``forwardsOrigins`` (the log is a collector's, its records `OriginRecord`s), an
-/// envelope also carries the record's origin, after `time`:
+/// With ``forwardsOrigins`` (the log is a collector's, its records `OriginRecord`s), each
+/// record is unwrapped by ``OutgoingRecord``, as every sink's are, and an envelope also carries
+/// the record's origin, after `time`:
 /// `"origin_id":"<device log id>-<seq>","origin_seq":<seq>,"origin_time":<ms>` (`origin_time`
 /// only when the origin has a time), and the origin's payload goes out as `data`, `data` with
 /// `data_text` or `data_base64`, as any record's bytes do. A record that does not decode as an
-/// origin record (damage) goes out as any other record would, without origin members.
+/// origin record goes out as ``OutgoingRecord`` says: as any other record would, without
+/// origin members.
 ///
 /// Thread safety: a value type; use freely from any task.
 public struct BatchEncoder: Sendable {
@@ -36,6 +38,7 @@ public struct BatchEncoder: Sendable {
     public let encoding: HTTPSink.Encoding
     /// Whether the records are `OriginRecord`s whose origin each envelope carries.
     public let forwardsOrigins: Bool
+    private let logID: LogID
     private let idPrefix: [UInt8]
 
     /// An encoder for the records of one log.
@@ -51,6 +54,7 @@ public struct BatchEncoder: Sendable {
         precondition(!(forwardsOrigins && encoding == .raw), "the raw encoding cannot carry origin records' ids")
         self.encoding = encoding
         self.forwardsOrigins = forwardsOrigins
+        self.logID = logID
         self.idPrefix = Array("{\"id\":\"\(logID)-".utf8)
     }
 
@@ -122,43 +126,29 @@ public struct BatchEncoder: Sendable {
         }
     }
 
-    /// Appends the envelope `{"id":…,"seq":…,"time":…,"data":…}` (or `"data_base64":…` last).
+    /// Appends the envelope `{"id":…,"seq":…,"time":…,"data":…}` (or `"data_base64":…` last):
+    /// the record's own id, seq and time, then, for a record unwrapped from an origin record,
+    /// its origin's id, seq and time, then the bytes ``OutgoingRecord`` says it carries.
     func appendEnvelope(_ record: Record, to body: inout [UInt8], oneLine: Bool) {
-        if forwardsOrigins, let origin = try? OriginRecord.decode(record.payload) {
-            appendOriginEnvelope(record, origin, to: &body, oneLine: oneLine)
-            return
-        }
-        body.append(contentsOf: idPrefix)
-        appendDecimal(record.seq, to: &body)
-        body.append(contentsOf: #"","seq":"#.utf8)
-        appendDecimal(record.seq, to: &body)
-        body.append(contentsOf: #","time":"#.utf8)
-        if record.timestamp < 0 { body.append(UInt8(ascii: "-")) }
-        appendDecimal(record.timestamp.magnitude, to: &body)
-        body.append(UInt8(ascii: ","))
-        Self.appendDataMembers(record.payload, to: &body, oneLine: oneLine)
-        body.append(UInt8(ascii: "}"))
-    }
-
-    /// Appends the envelope of a collector's record: its own id, seq and time, then its
-    /// origin's id, seq and time, then the origin's payload as any record's bytes travel.
-    private func appendOriginEnvelope(_ record: Record, _ origin: OriginRecord, to body: inout [UInt8], oneLine: Bool) {
+        let outgoing = OutgoingRecord(record, logID: logID, origins: forwardsOrigins)
         body.append(contentsOf: idPrefix)
         appendDecimal(record.seq, to: &body)
         body.append(contentsOf: #"","seq":"#.utf8)
         appendDecimal(record.seq, to: &body)
         body.append(contentsOf: #","time":"#.utf8)
         appendSigned(record.timestamp, to: &body)
-        body.append(contentsOf: #","origin_id":""#.utf8)
-        body.append(contentsOf: origin.id.utf8)
-        body.append(contentsOf: #"","origin_seq":"#.utf8)
-        appendDecimal(origin.seq, to: &body)
-        if let time = origin.time {
-            body.append(contentsOf: #","origin_time":"#.utf8)
-            appendSigned(time, to: &body)
+        if outgoing.isOrigin {
+            body.append(contentsOf: #","origin_id":""#.utf8)
+            body.append(contentsOf: outgoing.id.utf8)
+            body.append(contentsOf: #"","origin_seq":"#.utf8)
+            appendDecimal(outgoing.seq, to: &body)
+            if let time = outgoing.time {
+                body.append(contentsOf: #","origin_time":"#.utf8)
+                appendSigned(time, to: &body)
+            }
         }
         body.append(UInt8(ascii: ","))
-        Self.appendDataMembers(origin.payload, to: &body, oneLine: oneLine)
+        Self.appendDataMembers(outgoing.bytes, to: &body, oneLine: oneLine)
         body.append(UInt8(ascii: "}"))
     }
 

@@ -1,3 +1,5 @@
+import SpoolJSON
+
 /// Writes bytes as a JSON string literal (RFC 8259 §7).
 ///
 /// `"` and `\` are escaped, control characters become `\b \f \n \r \t` or `\u00XX`, and

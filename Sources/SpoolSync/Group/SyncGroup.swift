@@ -125,7 +125,7 @@ public actor SyncGroup {
         let found: [String]
         do {
             let directory = self.directory
-            found = try await offPool { try LogGroup.writers(in: directory) }
+            found = try await offload { try LogGroup.writers(in: directory) }
         } catch {
             refresh.failed["writers/"] = error as? SpoolError ?? SpoolError(.io, "\(error)", path: directory)
             return refresh
@@ -157,7 +157,7 @@ public actor SyncGroup {
         var logger = self.logger
         logger[metadataKey: "spool.writer"] = "\(name)"
         let consumerLogger = logger
-        let consumer = try await offPool {
+        let consumer = try await offload {
             try DetachedConsumer(directory: path, name: consumerName, creating: true, configuration: logConfiguration, logger: consumerLogger)
         }
         do {

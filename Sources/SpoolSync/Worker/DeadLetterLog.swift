@@ -1,4 +1,3 @@
-import Dispatch
 import Logging
 import Spool
 import Synchronization
@@ -127,7 +126,7 @@ public final class DeadLetterLog: DeadLetterSink {
         }
         guard let log else { return }
         do {
-            try await offPool { try log.close() }
+            try await offload { try log.close() }
         } catch {
             logger.error("closing the dead-letter log failed", metadata: ["spool.directory": "\(directory)", "spool.error": "\(error)"])
         }
@@ -138,7 +137,7 @@ public final class DeadLetterLog: DeadLetterSink {
     private func open() async throws -> (log: EventLog, sourceHoldsOrigins: Bool) {
         if let opened = opened.withLock({ $0 }) { return opened }
         let (logDirectory, consumer, configuration, logger) = (logDirectory, consumer, configuration, logger)
-        let fresh = try await offPool {
+        let fresh = try await offload {
             // Neither `deadletter/` nor `deadletter/<consumer>` may be a link (SpoolError .io).
             let directory = try EventLog.createDirectories([EventLog.deadLetterDirectory, consumer], inside: logDirectory, permissions: configuration.directoryMode)
             let log = try EventLog.open(directory: directory, configuration: configuration, logger: logger)
@@ -153,12 +152,5 @@ public final class DeadLetterLog: DeadLetterSink {
         }
         opened.withLock { $0 = fresh }
         return fresh
-    }
-}
-
-/// Runs blocking file I/O on a Dispatch thread, off the cooperative pool.
-func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
     }
 }
