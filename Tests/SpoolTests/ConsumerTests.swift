@@ -178,6 +178,10 @@ import Testing
         let before = try appendAcrossSegments(log, in: dir, count: 600)
         #expect(before.count >= 4)
         let thirdBase = Format.baseSeq(ofSegmentNamed: before[2])!
+        // The retention run queued by the last roll has finished: run late (a loaded machine),
+        // it took the commit's segments itself and was still unlinking them when the test
+        // listed the directory.
+        log.retentionQueue.sync {}
         // The commit's own fdatasync (of the offset file) passes; retention's directory fsync fails.
         FaultInjection.arm(.sync, under: dir.path, after: 1, times: 1, fault: .error(.ioError))
         try consumer.commit(upTo: thirdBase + 1)
