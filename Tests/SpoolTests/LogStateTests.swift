@@ -1,0 +1,103 @@
+import Testing
+@testable import Spool
+
+/// `LogState` as a pure machine, by hand: the lifecycle's transitions and what each refuses.
+/// The seeded simulator (`LogLifecycleSimulationTests`) covers the interleavings.
+@Suite struct LogStateTests {
+    private func state(appending count: Int) -> LogState {
+        var state = LogState(nextSeq: 0, segments: [SegmentInfo(baseSeq: 0, size: 16)])
+        let payload = [UInt8](repeating: 7, count: 10)
+        for _ in 0..<count {
+            _ = payload.withUnsafeBytes { state.append($0, timestamp: 1, blockSize: 1024, now: 0) }
+        }
+        return state
+    }
+
+    /// Writes everything pending: the writer's two steps, with a successful outcome.
+    private func writeAll(_ state: inout LogState, sync: Bool, error: SpoolError? = nil, syncFailed: Bool = false) -> WriteVerdict {
+        state.sealCurrentBlock(blockSize: 1024)
+        var (batch, _) = state.beginWrite()
+        var outcome = SegmentWriter.Outcome()
+        outcome.blocksWritten = error == nil ? batch.count : 0
+        outcome.synced = sync && error == nil
+        outcome.error = error
+        return state.finishWrite(outcome, batch: &batch, activeSegment: SegmentInfo(baseSeq: 0, size: 100), syncFailed: syncFailed, now: 0)
+    }
+
+    @Test func suspendRefusesAppendsUntilResumed() throws {
+        var state = state(appending: 3)
+        let target = try state.beginSuspend()
+        #expect(target == 3)
+        #expect(state.error?.code == .suspended)
+        #expect(state.filesReleased)
+        let again = try state.beginSuspend()
+        #expect(again == nil, "suspending twice does nothing")
+        _ = writeAll(&state, sync: true)
+        let token = state.takeWriteToken(waitingForRetention: true)
+        #expect(token)
+        state.markReleased()
+        state.releaseWriteToken(resuming: false)
+        #expect(state.isSuspended && !state.writing)
+        let resumeToken = state.takeWriteToken(waitingForRetention: false)
+        #expect(resumeToken)
+        state.releaseWriteToken(resuming: true)
+        #expect(state.error == nil && !state.isSuspended && !state.filesReleased)
+    }
+
+    @Test func aFailedFlushLeavesTheLogStalledNotSuspended() throws {
+        var state = state(appending: 2)
+        _ = try state.beginSuspend()
+        let verdict = writeAll(&state, sync: true, error: SpoolError(.diskFull, "no space"))
+        guard case .stalled = verdict else { Issue.record("a failed write stalls, got \(verdict)"); return }
+        state.abandonSuspend()
+        #expect(state.error?.code == .diskFull, "the write error, not .suspended")
+        var copy = state
+        #expect(throws: SpoolError.self) { _ = try copy.beginSuspend() }
+        #expect(state.retryAt != nil)
+    }
+
+    @Test func closingAFailedLogKeepsItFailedAndClosesOnce() {
+        var state = state(appending: 2)
+        let verdict = writeAll(&state, sync: true, error: SpoolError(.io, "fdatasync"), syncFailed: true)
+        guard case .failed = verdict else { Issue.record("a failed sync fails the log, got \(verdict)"); return }
+        #expect(state.error?.code == .failed)
+        let first = state.requestClose()
+        #expect(first)
+        #expect(state.closeRequested && state.error?.code == .failed, "closing keeps the failure")
+        let second = state.requestClose()
+        #expect(!second, "only the first close closes")
+        let unwritten = state.finishClosing()
+        #expect(unwritten == 0..<2)
+        #expect(!state.closeFinished)
+        state.markCloseFinished()
+        #expect(state.closeFinished && state.error?.code == .closed)
+    }
+
+    @Test func closingASuspendedLogReleasesNothingTwice() throws {
+        var state = state(appending: 0)
+        _ = try state.beginSuspend()
+        let token = state.takeWriteToken(waitingForRetention: true)
+        #expect(token)
+        state.markReleased()
+        state.releaseWriteToken(resuming: false)
+        let closes = state.requestClose()
+        #expect(closes)
+        #expect(!state.isSuspended, "a closed log is not reported suspended")
+        let doomed = state.beginRetention()
+        #expect(doomed.isEmpty && state.filesReleased)
+        let unwritten = state.finishClosing()
+        #expect(unwritten.isEmpty)
+    }
+
+    @Test func aWriteAfterAStallRecovers() {
+        var state = state(appending: 2)
+        _ = writeAll(&state, sync: false, error: SpoolError(.diskFull, "no space"))
+        #expect(state.error?.code == .diskFull && state.writtenEnd == 0)
+        var (batch, _) = state.beginWrite()
+        var outcome = SegmentWriter.Outcome()
+        outcome.blocksWritten = batch.count
+        let verdict = state.finishWrite(outcome, batch: &batch, activeSegment: SegmentInfo(baseSeq: 0, size: 100), syncFailed: false, now: 0)
+        guard case .recovered = verdict else { Issue.record("got \(verdict)"); return }
+        #expect(state.error == nil && state.writtenEnd == 2 && state.retryAt == nil)
+    }
+}
