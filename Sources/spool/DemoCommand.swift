@@ -72,13 +72,10 @@ struct DemoCommand: AsyncParsableCommand {
         let collector = Collector(configuration: collectorConfiguration)
         let port = try await collector.start()
 
-        // The log and its sync worker, with the default policies and `spool sync`'s window
-        // (adaptive, up to 32 in flight): with --faults, a failed batch is retried on its own
-        // while the rest flows.
+        // The log and its sync worker, with the default policies.
         let log = try await offload { try EventLog.open(directory: logDirectory, logger: commandLogger()) }
         let consumer = try await offload { try log.consumer(named: "uploader") }
-        var syncConfiguration = SyncConfiguration()
-        syncConfiguration.concurrency = .adaptive(max: 32)
+        let syncConfiguration = SyncConfiguration()
         let worker = try SyncWorker(consumer: consumer, url: URL(string: "http://127.0.0.1:\(port)/batch")!,
                                     configuration: syncConfiguration, logger: commandLogger("spool.sync"))
         await worker.start()
