@@ -212,7 +212,10 @@ struct LogState {
     /// block's raw length starts a new one, and a block reaching `blockSize` is sealed.
     /// Returns its seq and whether the writer should be woken (a block was sealed, or one was
     /// started while no group gathers: the writer starts the linger clock).
-    mutating func append(_ payload: UnsafeRawBufferPointer, timestamp: Int64, blockSize: Int, now: UInt64) -> (seq: UInt64, wake: Bool) {
+    /// `now` (monotonic ns) is read only when the record starts a block (its linger clock): the
+    /// append path reads no clock otherwise.
+    mutating func append(_ payload: UnsafeRawBufferPointer, timestamp: Int64, blockSize: Int,
+                         now: @autoclosure () -> UInt64) -> (seq: UInt64, wake: Bool) {
         let framed = PendingBlock.framedSize(payload.count)
         var wake = false
         if !current.isEmpty, current.raw.count + framed > Format.maxRawLength {
@@ -223,7 +226,7 @@ struct LogState {
         nextSeq += 1
         if current.isEmpty {
             current.firstSeq = seq
-            current.openedAt = now
+            current.openedAt = now()
             wake = wake || gather == nil
         }
         current.add(payload, timestamp: timestamp)
