@@ -26,6 +26,9 @@
 ///   wait before the next probe (up to ``maximumProbeInterval``); one it takes raises the
 ///   ceiling. A server that sheds load past 8 in flight thus settles the worker at 8, with ever
 ///   rarer probes, instead of a sawtooth of overload answers.
+/// - **A request to wait** (a failure carrying `Retry-After`) is strain at once, as the server
+///   said so: the limit halves (once per round trip, as any decrease), and only that batch
+///   waits for the time asked while the window flows.
 /// - **Rising latency** (Vector's signal): the mean round trip of an *epoch* (about one
 ///   average round trip of answers) is above its moving average by more than the average
 ///   itself (or 2.5 deviations, if more) plus ``latencySlack``. The limit drops by a tenth (by
@@ -92,6 +95,9 @@ package struct ConcurrencyController: Sendable {
         case accepted
         /// A failure the sink marked ``SyncError/overloaded``: the destination is overloaded.
         case overloaded
+        /// A failure whose destination asked for a wait (`Retry-After`): strain at once, not
+        /// only as a share of the answers; the server said so.
+        case pushedBack
         /// Any other failure worth retrying (a server error, a network error): no growth.
         case failed
         /// Too large or refused: says nothing about the server's capacity.
@@ -202,11 +208,13 @@ package struct ConcurrencyController: Sendable {
             if probeSince != nil { probeSince = now }
         }
         if !wasLate, !isStale(sent) { recentLate <<= 1 }
-        if !isStale(sent) { recentOverload = recentOverload << 1 | (signal == .overloaded ? 1 : 0) }
+        if !isStale(sent) { recentOverload = recentOverload << 1 | (signal == .overloaded || signal == .pushedBack ? 1 : 0) }
         if case .accepted = signal, !wasLate { measure(roundTrip, now: now) }
         switch signal {
         case .overloaded:
             guard recentOverload.nonzeroBitCount >= min(Self.overloadQuorum, max(limit, 2)) else { return }
+            strained(sent: sent, now: now, decrease: { max(1, $0 / 2) })
+        case .pushedBack:
             strained(sent: sent, now: now, decrease: { max(1, $0 / 2) })
         case .accepted:
             guard adaptive, let lastFull, lastFull >= sent, !isStale(sent) else { return }
