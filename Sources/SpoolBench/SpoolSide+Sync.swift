@@ -17,7 +17,7 @@ extension SpoolSide {
     ///   - faults: more faults for the collector to inject (slow answers, 503s); its latency
     ///     is `latency`.
     ///   - backoff: the worker's backoff; nil for the library's default. The default is 50 ms
-    ///     doubling to 1 s, so overload answers (which carry `Retry-After: 1`) dominate.
+    ///     doubling to 1 s.
     /// - Returns: the run; its note gives the concurrency reached and the collector's 503s.
     public func drainToCollector(
         batch: Int, batchBytes: Int? = nil, count: Int, directory: String, latency: Duration = .zero,

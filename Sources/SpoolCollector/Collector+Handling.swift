@@ -42,11 +42,15 @@ extension Collector {
         return await handleAdmitted(request, body: body, header: header, context: context)
     }
 
-    /// 503 with `Retry-After: 1`, counted as overloaded.
+    /// 503 without `Retry-After`, counted as overloaded: every request slot (or the bodies'
+    /// budget) is taken this moment, which says nothing of when the next request will fit. A
+    /// sender with several requests in flight retries this one on its own and lowers its
+    /// concurrency once such answers are a share of its traffic; a `Retry-After: 1` here made
+    /// it wait a second for a slot that freed within a round trip.
     private func overloaded(_ why: String) -> Response {
         tallies.withLock { $0.stats.overloaded += 1 }
         logger.debug("overloaded", metadata: ["limit": "\(configuration.maxConcurrentRequests)", "reason": "\(why)"])
-        return Self.answer(503, error: why, extra: [.retryAfter: "1"])
+        return Self.answer(503, error: why)
     }
 
     /// The bytes all bodies being read or handled may hold at once:

@@ -40,7 +40,7 @@ import Synchronization
 ///   413 for a body past ``CollectorConfiguration/maxBodyBytes`` or, decompressed, past
 ///   ``CollectorConfiguration/maxDecodedBytes``, or for a record past
 ///   ``CollectorConfiguration/maxRecordBytes``; 415 for an unknown type or coding; 405 for
-///   other methods; 503 with `Retry-After: 1` past ``CollectorConfiguration/maxConcurrentRequests``
+///   other methods; 503 without `Retry-After` past ``CollectorConfiguration/maxConcurrentRequests``
 ///   requests at once (or bodies being read past their budget); 408 for a slow body; 431 for
 ///   a head past 80 KiB, and a closed connection for a head slower than
 ///   ``CollectorConfiguration/headerTimeout``; and the faults of ``FaultConfiguration``.

@@ -65,8 +65,9 @@ public struct CollectorConfiguration: Sendable {
     /// the origin record's header within `logConfiguration.maxRecordSize`.
     public var maxRecordBytes: Int = Configuration().maxRecordSize
     /// The most requests handled at once once their bodies have arrived (decompressed,
-    /// decoded, recorded); one more is answered 503 with `Retry-After: 1` (the sync worker
-    /// retries it after its backoff). Each may hold ``maxBodyBytes`` plus ``maxDecodedBytes``,
+    /// decoded, recorded); one more is answered 503 without `Retry-After` (the sync worker
+    /// retries it on its own, and lowers its concurrency once such answers are a share of
+    /// its requests). Each may hold ``maxBodyBytes`` plus ``maxDecodedBytes``,
     /// so this bounds the memory of a burst. A body still arriving holds no slot: the bodies
     /// being read share a budget of this many times ``maxBodyBytes`` bytes (a body that would
     /// pass it is answered 503 too), so slow senders, which hold few bytes, cannot lock

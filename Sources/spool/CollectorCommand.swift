@@ -51,7 +51,7 @@ struct CollectorCommand: AsyncParsableCommand {
     @Option(help: "The largest record accepted, in bytes; a batch holding a larger one is answered 413 (the default is Spool's record limit).")
     var maxRecordBytes = CollectorConfiguration().maxRecordBytes
 
-    @Option(help: "The most requests handled at once; more are answered 503 with Retry-After: 1.")
+    @Option(help: "The most requests handled at once; more are answered 503 (no Retry-After: a slot frees within a round trip).")
     var maxConcurrent = CollectorConfiguration().maxConcurrentRequests
 
     @Option(help: "The chance (0...1) that a request is answered --failure-status.")

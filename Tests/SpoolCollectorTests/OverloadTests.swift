@@ -51,7 +51,7 @@ import Testing
 
         let refused = try await server.post(batch: body(.json, seqs: 2...2), seqs: 2...2, format: .json)
         #expect(refused.status == 503)
-        #expect(refused.header("Retry-After") == "1")
+        #expect(refused.header("Retry-After") == nil)  // a slot frees within a round trip
         #expect(server.collector.stats.overloaded == 1)
 
         for request in held { #expect(try await request.value.status == 200) }
@@ -106,7 +106,7 @@ import Testing
         }
         let refused = try await server.post(batch: body(.json, seqs: 1...1), seqs: 1...1, format: .json)
         #expect(refused.status == 503)
-        #expect(refused.header("Retry-After") == "1")
+        #expect(refused.header("Retry-After") == nil)  // a slot frees within a round trip
         held.release()
         #expect(try await held.answer.value.status == 200)
         let accepted = try await server.post(batch: body(.json, seqs: 1...1), seqs: 1...1, format: .json)
