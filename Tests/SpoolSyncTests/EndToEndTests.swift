@@ -160,6 +160,35 @@ import Testing
         await rig.tearDown()
     }
 
+    /// `spool sync --once` with its defaults (adaptive ≤ 32, batches of 50, the default
+    /// backoff) into a collector with 8 request slots (issue 34): a request past the slots is
+    /// answered 503 and retried on its own, and nothing the collector stored is sent again but
+    /// a hedge's copy. Before, each such 503 carried `Retry-After: 1`, which halted the window
+    /// and re-sent what was in flight: 500 accepted requests for 400 batches, and 16 waits of
+    /// the whole worker of 1 to 16 s.
+    @Test func anAdaptiveDrainPastTheCollectorsSlotsSendsNothingStoredAgain() async throws {
+        let rig = try await Rig.make(maxConcurrentRequests: 8) { faults in
+            faults.latency = .milliseconds(5)
+        }
+        try await rig.append(20_000)
+        let worker = try rig.worker {
+            $0.backoff = Backoff()
+            $0.requestTimeout = .seconds(30)
+            $0.concurrency = .adaptive(max: 32)
+        }
+        let report = await worker.flush(retries: 10_000)
+        #expect(report.failure == nil)
+        #expect(rig.receivedSeqs.sorted() == Array(0..<20_000))
+        let stats = await worker.stats
+        #expect(rig.collector.stats.overloaded > 0)  // the window went past the slots
+        // A 503 stored nothing; a copy of a stored batch comes from a hedge, or from a request
+        // that failed otherwise (a timeout on a loaded machine) after the collector stored it.
+        let otherFailures = stats.failures.filter { $0.key != .serverError }.values.reduce(0, +)
+        #expect(rig.collector.stats.duplicates <= (stats.hedges + otherFailures) * 50, "\(stats)")
+        await worker.stop()
+        await rig.tearDown()
+    }
+
     @Test func tooLargeBatchesAreSplitUntilTheyFit() async throws {
         let rig = try await Rig.make { $0.payloadTooLargeAbove = 2_000 }
         try await rig.append(100)

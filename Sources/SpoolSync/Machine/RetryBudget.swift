@@ -16,24 +16,38 @@
 /// requests failing. With a refund of 0.5 a token per accepted answer it holds up to a third
 /// of the requests failing (one failure costs what two successes return); at 20% (a flaky
 /// load balancer) it stays full. A server failing every request empties the half that
-/// selective retries may use in ``capacity``/2 = 10 failures, and from then on the window
-/// backs off as a whole, as the worker always did.
+/// selective retries may use in ``capacity``/2 failures, and from then on the window backs
+/// off as a whole, as the worker always did.
+///
+/// **The size.** 20 tokens (10 failures), as gRPC's ten, or twice the requests allowed in
+/// flight when that is more: a window's worth of answers failing at once is one event (a
+/// server past its request slots refusing the overshoot of a fast start, 24 of 32 at once
+/// against 8 slots), and must not by itself halt the window and send again what was in
+/// flight. A server failing everything still spends the half within about a round trip.
 ///
 /// Pure: no clock, no randomness.
 struct RetryBudget: Sendable {
-    /// The bucket's size, and its content at the start.
-    static let capacity = 20.0
+    /// The smallest bucket.
+    static let minimumCapacity = 20.0
     /// What an accepted answer returns.
     static let refund = 0.5
 
-    private(set) var tokens = RetryBudget.capacity
+    /// The bucket's size, and its content at the start.
+    let capacity: Double
+    private(set) var tokens: Double
+
+    /// A bucket for a worker allowing `inFlight` requests at once.
+    init(inFlight: Int) {
+        capacity = max(Self.minimumCapacity, Double(2 * inFlight))
+        tokens = capacity
+    }
 
     /// A failure retried on its own is allowed: more than half the bucket is left.
-    var allowsRetry: Bool { tokens > Self.capacity / 2 }
+    var allowsRetry: Bool { tokens > capacity / 2 }
 
     /// A retryable failure takes a token.
     mutating func failed() { tokens = max(0, tokens - 1) }
 
     /// An accepted answer returns ``refund``.
-    mutating func accepted() { tokens = min(Self.capacity, tokens + Self.refund) }
+    mutating func accepted() { tokens = min(capacity, tokens + Self.refund) }
 }

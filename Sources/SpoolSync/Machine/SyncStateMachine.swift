@@ -157,7 +157,7 @@ package struct SyncStateMachine: Sendable {
     /// How many requests may be in flight.
     package var concurrency: ConcurrencyController
     /// Whether a failed batch is retried on its own or the whole window backs off.
-    var retryBudget = RetryBudget()
+    var retryBudget: RetryBudget
     /// The wake armed for the earliest batch retried on its own, if any.
     var wakeAt: Duration?
     /// The next upload slot.
@@ -196,6 +196,7 @@ package struct SyncStateMachine: Sendable {
         self.configuration = configuration
         concurrency = ConcurrencyController(configuration.concurrency)
         hedging = Hedging(enabled: configuration.hedging && configuration.concurrency.maximum > 1)
+        retryBudget = RetryBudget(inFlight: configuration.concurrency.maximum)
         stats.concurrency = concurrency.limit
         stats.peakConcurrency = concurrency.peak
         stats.peakInFlight = 0
