@@ -297,3 +297,73 @@ import Testing
         #expect(simulation.controller.limit == 1)
     }
 }
+
+/// Overload as servers answer it: a server past its request slots takes what it can and
+/// refuses the rest in the same round trip; a flaky balancer refuses a fixed share whatever
+/// the level (issue 34).
+@Suite struct ConcurrencyControllerOverloadShareTests {
+    /// `controller.limit` requests go out, and one round trip later each is answered with
+    /// the signal `answers` gives for its index (refusals first: a refusal comes at once).
+    static func roundTrip(_ controller: inout ConcurrencyController, now: inout Duration, _ answer: (Int, Int) -> ConcurrencyController.Signal) {
+        let level = controller.limit
+        for count in 1...level { controller.sent(inFlight: count, now: now) }
+        now += ConcurrencyControllerTests.rtt
+        let signals = (0..<level).map { answer(level, $0) }
+        for signal in signals.filter({ $0 == .overloaded }) + signals.filter({ $0 != .overloaded }) {
+            controller.answered(roundTrip: ConcurrencyControllerTests.rtt, signal, now: now)
+        }
+    }
+
+    /// Against 8 slots, 503 past them: the fast start ends at what the server took (8), not at
+    /// half of where a share of the answers turned 503, and the limit settles at 8 with rare
+    /// probes. Before, it settled at 13 with a third of the requests refused for good.
+    @Test func aServerRefusingWhatPassesItsSlotsSettlesTheLimitAtTheSlots() {
+        var controller = ConcurrencyController(.adaptive(max: 32))
+        var now = Duration.zero
+        var refused = 0
+        var sent = 0
+        var limits: [Int] = []
+        for round in 0..<400 {
+            if round >= 300 { sent += controller.limit; refused += max(0, controller.limit - 8) }
+            Self.roundTrip(&controller, now: &now) { level, index in index < level - 8 ? .overloaded : .accepted }
+            limits.append(controller.limit)
+        }
+        #expect(controller.ceiling == 8)
+        #expect(limits.suffix(100).allSatisfy { $0 == 8 || $0 == 9 })
+        #expect(refused * 50 <= sent)  // under 2% of the requests refused once settled
+    }
+
+    /// 20% of the answers refused at random, whatever the level: the limit climbs to the
+    /// maximum and stays near it (one halving now and then, when 12 of 32 happen to be refused).
+    @Test func aShareOfRefusalsAtEveryLevelDoesNotPinTheLimit() {
+        var controller = ConcurrencyController(.adaptive(max: 32))
+        var now = Duration.zero
+        var random: UInt64 = 34
+        func draw() -> Double {
+            random &+= 0x9E37_79B9_7F4A_7C15
+            var z = random
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return Double((z ^ (z >> 31)) >> 11) / Double(1 << 53)
+        }
+        var limits: [Int] = []
+        for _ in 0..<400 {
+            Self.roundTrip(&controller, now: &now) { _, _ in draw() < 0.2 ? .overloaded : .accepted }
+            limits.append(controller.limit)
+        }
+        let settled = limits.suffix(300)
+        #expect(Double(settled.reduce(0, +)) / Double(settled.count) >= 16)
+        #expect(controller.peak == 32)
+    }
+
+    /// A server that refuses everything is seen within a few answers, even at 1 or 2 in flight.
+    @Test func aServerRefusingEverythingEndsTheFastStartAtOnce() {
+        var controller = ConcurrencyController(.adaptive(max: 32))
+        var now = Duration.zero
+        for _ in 0..<3 { Self.roundTrip(&controller, now: &now) { _, _ in .accepted } }
+        #expect(controller.limit == 8)
+        Self.roundTrip(&controller, now: &now) { _, _ in .overloaded }
+        #expect(!controller.fastStart)
+        #expect(controller.limit < 8)
+    }
+}

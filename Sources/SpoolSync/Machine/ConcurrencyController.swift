@@ -14,18 +14,22 @@
 /// - **Overload** (an error its sink marked ``SyncError/overloaded``: HTTP's 429, 408 and 503,
 ///   PostgreSQL's class 53, Pub/Sub's `RESOURCE_EXHAUSTED` and `UNAVAILABLE`, a timeout)
 ///   that is a share of the traffic: at least ``overloadQuorum`` of the last ``lateWindow``
-///   requests answered (since the last decrease) said so, or a whole round trip's worth of
-///   them (``limit``, at least 2) when that is fewer. One overloaded answer among successes
-///   (a flaky load balancer's 503s; 20% of the answers) is not strain: its batch is retried
-///   on its own (``RetryBudget``) and the limit stays. Read as strain, 20% of 503s halved the
-///   limit every round trip and pinned it at 1. Then the limit halves (at least 1), and a
-///   *ceiling* is remembered: the level before the last doubling when the fast start
-///   overshot, else just below the level where it happened. The limit climbs back to the
-///   ceiling, and probes one past it only after ``probeInterval`` healthy round trips there. A
-///   probe the server refuses sends the limit back to the ceiling (not to half) and doubles the
-///   wait before the next probe (up to ``maximumProbeInterval``); one it takes raises the
-///   ceiling. A server that sheds load past 8 in flight thus settles the worker at 8, with ever
-///   rarer probes, instead of a sawtooth of overload answers.
+///   requests answered (since the last decrease) said so, or the last round trip's worth of
+///   answers did, in a row (``limit``, at least 4), when the limit is low. One
+///   overloaded answer among successes (a flaky load balancer's 503s; 20% of the answers) is
+///   not strain: its batch is retried on its own (``RetryBudget``) and the limit stays. Read
+///   as strain, 20% of 503s halved the limit every round trip and pinned it at 1; counted
+///   rather than in a row, 2 of them among 32 answers ended the fast start at 2. Then the
+///   limit halves (at least 1), and a *ceiling* is remembered: what the server took at once
+///   when it refused the rest (the accepted requests it had in hand, ``inHand``), and never
+///   more than just below the level where it happened; the fast start ends there too. The
+///   limit climbs back to the ceiling, and probes one past it only after ``probeInterval``
+///   healthy round trips there. A probe the server refuses (one overloaded answer to a
+///   request sent since the probe) sends the limit back to the ceiling (not to half) and
+///   doubles the wait before the next probe (up to ``maximumProbeInterval``); one it takes
+///   raises the ceiling. A server that sheds load past 8 in flight thus settles the worker at
+///   8, with ever rarer probes, instead of at the level where a third of the answers are
+///   refused (13, which it reached before: the ceiling was just below that level).
 /// - **A request to wait** (a failure carrying `Retry-After`) is strain at once, as the server
 ///   said so: the limit halves (once per round trip, as any decrease), and only that batch
 ///   waits for the time asked while the window flows.
@@ -134,6 +138,8 @@ package struct ConcurrencyController: Sendable {
     /// The last ``lateWindow`` requests answered, newest in the lowest bit: 1 for an overloaded
     /// answer; those sent before the last decrease are left out. Cleared at each decrease.
     private(set) var recentOverload: UInt32 = 0
+    /// How many answers ``recentOverload`` holds (at most ``lateWindow``).
+    private(set) var recentAnswers = 0
     /// The round trips measured in the current epoch.
     private var epoch: (start: Duration, answers: Int, total: Duration)?
     /// The requests the server had in hand on average over the last epoch, answered in time
@@ -208,14 +214,21 @@ package struct ConcurrencyController: Sendable {
             if probeSince != nil { probeSince = now }
         }
         if !wasLate, !isStale(sent) { recentLate <<= 1 }
-        if !isStale(sent) { recentOverload = recentOverload << 1 | (signal == .overloaded || signal == .pushedBack ? 1 : 0) }
+        if !isStale(sent) {
+            recentOverload = recentOverload << 1 | (signal == .overloaded || signal == .pushedBack ? 1 : 0)
+            recentAnswers = min(recentAnswers + 1, Self.lateWindow)
+        }
         if case .accepted = signal, !wasLate { measure(roundTrip, now: now) }
         switch signal {
         case .overloaded:
-            guard recentOverload.nonzeroBitCount >= min(Self.overloadQuorum, max(limit, 2)) else { return }
-            strained(sent: sent, now: now, decrease: { max(1, $0 / 2) })
+            // A probe the server refused: an overloaded answer to a request sent since.
+            if let probeSince, sent >= probeSince, ceiling.map({ limit > $0 }) ?? false {
+                return strained(sent: sent, now: now, decrease: Self.half)
+            }
+            guard overloadIsAShare else { return }
+            strained(sent: sent, now: now, decrease: Self.half, fastStartLevel: inHand, servedLevel: inHand)
         case .pushedBack:
-            strained(sent: sent, now: now, decrease: { max(1, $0 / 2) })
+            strained(sent: sent, now: now, decrease: Self.half, fastStartLevel: inHand, servedLevel: inHand)
         case .accepted:
             guard adaptive, let lastFull, lastFull >= sent, !isStale(sent) else { return }
             credit += 1
@@ -229,6 +242,21 @@ package struct ConcurrencyController: Sendable {
     }
 
     private static func tenth(_ limit: Int) -> Int { max(1, limit - max(1, limit / 10)) }
+    private static func half(_ limit: Int) -> Int { max(1, limit / 2) }
+
+    /// Overloaded answers are a share of the traffic: ``overloadQuorum`` of the last
+    /// ``lateWindow`` answered, or a whole round trip's worth in a row (the last ``limit``
+    /// answers, at least 4) when the limit is low. A run, not a count: at 2 in flight, 2
+    /// overloaded answers among 32 (20% of 503s from a flaky balancer, by chance) ended the
+    /// fast start and pinned the limit at 1 or 2; 4 in a row at 20% come about once in 600
+    /// answers, and a server refusing everything shows them within 4 answers.
+    private var overloadIsAShare: Bool {
+        if recentOverload.nonzeroBitCount >= Self.overloadQuorum { return true }
+        let run = max(limit, 4)
+        guard run < Self.lateWindow, recentAnswers >= run else { return false }
+        let mask: UInt32 = (1 << UInt32(run)) - 1
+        return recentOverload & mask == mask
+    }
 
     /// Whether a request sent at `sent` went out before the last decrease.
     private func isStale(_ sent: Duration) -> Bool {
@@ -261,13 +289,20 @@ package struct ConcurrencyController: Sendable {
 
     /// The server showed strain (about a request sent at `sent`): back off, and remember where.
     ///
-    /// - Parameter fastStartLevel: where the fast start ends, if it is on (half the limit
-    ///   when nil).
-    private mutating func strained(sent: Duration, now: Duration, decrease: (Int) -> Int, fastStartLevel: Int? = nil) {
+    /// - Parameters:
+    ///   - fastStartLevel: where the fast start ends, if it is on (half the limit when nil).
+    ///   - servedLevel: what the server took at once when it refused the rest (``inHand``,
+    ///     for overload): the ceiling is no higher. Below the level where a share of the
+    ///     answers turned overloaded (13 against 8 slots), which would leave a third of the
+    ///     requests refused at the ceiling for good.
+    private mutating func strained(
+        sent: Duration, now: Duration, decrease: (Int) -> Int, fastStartLevel: Int? = nil, servedLevel: Int? = nil
+    ) {
         guard adaptive, !isStale(sent) else { return }
         lastDecrease = now
         recentLate = 0
         recentOverload = 0
+        recentAnswers = 0
         healthyStepsAtCeiling = 0
         credit = 0
         probeSince = nil
@@ -282,7 +317,7 @@ package struct ConcurrencyController: Sendable {
             limit = ceiling
             stepsBetweenProbes = min(stepsBetweenProbes * 2, Self.maximumProbeInterval)
         } else {
-            ceiling = max(1, limit - 1)
+            ceiling = max(1, min(limit - 1, servedLevel ?? limit))
             limit = decrease(limit)
             stepsBetweenProbes = Self.probeInterval
         }
