@@ -72,10 +72,13 @@ struct DemoCommand: AsyncParsableCommand {
         let collector = Collector(configuration: collectorConfiguration)
         let port = try await collector.start()
 
-        // The log and its sync worker, with the default policies.
+        // The log and its sync worker, with the default policies and `spool sync`'s window
+        // (adaptive, up to 32 in flight, against the collector's 8 request slots): with
+        // --faults, a failed batch is retried on its own while the rest flows.
         let log = try await offload { try EventLog.open(directory: logDirectory, logger: commandLogger()) }
         let consumer = try await offload { try log.consumer(named: "uploader") }
-        let syncConfiguration = SyncConfiguration()
+        var syncConfiguration = SyncConfiguration()
+        syncConfiguration.concurrency = .adaptive(max: 32)
         let worker = try SyncWorker(consumer: consumer, url: URL(string: "http://127.0.0.1:\(port)/batch")!,
                                     configuration: syncConfiguration, logger: commandLogger("spool.sync"))
         await worker.start()
