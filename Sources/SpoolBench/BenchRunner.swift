@@ -54,6 +54,8 @@ public struct BenchRunner: Sendable {
         if options.groups?.contains("postgres") == true || (options.groups == nil && options.postgres != nil) {
             rows += try await context.postgresRows()
         }
+        // Only when asked: it starts a PostgreSQL cluster of its own.
+        if options.groups?.contains("postgres-limit") == true { rows += try await context.postgresLimitRows() }
         if options.runs("collector") { rows += try await context.collectorRows() }
         // Only when asked: it starts nginx and, without --postgres, a PostgreSQL cluster.
         if options.groups?.contains("fleet") == true { rows += try await context.fleetRows() }

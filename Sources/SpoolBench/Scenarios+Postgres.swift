@@ -30,4 +30,34 @@ extension Context {
                 percent: true, goal: .atLeast(0.5)),
         ]
     }
+
+    /// Issue #34's PostgreSQL row: a server that refuses connections past its
+    /// `max_connections` (SQLSTATE 53300, which `PostgresSink` marks overloaded). A cluster of
+    /// the run's own with `max_connections` = ``limitedConnections``, drained with 2, 4 and 8
+    /// in flight and adaptive ≤ 32; goal: adaptive ≥ 80% of the best fixed concurrency, without
+    /// a failed drain.
+    func postgresLimitRows() async throws -> [Row] {
+        let cluster = try PostgresCluster.own(maxConnections: Self.limitedConnections)
+        let url = cluster.url(database: try cluster.createDatabase())
+        let spool = self.spool
+        let count = min(options.drainEvents, 100_000)
+        let fixed = [2, 4, 8]
+        let steps = fixed.map { width in
+            Step(key: "fixed \(width)") { try await spool.drainToPostgres(url: url, count: count, directory: $0, concurrency: .fixed(width)) }
+        } + [Step(key: "adaptive") { try await spool.drainToPostgres(url: url, count: count, directory: $0, concurrency: .adaptive(max: 32)) }]
+        progress("postgres-limit: \(count) events into a new table per measurement, max_connections \(Self.limitedConnections)")
+        let best = try await alternate(steps, [])
+        let (bestKey, bestRun) = fixed.map { ("fixed \($0)", best["fixed \($0)"]!) }.max { $0.1.rate < $1.1.rate }!
+        return fixed.map { width in
+            Row(group: "postgres", scenario: "worker → PostgreSQL at max_connections \(Self.limitedConnections), \(width) in flight",
+                spool: .events(best["fixed \(width)"]!))
+        } + [
+            Row(group: "postgres", scenario: "worker → PostgreSQL at max_connections \(Self.limitedConnections), adaptive ≤ 32",
+                spool: .events(best["adaptive"]!), baseline: "the best fixed concurrency (\(bestKey))",
+                baselineFigure: .events(bestRun), percent: true, goal: .atLeast(0.8)),
+        ]
+    }
+
+    /// The `max_connections` of ``postgresLimitRows()``'s cluster.
+    static let limitedConnections = 8
 }

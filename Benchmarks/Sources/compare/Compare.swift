@@ -26,7 +26,7 @@ struct Compare: AsyncParsableCommand {
     var largeOpen = false
     @Option(help: "Events in the backlog whose peak memory is measured (e.g. 10000000).")
     var backlog: Int?
-    @Option(name: .customLong("only"), help: "Run only these scenario groups (append, seal, drain, sync, collector, open, memory, trickle, follow; fleet = devices → nginx → 1, 2, 3 collectors → PostgreSQL, only when named; synced = only the synced appends; sync-latency = only the drains through a collector 0, 10 and 50 ms away; sync-window = only issue #26's sliding-window rows); repeatable.")
+    @Option(name: .customLong("only"), help: "Run only these scenario groups (append, seal, drain, sync, collector, open, memory, trickle, follow; fleet = devices → nginx → 1, 2, 3 collectors → PostgreSQL, only when named; synced = only the synced appends; sync-latency = only the drains through a collector 0, 10 and 50 ms away; sync-window = only issue #26's sliding-window rows; postgres-limit = a PostgreSQL of its own at max_connections 8, only when named); repeatable.")
     var groups: [String] = []
     @Option(help: "A PostgreSQL server (postgres://USER@HOST:PORT/DB) for the postgres rows: tables bench_… are created and dropped there.")
     var postgres: String?
