@@ -1,10 +1,14 @@
+import Logging
+import Metrics
 import Spool
 
-/// What the sync worker needs from a consumer: the seam between the worker and the log.
+/// What the sync worker needed from a consumer, before `Spool.LogConsumer` became the one
+/// contract.
 ///
-/// `SyncWorker(consumer:…)` adapts any `Spool.LogConsumer` to it; tests use an in-memory
-/// source. Reads start at the committed offset and return the same records again until they
-/// are committed.
+/// Conform to `LogConsumer` instead and pass it to `SyncWorker(consumer:…)`; the members map
+/// one to one: `committedOffset` is `committed`, `nextBatch(maxCount:maxBytes:)` is
+/// `read(maxCount:maxBytes:)` (returning a `ConsumerBatch`, whose `endSeq` is
+/// ``SourceBatch/end``), `observeWrites(_:)` is `watchWrites(_:)`, `consumerName` is `name`.
 ///
 /// Thread safety: all members may be called from any task; the worker calls at most one
 /// of `read` and `commit` at a time.
@@ -28,7 +32,7 @@ public protocol SyncSource: Sendable {
     func observeWrites(_ handler: @escaping @Sendable (UInt64) -> Void) -> WriteObservation
 }
 
-/// The answer of ``SyncSource/nextBatch(maxCount:maxBytes:)``.
+/// The answer of ``SyncSource/nextBatch(maxCount:maxBytes:)``: `ConsumerBatch` replaces it.
 public struct SourceBatch: Sendable {
     /// The records, in order.
     public var records: [Record]
@@ -41,5 +45,69 @@ public struct SourceBatch: Sendable {
     public init(records: [Record], end: UInt64) {
         self.records = records
         self.end = end
+    }
+}
+
+/// A deprecated ``SyncSource`` as the worker's source.
+struct SyncSourceAdapter: WorkerSource {
+    let source: any SyncSource
+
+    var logID: LogID { source.logID }
+    var consumerName: String { source.consumerName }
+    var committed: UInt64 { source.committedOffset }
+    var pendingRecords: UInt64 { source.pendingRecords }
+
+    func read(maxCount: Int, maxBytes: Int) async throws -> ConsumerBatch {
+        let start = source.committedOffset
+        let batch = try await source.nextBatch(maxCount: maxCount, maxBytes: maxBytes)
+        return ConsumerBatch(records: batch.records, endSeq: batch.end, startSeq: start)
+    }
+
+    func commit(upTo end: UInt64) async throws {
+        try await source.commit(upTo: end)
+    }
+
+    func watchWrites(_ handler: @escaping @Sendable (UInt64) -> Void) -> WriteObservation {
+        source.observeWrites(handler)
+    }
+}
+
+extension SyncWorker {
+    /// Makes a worker that drains a deprecated ``SyncSource`` into `sink`, as
+    /// ``init(consumer:sink:configuration:deadLetters:clock:random:logger:metricsFactory:)``.
+    /// - Throws: ``SyncError/Code/invalidConfiguration`` naming the bad field.
+    public init(
+        source: any SyncSource,
+        sink: some SyncSink,
+        configuration: SyncConfiguration = .init(),
+        deadLetters: (any DeadLetterSink)?,
+        clock: C,
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+        logger: Logger = Logger(label: "spool.sync"),
+        metricsFactory: (any MetricsFactory)? = nil
+    ) throws(SyncError) {
+        try self.init(
+            reading: SyncSourceAdapter(source: source), sink: sink, configuration: configuration, deadLetters: deadLetters,
+            clock: clock, random: random, logger: logger, metricsFactory: metricsFactory)
+    }
+
+    /// Makes a worker that drains a deprecated ``SyncSource`` through `uploader`, as
+    /// ``init(consumer:uploader:configuration:deadLetters:clock:random:wallClock:logger:metricsFactory:)``.
+    /// - Throws: ``SyncError/Code/invalidConfiguration`` naming the bad field.
+    public init(
+        source: any SyncSource,
+        uploader: any Uploader,
+        configuration: SyncConfiguration = .init(),
+        deadLetters: (any DeadLetterSink)?,
+        clock: C,
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+        wallClock: @escaping @Sendable () -> Double = SyncWorker.systemWallClock,
+        logger: Logger = Logger(label: "spool.sync"),
+        metricsFactory: (any MetricsFactory)? = nil
+    ) throws(SyncError) {
+        let sink = HTTPSink(uploader: uploader, logID: source.logID, configuration: configuration, wallClock: wallClock)
+        try self.init(
+            reading: SyncSourceAdapter(source: source), sink: sink, configuration: configuration, deadLetters: deadLetters,
+            clock: clock, random: random, logger: logger, metricsFactory: metricsFactory)
     }
 }
