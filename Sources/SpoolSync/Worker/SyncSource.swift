@@ -2,6 +2,9 @@ import Logging
 import Metrics
 import Spool
 
+// Deprecated for one release: `Spool.LogConsumer` is the one consumer contract and
+// `SyncWorker(consumer:…)` takes it. This file goes whole when they go.
+
 /// What the sync worker needed from a consumer, before `Spool.LogConsumer` became the one
 /// contract.
 ///
@@ -12,6 +15,7 @@ import Spool
 ///
 /// Thread safety: all members may be called from any task; the worker calls at most one
 /// of `read` and `commit` at a time.
+@available(*, deprecated, message: "conform to Spool's LogConsumer and use SyncWorker(consumer:…); SyncSource goes in the next release")
 public protocol SyncSource: Sendable {
     /// The log the records come from (the first half of every record id).
     var logID: LogID { get }
@@ -33,6 +37,7 @@ public protocol SyncSource: Sendable {
 }
 
 /// The answer of ``SyncSource/nextBatch(maxCount:maxBytes:)``: `ConsumerBatch` replaces it.
+@available(*, deprecated, message: "use Spool's ConsumerBatch (end is its endSeq); SourceBatch goes with SyncSource in the next release")
 public struct SourceBatch: Sendable {
     /// The records, in order.
     public var records: [Record]
@@ -49,6 +54,7 @@ public struct SourceBatch: Sendable {
 }
 
 /// A deprecated ``SyncSource`` as the worker's source.
+@available(*, deprecated, message: "goes with SyncSource")
 struct SyncSourceAdapter: WorkerSource {
     let source: any SyncSource
 
@@ -76,6 +82,7 @@ extension SyncWorker {
     /// Makes a worker that drains a deprecated ``SyncSource`` into `sink`, as
     /// ``init(consumer:sink:configuration:deadLetters:clock:random:logger:metricsFactory:)``.
     /// - Throws: ``SyncError/Code/invalidConfiguration`` naming the bad field.
+    @available(*, deprecated, message: "use init(consumer:sink:configuration:deadLetters:clock:…) with a Spool LogConsumer; SyncSource goes in the next release")
     public init(
         source: any SyncSource,
         sink: some SyncSink,
@@ -94,6 +101,7 @@ extension SyncWorker {
     /// Makes a worker that drains a deprecated ``SyncSource`` through `uploader`, as
     /// ``init(consumer:uploader:configuration:deadLetters:clock:random:wallClock:logger:metricsFactory:)``.
     /// - Throws: ``SyncError/Code/invalidConfiguration`` naming the bad field.
+    @available(*, deprecated, message: "use init(consumer:uploader:configuration:deadLetters:clock:…) with a Spool LogConsumer; SyncSource goes in the next release")
     public init(
         source: any SyncSource,
         uploader: any Uploader,
