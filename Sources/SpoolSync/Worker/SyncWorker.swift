@@ -76,8 +76,8 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
     /// The teardown, once ``stop()`` (or a fatal answer) started it.
     private var teardown: Task<Void, Never>?
 
-    /// The worker every initializer makes (they are in `SyncWorker+Consumer.swift`), reading
-    /// `source`; parameters as for
+    /// The worker every initializer makes (the public ones are in `SyncWorker+Consumer.swift`,
+    /// the deprecated ones in `SyncSource.swift`), reading `source`; parameters as for
     /// ``init(consumer:sink:configuration:deadLetters:clock:random:logger:metricsFactory:)``.
     init(
         reading source: any WorkerSource,
