@@ -74,7 +74,7 @@ struct SyncWorld {
     /// A consumer's read: from the committed offset, up to `count` records and about `bytes`
     /// payload bytes (at least one record when any is pending), skipping dropped records;
     /// its end is past the last record and past the dropped ones after it.
-    func read(count: Int, bytes: Int) -> SourceBatch {
+    func read(count: Int, bytes: Int) -> ConsumerBatch {
         var records: [Record] = []
         var size = 0
         var seq = committed
@@ -89,7 +89,7 @@ struct SyncWorld {
             size += record.payload.count
             seq += 1
         }
-        return SourceBatch(records: records, end: seq)
+        return ConsumerBatch(records: records, endSeq: seq, startSeq: committed)
     }
 
     /// The destination's answer to a request carrying `records`.

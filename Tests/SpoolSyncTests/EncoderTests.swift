@@ -23,6 +23,11 @@ extension SyncBatch {
         Record(seq: seq, timestamp: time, payload: Array(payload.utf8))
     }
 
+    /// What a consumer's read from offset 0 returned: `records`, ending at `end`.
+    func readBatch(_ records: [Record], end: UInt64) -> ConsumerBatch {
+        ConsumerBatch(records: records, endSeq: end, startSeq: 0)
+    }
+
     func encode(_ records: [Record], _ encoding: HTTPSink.Encoding, maxBytes: Int = .max) -> String {
         let (body, count) = BatchEncoder(logID: Self.log, encoding: encoding).encode(records, maxBytes: maxBytes)
         #expect(count == records.count || maxBytes != .max)
@@ -201,22 +206,22 @@ extension SyncBatch {
     @Test func aReadIsCutInSeqOrderWithinEachLimit() {
         let builder = httpSink(SyncConfiguration())
         let records = (0..<10).map { record(UInt64($0), "\($0)") }
-        let cut = builder.prepare(SourceBatch(records: records, end: 12), from: 0, maxCount: 3, maxBytes: 1024, batches: 8)
+        let cut = builder.prepare(readBatch(records, end: 12), from: 0, maxCount: 3, maxBytes: 1024, batches: 8)
         #expect(cut.map { $0.records.map(\.seq) } == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]])
         #expect(cut.map(\.end) == [3, 6, 9, 12])
-        let short = builder.prepare(SourceBatch(records: records, end: 12), from: 0, maxCount: 3, maxBytes: 1024, batches: 2)
+        let short = builder.prepare(readBatch(records, end: 12), from: 0, maxCount: 3, maxBytes: 1024, batches: 2)
         #expect(short.map(\.end) == [3, 6])
         let big = (0..<4).map { record(UInt64($0), "\"" + String(repeating: "x", count: 600) + "\"") }
-        let bytes = builder.prepare(SourceBatch(records: big, end: 4), from: 0, maxCount: 50, maxBytes: 1024, batches: 8)
+        let bytes = builder.prepare(readBatch(big, end: 4), from: 0, maxCount: 50, maxBytes: 1024, batches: 8)
         #expect(bytes.map { $0.records.count } == [1, 1, 1, 1])
         #expect(bytes.allSatisfy { ($0.http?.body.count ?? .max) <= 1024 })
-        let nothing = builder.prepare(SourceBatch(records: [], end: 7), from: 0, maxCount: 50, maxBytes: 1024, batches: 8)
+        let nothing = builder.prepare(readBatch([], end: 7), from: 0, maxCount: 50, maxBytes: 1024, batches: 8)
         #expect(nothing.map(\.end) == [7] && nothing[0].records.isEmpty)
         // The window's records, read again from the committed offset, are dropped.
-        let beyond = builder.prepare(SourceBatch(records: records, end: 12), from: 7, maxCount: 2, maxBytes: 1024, batches: 8)
+        let beyond = builder.prepare(readBatch(records, end: 12), from: 7, maxCount: 2, maxBytes: 1024, batches: 8)
         #expect(beyond.map { $0.records.map(\.seq) } == [[7, 8], [9]])
         #expect(beyond.map(\.end) == [9, 12])
-        let caughtUp = builder.prepare(SourceBatch(records: records, end: 10), from: 10, maxCount: 2, maxBytes: 1024, batches: 8)
+        let caughtUp = builder.prepare(readBatch(records, end: 10), from: 10, maxCount: 2, maxBytes: 1024, batches: 8)
         #expect(caughtUp.map(\.end) == [10] && caughtUp[0].records.isEmpty)
     }
 
@@ -224,7 +229,7 @@ extension SyncBatch {
         var configuration = SyncConfiguration()
         configuration.http.headers = ["X-Api-Key": "k", "content-type": "text/plain"]
         let builder = httpSink(configuration)
-        let batch = builder.prepare(SourceBatch(records: [record(3, "1"), record(4, "2")], end: 9), start: 3, maxBytes: 1024)
+        let batch = builder.prepare([record(3, "1"), record(4, "2")], end: 9, start: 3, maxBytes: 1024)
         #expect(batch.end == 9)
         #expect(batch.http?.headers == ["Content-Type": "application/json", "Spool-Batch": "\(Self.id):3-4", "X-Api-Key": "k"])
         #expect(batch.http?.timeout == .seconds(30))
@@ -271,24 +276,24 @@ extension SyncBatch {
         var configuration = SyncConfiguration()
         configuration.http.encoding = .raw
         let builder = httpSink(configuration)
-        let read = SourceBatch(records: [record(3, "1"), record(4, "2"), record(6, "3"), record(7, "4")], end: 9)
-        let first = builder.prepare(read, start: 3, maxBytes: 1024)
+        let records = [record(3, "1"), record(4, "2"), record(6, "3"), record(7, "4")]
+        let first = builder.prepare(records, end: 9, start: 3, maxBytes: 1024)
         #expect(first.records.map(\.seq) == [3, 4])
         #expect(first.end == 5)
         #expect(first.http?.headers["Spool-Batch"] == "\(Self.id):3-4")
         #expect(first.http.map { String(decoding: $0.body, as: UTF8.self) } == "[1,2]")
         // What the next read returns: the skipped seq 5 is before its first record.
-        let second = builder.prepare(SourceBatch(records: [record(6, "3"), record(7, "4")], end: 9), start: 5, maxBytes: 1024)
+        let second = builder.prepare([record(6, "3"), record(7, "4")], end: 9, start: 5, maxBytes: 1024)
         #expect(second.records.map(\.seq) == [6, 7])
         #expect(second.end == 9)
         #expect(second.http?.headers["Spool-Batch"] == "\(Self.id):6-7")
         // One read cuts the same two requests, the gap committed with the second.
-        let cut = builder.prepare(read, from: 0, maxCount: 50, maxBytes: 1024, batches: 8)
+        let cut = builder.prepare(readBatch(records, end: 9), from: 0, maxCount: 50, maxBytes: 1024, batches: 8)
         #expect(cut.map { $0.records.map(\.seq) } == [[3, 4], [6, 7]])
         #expect(cut.map(\.end) == [5, 9])
 
         configuration.http.encoding = .json
-        let json = httpSink(configuration).prepare(read, start: 3, maxBytes: 1024)
+        let json = httpSink(configuration).prepare(records, end: 9, start: 3, maxBytes: 1024)
         #expect(json.records.map(\.seq) == [3, 4, 6, 7])
         #expect(json.end == 9)
     }
@@ -297,7 +302,7 @@ extension SyncBatch {
         var configuration = SyncConfiguration()
         configuration.maxBatchBytes = 1024
         let records = (0..<10).map { record(UInt64($0), String(repeating: "c", count: 300)) }
-        let batch = httpSink(configuration).prepare(SourceBatch(records: records, end: 10), start: 0, maxBytes: configuration.maxBatchBytes)
+        let batch = httpSink(configuration).prepare(records, end: 10, start: 0, maxBytes: configuration.maxBatchBytes)
         #expect(batch.records.count == 2)
         #expect(batch.end == 2)
         #expect(batch.http?.body.count ?? .max <= 1024)

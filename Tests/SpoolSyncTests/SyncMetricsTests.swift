@@ -19,26 +19,26 @@ import Testing
 
     @Test func metricsMatchTheStatsSnapshot() async throws {
         let metrics = TestMetrics()
-        let source = MemorySource(records: 120)
+        let consumer = MemoryConsumer(records: 120)
         // The first request fails with 503 and is retried; everything else is accepted.
         let uploader = ScriptedUploader { _, index in UploadResponse(status: index == 0 ? 503 : 200) }
         let worker = try SyncWorker(
-            source: source, uploader: uploader, configuration: .manual, deadLetters: nil,
+            consumer: consumer, uploader: uploader, configuration: .manual, deadLetters: nil,
             clock: ContinuousClock(), random: { 0 }, wallClock: { 784_111_777 }, metricsFactory: metrics)
         let report = await worker.flush(retries: 2)
         #expect(report.failure == nil)
         let stats = await worker.stats
-        let consumer = [("consumer", source.consumerName)]
+        let labels = [("consumer", consumer.name)]
         #expect(stats.retries == 1)
-        #expect(try metrics.expectCounter("spool_sync_retries_total", consumer).totalValue == Int64(stats.retries))
-        #expect(try metrics.expectCounter("spool_sync_records_total", consumer).totalValue == Int64(stats.records))
-        #expect(try metrics.expectCounter("spool_sync_bytes_total", consumer).totalValue == Int64(stats.bytes))
-        #expect(try metrics.expectCounter("spool_sync_uploads_total", consumer + [("outcome", "accepted")]).totalValue == Int64(stats.batches))
-        #expect(try metrics.expectCounter("spool_sync_uploads_total", consumer + [("outcome", "serverError")]).totalValue == 1)
+        #expect(try metrics.expectCounter("spool_sync_retries_total", labels).totalValue == Int64(stats.retries))
+        #expect(try metrics.expectCounter("spool_sync_records_total", labels).totalValue == Int64(stats.records))
+        #expect(try metrics.expectCounter("spool_sync_bytes_total", labels).totalValue == Int64(stats.bytes))
+        #expect(try metrics.expectCounter("spool_sync_uploads_total", labels + [("outcome", "accepted")]).totalValue == Int64(stats.batches))
+        #expect(try metrics.expectCounter("spool_sync_uploads_total", labels + [("outcome", "serverError")]).totalValue == 1)
         #expect(stats.records == 120)
         #expect(stats.pending == 0)
         // The lag gauge rose with the records seen and fell to what the stats say.
-        let pending = try metrics.expectGauge("spool_sync_pending", consumer)
+        let pending = try metrics.expectGauge("spool_sync_pending", labels)
         #expect(pending.lastValue == Double(stats.pending))
         #expect(pending.values.first == 120)  // what was pending when the worker was made
     }

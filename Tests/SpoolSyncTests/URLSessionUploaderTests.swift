@@ -12,15 +12,15 @@ import Testing
     func redirectIsNotFollowedAndNothingIsCommitted(status: Int) async throws {
         let server = try RedirectingServer(status: status)
         defer { server.stop() }
-        let source = MemorySource(records: 3)
+        let consumer = MemoryConsumer(records: 3)
         let uploader = URLSessionUploader(url: URL(string: "http://127.0.0.1:\(server.port)/batch")!)
         let worker = try SyncWorker(
-            source: source, uploader: uploader, configuration: .manual, deadLetters: nil, clock: ContinuousClock())
+            consumer: consumer, uploader: uploader, configuration: .manual, deadLetters: nil, clock: ContinuousClock())
         let report = await worker.flush()
         #expect(report.failure?.code == .unexpectedResponse)
         #expect(report.failure?.status == status)
         #expect(report.records == 0)
-        #expect(source.committedOffset == 0)
+        #expect(consumer.committed == 0)
         #expect(server.count("POST") == 1)
         #expect(server.count("GET") == 0)
         await worker.stop()
@@ -56,13 +56,13 @@ import Testing
         let server = try RedirectingServer(status: status)
         defer { server.stop() }
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
-        let source = MemorySource(records: 3)
+        let consumer = MemoryConsumer(records: 3)
         let uploader = HTTPClientUploader(url: URL(string: "http://127.0.0.1:\(server.port)/batch")!, client: client)
         let worker = try SyncWorker(
-            source: source, uploader: uploader, configuration: .manual, deadLetters: nil, clock: ContinuousClock())
+            consumer: consumer, uploader: uploader, configuration: .manual, deadLetters: nil, clock: ContinuousClock())
         let report = await worker.flush()
         await worker.stop()
         try await client.shutdown()
-        return (report, source.committedOffset, server)
+        return (report, consumer.committed, server)
     }
 }

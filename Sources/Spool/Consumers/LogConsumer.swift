@@ -10,7 +10,9 @@ import Dispatch
 /// vanish in a power loss and have its seq handed out again.
 ///
 /// The sync worker (`SyncWorker(consumer:…)`) and the command line take any consumer.
-/// Spool's two types are the only conformers.
+/// Spool's two types are the conformers for files; an in-memory conformer (a test double)
+/// keeps the same contract: reads from the committed offset, an exclusive `endSeq`, commits
+/// checked as below.
 ///
 /// Thread-safety: every member may be called from any thread; reads and commits are
 /// serialised. The blocking methods do file I/O (not for the cooperative pool); the `async`
@@ -113,6 +115,20 @@ public struct ConsumerBatch: Sendable, Equatable {
 
     /// Whether the batch holds nothing: no record and no notice.
     public var isEmpty: Bool { records.isEmpty && notices.isEmpty }
+
+    /// A batch read from `startSeq`, ending at `endSeq` (for a ``LogConsumer`` of your own,
+    /// such as an in-memory one in tests).
+    /// - Parameters:
+    ///   - records: the records, in seq order, at or past `startSeq` and below `endSeq`.
+    ///   - notices: the ranges skipped instead of returned.
+    ///   - endSeq: the seq just past the last record or notice; `startSeq` when the batch is empty.
+    ///   - startSeq: the committed offset the batch was read from.
+    public init(records: [Record], notices: [ReadNotice] = [], endSeq: UInt64, startSeq: UInt64) {
+        self.records = records
+        self.notices = notices
+        self.endSeq = endSeq
+        self.startSeq = startSeq
+    }
 }
 
 /// The queue blocking work runs on, off the cooperative pool (see ``offload(_:)``).

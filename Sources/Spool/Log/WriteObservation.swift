@@ -6,8 +6,8 @@
 public struct WriteObservation: Sendable {
     private let onCancel: @Sendable () -> Void
 
-    /// Makes a registration whose ``cancel()`` runs `onCancel` (for `SyncSource` conformers
-    /// that keep their own observers).
+    /// Makes a registration whose ``cancel()`` runs `onCancel` (for ``LogConsumer`` conformers
+    /// that keep their own observers, such as an in-memory consumer in tests).
     public init(onCancel: @escaping @Sendable () -> Void) {
         self.onCancel = onCancel
     }

@@ -28,39 +28,39 @@ package struct AnySink: Sendable {
         shutdown = { await sink.shutdown() }
     }
 
-    /// The batch to send from what a read returned, covering `start ..< read.end`: the longest
-    /// prefix of its records that one request carries, with its request. It commits to the
-    /// read's `end` when it takes every record, and otherwise through its last record.
-    func prepare(_ read: SourceBatch, start: UInt64, maxBytes: Int) -> SyncBatch {
-        guard !read.records.isEmpty else { return SyncBatch(records: [], start: start, end: read.end) }
-        let request = prepareNext(read.records[...], maxBytes)
-        if request.count == read.records.count {
-            return SyncBatch(records: read.records, start: start, end: read.end, request: request)
+    /// The batch to send from `records` read up to `end`, covering `start ..< end`: the longest
+    /// prefix of the records that one request carries, with its request. It commits to `end`
+    /// when it takes every record, and otherwise through its last record.
+    func prepare(_ records: [Record], end: UInt64, start: UInt64, maxBytes: Int) -> SyncBatch {
+        guard !records.isEmpty else { return SyncBatch(records: [], start: start, end: end) }
+        let request = prepareNext(records[...], maxBytes)
+        if request.count == records.count {
+            return SyncBatch(records: records, start: start, end: end, request: request)
         }
-        let records = Array(read.records[..<request.count])
-        return SyncBatch(records: records, start: start, end: records[records.count - 1].seq + 1, request: request)
+        let taken = Array(records[..<request.count])
+        return SyncBatch(records: taken, start: start, end: taken[taken.count - 1].seq + 1, request: request)
     }
 
     /// The batches to add to the window from what a read returned, in seq order: the records
     /// from `from` on (a read starts at the committed offset, so it returns the window's
     /// records again: they are dropped), in at most `batches` batches of at most `maxCount`
-    /// records each, each cut by ``prepare(_:start:maxBytes:)``. Records left over are read again
+    /// records each, each cut by ``prepare(_:end:start:maxBytes:)``. Records left over are read again
     /// later. The batches are contiguous from `from`: the first starts there, each of the
     /// others where the one before ends. With no record from `from` on, one empty batch from
-    /// `from` that carries the read's `end` (a skipped range), or ends at `from` (nothing pending).
-    package func prepare(_ read: SourceBatch, from: UInt64, maxCount: Int, maxBytes: Int, batches: Int) -> [SyncBatch] {
+    /// `from` that carries the read's `endSeq` (a skipped range), or ends at `from` (nothing pending).
+    package func prepare(_ read: ConsumerBatch, from: UInt64, maxCount: Int, maxBytes: Int, batches: Int) -> [SyncBatch] {
         var rest = read.records[(read.records.firstIndex { $0.seq >= from } ?? read.records.endIndex)...]
         var cut: [SyncBatch] = []
         var start = from
         while cut.count < batches, !rest.isEmpty {
             let chunk = Array(rest.prefix(maxCount))
-            let end = chunk.count == rest.count ? read.end : chunk[chunk.count - 1].seq + 1
-            let batch = prepare(SourceBatch(records: chunk, end: end), start: start, maxBytes: maxBytes)
+            let end = chunk.count == rest.count ? read.endSeq : chunk[chunk.count - 1].seq + 1
+            let batch = prepare(chunk, end: end, start: start, maxBytes: maxBytes)
             cut.append(batch)
             rest = rest.dropFirst(batch.records.count)
             start = batch.end
         }
-        return cut.isEmpty ? [SyncBatch(records: [], start: from, end: max(from, read.end))] : cut
+        return cut.isEmpty ? [SyncBatch(records: [], start: from, end: max(from, read.endSeq))] : cut
     }
 
     /// The request of `batch`: the one prepared with it, or, for a half of a split, one made now.

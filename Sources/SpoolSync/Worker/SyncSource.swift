@@ -1,13 +1,21 @@
+import Logging
+import Metrics
 import Spool
 
-/// What the sync worker needs from a consumer: the seam between the worker and the log.
+// Deprecated for one release: `Spool.LogConsumer` is the one consumer contract and
+// `SyncWorker(consumer:…)` takes it. This file goes whole when they go.
+
+/// What the sync worker needed from a consumer, before `Spool.LogConsumer` became the one
+/// contract.
 ///
-/// `SyncWorker(consumer:…)` adapts any `Spool.LogConsumer` to it; tests use an in-memory
-/// source. Reads start at the committed offset and return the same records again until they
-/// are committed.
+/// Conform to `LogConsumer` instead and pass it to `SyncWorker(consumer:…)`; the members map
+/// one to one: `committedOffset` is `committed`, `nextBatch(maxCount:maxBytes:)` is
+/// `read(maxCount:maxBytes:)` (returning a `ConsumerBatch`, whose `endSeq` is
+/// ``SourceBatch/end``), `observeWrites(_:)` is `watchWrites(_:)`, `consumerName` is `name`.
 ///
 /// Thread safety: all members may be called from any task; the worker calls at most one
 /// of `read` and `commit` at a time.
+@available(*, deprecated, message: "conform to Spool's LogConsumer and use SyncWorker(consumer:…); SyncSource goes in the next release")
 public protocol SyncSource: Sendable {
     /// The log the records come from (the first half of every record id).
     var logID: LogID { get }
@@ -28,7 +36,8 @@ public protocol SyncSource: Sendable {
     func observeWrites(_ handler: @escaping @Sendable (UInt64) -> Void) -> WriteObservation
 }
 
-/// The answer of ``SyncSource/nextBatch(maxCount:maxBytes:)``.
+/// The answer of ``SyncSource/nextBatch(maxCount:maxBytes:)``: `ConsumerBatch` replaces it.
+@available(*, deprecated, message: "use Spool's ConsumerBatch (end is its endSeq); SourceBatch goes with SyncSource in the next release")
 public struct SourceBatch: Sendable {
     /// The records, in order.
     public var records: [Record]
@@ -44,21 +53,69 @@ public struct SourceBatch: Sendable {
     }
 }
 
-/// Where records a server refuses go, so that one poison record cannot block the queue.
-///
-/// The default is ``DeadLetterLog``, a Spool log next to the consumer.
-public protocol DeadLetterSink: Sendable {
-    /// Stores `records` durably before returning (the worker commits past them next).
-    /// - Parameters:
-    ///   - records: the refused records, in seq order, as read from the log.
-    ///   - error: the refusal (status and server message, never payloads).
-    func store(_ records: [Record], refusedWith error: SyncError) async throws
-    /// Releases what the sink holds (files, say); called once by ``SyncWorker/stop()``.
-    /// The default does nothing.
-    func shutdown() async
+/// A deprecated ``SyncSource`` as the worker's source.
+@available(*, deprecated, message: "goes with SyncSource")
+struct SyncSourceAdapter: WorkerSource {
+    let source: any SyncSource
+
+    var logID: LogID { source.logID }
+    var consumerName: String { source.consumerName }
+    var committed: UInt64 { source.committedOffset }
+    var pendingRecords: UInt64 { source.pendingRecords }
+
+    func read(maxCount: Int, maxBytes: Int) async throws -> ConsumerBatch {
+        let start = source.committedOffset
+        let batch = try await source.nextBatch(maxCount: maxCount, maxBytes: maxBytes)
+        return ConsumerBatch(records: batch.records, endSeq: batch.end, startSeq: start)
+    }
+
+    func commit(upTo end: UInt64) async throws {
+        try await source.commit(upTo: end)
+    }
+
+    func watchWrites(_ handler: @escaping @Sendable (UInt64) -> Void) -> WriteObservation {
+        source.observeWrites(handler)
+    }
 }
 
-extension DeadLetterSink {
-    /// Does nothing: a sink that holds nothing has nothing to release.
-    public func shutdown() async {}
+extension SyncWorker {
+    /// Makes a worker that drains a deprecated ``SyncSource`` into `sink`, as
+    /// ``init(consumer:sink:configuration:deadLetters:clock:random:logger:metricsFactory:)``.
+    /// - Throws: ``SyncError/Code/invalidConfiguration`` naming the bad field.
+    @available(*, deprecated, message: "use init(consumer:sink:configuration:deadLetters:clock:…) with a Spool LogConsumer; SyncSource goes in the next release")
+    public init(
+        source: any SyncSource,
+        sink: some SyncSink,
+        configuration: SyncConfiguration = .init(),
+        deadLetters: (any DeadLetterSink)?,
+        clock: C,
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+        logger: Logger = Logger(label: "spool.sync"),
+        metricsFactory: (any MetricsFactory)? = nil
+    ) throws(SyncError) {
+        try self.init(
+            reading: SyncSourceAdapter(source: source), sink: sink, configuration: configuration, deadLetters: deadLetters,
+            clock: clock, random: random, logger: logger, metricsFactory: metricsFactory)
+    }
+
+    /// Makes a worker that drains a deprecated ``SyncSource`` through `uploader`, as
+    /// ``init(consumer:uploader:configuration:deadLetters:clock:random:wallClock:logger:metricsFactory:)``.
+    /// - Throws: ``SyncError/Code/invalidConfiguration`` naming the bad field.
+    @available(*, deprecated, message: "use init(consumer:uploader:configuration:deadLetters:clock:…) with a Spool LogConsumer; SyncSource goes in the next release")
+    public init(
+        source: any SyncSource,
+        uploader: any Uploader,
+        configuration: SyncConfiguration = .init(),
+        deadLetters: (any DeadLetterSink)?,
+        clock: C,
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+        wallClock: @escaping @Sendable () -> Double = SyncWorker.systemWallClock,
+        logger: Logger = Logger(label: "spool.sync"),
+        metricsFactory: (any MetricsFactory)? = nil
+    ) throws(SyncError) {
+        let sink = HTTPSink(uploader: uploader, logID: source.logID, configuration: configuration, wallClock: wallClock)
+        try self.init(
+            reading: SyncSourceAdapter(source: source), sink: sink, configuration: configuration, deadLetters: deadLetters,
+            clock: clock, random: random, logger: logger, metricsFactory: metricsFactory)
+    }
 }

@@ -49,7 +49,7 @@ import Spool
 /// Thread safety: an actor; call it from anywhere.
 public actor SyncWorker<C: Clock> where C.Duration == Duration {
     private var machine: SyncStateMachine
-    private let source: any SyncSource
+    private let source: any WorkerSource
     private let sink: AnySink
     private let deadLetters: (any DeadLetterSink)?
     private let clock: C
@@ -76,29 +76,18 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
     /// The teardown, once ``stop()`` (or a fatal answer) started it.
     private var teardown: Task<Void, Never>?
 
-    /// Makes a worker that delivers to `sink`; it does nothing until ``start()`` or a flush.
-    ///
-    /// - Parameters:
-    ///   - source: the consumer to drain.
-    ///   - sink: the destination: ``HTTPSink``, `PubSubSink`, `PostgresSink` or your own.
-    ///   - configuration: the policies; validated here. The concurrency is also bounded by the
-    ///     sink's ``SyncSink/maxInFlight``.
-    ///   - deadLetters: where refused records go. When `nil`, refused records are counted,
-    ///     logged and skipped.
-    ///   - clock: the clock of timers, backoffs, deadlines and request timeouts.
-    ///   - random: uniform draws in `0 ..< 1` for the backoff's jitter.
-    ///   - logger: where the worker logs (debug for each batch, info for refusals), never payloads.
-    ///   - metricsFactory: where the `spool_sync_*` metrics go; the process-wide `MetricsSystem` when nil.
-    /// - Throws: ``SyncError/Code/invalidConfiguration`` naming the bad field.
-    public init(
-        source: any SyncSource,
+    /// The worker every initializer makes (the public ones are in `SyncWorker+Consumer.swift`,
+    /// the deprecated ones in `SyncSource.swift`), reading `source`; parameters as for
+    /// ``init(consumer:sink:configuration:deadLetters:clock:random:logger:metricsFactory:)``.
+    init(
+        reading source: any WorkerSource,
         sink: some SyncSink,
-        configuration: SyncConfiguration = .init(),
+        configuration: SyncConfiguration,
         deadLetters: (any DeadLetterSink)?,
         clock: C,
-        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
-        logger: Logger = Logger(label: "spool.sync"),
-        metricsFactory: (any MetricsFactory)? = nil
+        random: @escaping @Sendable () -> Double,
+        logger: Logger,
+        metricsFactory: (any MetricsFactory)?
     ) throws(SyncError) {
         try configuration.validate()
         var configuration = configuration
@@ -106,7 +95,7 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
         var logger = logger
         logger[metadataKey: "spool.consumer"] = "\(source.consumerName)"
         self.machine = SyncStateMachine(
-            configuration: configuration, committed: source.committedOffset, pending: source.pendingRecords)
+            configuration: configuration, committed: source.committed, pending: source.pendingRecords)
         self.source = source
         self.sink = AnySink(sink)
         self.deadLetters = deadLetters
@@ -119,38 +108,6 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
         metrics.record(from: SyncStats(), to: machine.stats)
     }
 
-    /// Makes a worker that posts Spool's envelope through `uploader` (an ``HTTPSink``); it
-    /// does nothing until ``start()`` or a flush.
-    ///
-    /// - Parameters:
-    ///   - source: the consumer to drain.
-    ///   - uploader: the transport.
-    ///   - configuration: the policies; validated here.
-    ///   - deadLetters: where refused records go. When `nil`, refused records are counted,
-    ///     logged and skipped.
-    ///   - clock: the clock of timers, backoffs, deadlines and request timeouts.
-    ///   - random: uniform draws in `0 ..< 1` for the backoff's jitter.
-    ///   - wallClock: seconds since 1970, to read `Retry-After` dates.
-    ///   - logger: where the worker logs (debug for each batch, info for refusals), never payloads.
-    ///   - metricsFactory: where the `spool_sync_*` metrics go; the process-wide `MetricsSystem` when nil.
-    /// - Throws: ``SyncError/Code/invalidConfiguration`` naming the bad field.
-    public init(
-        source: any SyncSource,
-        uploader: any Uploader,
-        configuration: SyncConfiguration = .init(),
-        deadLetters: (any DeadLetterSink)?,
-        clock: C,
-        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
-        wallClock: @escaping @Sendable () -> Double = SyncWorker.systemWallClock,
-        logger: Logger = Logger(label: "spool.sync"),
-        metricsFactory: (any MetricsFactory)? = nil
-    ) throws(SyncError) {
-        let sink = HTTPSink(uploader: uploader, logID: source.logID, configuration: configuration, wallClock: wallClock)
-        try self.init(
-            source: source, sink: sink, configuration: configuration, deadLetters: deadLetters, clock: clock,
-            random: random, logger: logger, metricsFactory: metricsFactory)
-    }
-
     // MARK: Lifecycle
 
     /// Starts the automatic policies (interval timer, count trigger) and sends at once
@@ -161,7 +118,7 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
         guard relay == nil, !machine.isStopped else { return }
         let relay = WriteRelay { [weak self] end in await self?.writesObserved(end) }
         self.relay = relay
-        observation = source.observeWrites { end in relay.notify(end) }
+        observation = source.watchWrites { end in relay.notify(end) }
         send(.start)
     }
 
@@ -319,7 +276,7 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
                 do {
                     // The window's records again (a consumer reads from its committed offset),
                     // then new ones, cut into batches from `from` on.
-                    let read = try await source.nextBatch(maxCount: count, maxBytes: bytes)
+                    let read = try await source.read(maxCount: count, maxBytes: bytes)
                     return .readCompleted(sink.prepare(read, from: from, maxCount: maxCount, maxBytes: maxBytes, batches: batches))
                 } catch {
                     return .readFailed(SyncError(.readFailed, "reading the consumer failed", cause: error))
