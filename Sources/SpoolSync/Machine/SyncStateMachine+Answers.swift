@@ -129,7 +129,7 @@ extension SyncStateMachine {
     ///
     /// A `Retry-After` on one answer among accepted ones binds its batch (it goes no sooner),
     /// not the window: the requests in flight are not abandoned and sent again, and the
-    /// controller steps the limit down at once (``ConcurrencyController/Signal/pushedBack``).
+    /// controller weighs it as any overloaded answer (a share of the traffic lowers the limit).
     /// Read as "everything waits", one answer past a server's request slots (the reference
     /// collector's 503 `Retry-After: 1` until issue 34) halted an adaptive window, dropped
     /// what was in flight and re-sent it: 593 retries and 56,350 repeats for 200,000 events.
@@ -184,7 +184,6 @@ extension SyncStateMachine {
         let signal: ConcurrencyController.Signal
         switch outcome {
         case .accepted: signal = .accepted
-        case .retry(let error) where error.retryAfter != nil: signal = .pushedBack
         case .retry(let error): signal = error.overloaded ? .overloaded : .failed
         case .fatal: signal = .failed
         case .tooLarge, .rejected: signal = .neutral
