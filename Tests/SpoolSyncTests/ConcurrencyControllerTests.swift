@@ -356,6 +356,26 @@ import Testing
         #expect(controller.peak == 32)
     }
 
+    /// Once a ceiling is set (8 slots), a server that scales out behind a flaky balancer (20%
+    /// refused at every level) is probed past it: a probe is refused only when it draws more
+    /// refusals than the level below, not at its first 503.
+    @Test func probesPastACeilingGoOnThroughAShareOfRefusals() {
+        var controller = ConcurrencyController(.adaptive(max: 32))
+        var now = Duration.zero
+        var random: UInt64 = 7
+        func draw() -> Double {
+            random &+= 0x9E37_79B9_7F4A_7C15
+            var z = random
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return Double((z ^ (z >> 31)) >> 11) / Double(1 << 53)
+        }
+        for _ in 0..<100 { Self.roundTrip(&controller, now: &now) { level, index in index < level - 8 ? .overloaded : .accepted } }
+        #expect(controller.ceiling == 8)
+        for _ in 0..<2_000 { Self.roundTrip(&controller, now: &now) { _, _ in draw() < 0.2 ? .overloaded : .accepted } }
+        #expect(controller.limit >= 16)
+    }
+
     /// A server that refuses everything is seen within a few answers, even at 1 or 2 in flight.
     @Test func aServerRefusingEverythingEndsTheFastStartAtOnce() {
         var controller = ConcurrencyController(.adaptive(max: 32))

@@ -392,7 +392,7 @@ import Testing
     }
 
     /// One 503 among 32 answers is not overload (issue 34: 20% of 503s halved the limit every
-    /// round trip and pinned it at 1); a third of them is, and halves it once.
+    /// round trip and pinned it at 1); half of them is, and ends the fast start once.
     @Test func theFastStartDoublesEveryRoundTripAndStopsWhenOverloadIsAShare() {
         var configuration = Self.configuration(.adaptive(max: 64))
         // The head is out past the p95 here: a hedge would take the slot the answers below count on.
@@ -411,8 +411,9 @@ import Testing
         harness.complete(.retry(Self.unavailable), first: harness.inFlightFirsts.last)
         #expect(harness.machine.concurrency.limit == 32)
         #expect(harness.machine.concurrency.fastStart)
-        // Twelve of the last 32 overloaded: one halving (to the level before the last doubling).
-        for _ in 0..<11 { harness.complete(.retry(Self.unavailable), first: harness.inFlightFirsts.last) }
+        // Half of the last 32 overloaded: the fast start ends at what the server took (the 16
+        // answered the round trip before).
+        for _ in 0..<15 { harness.complete(.retry(Self.unavailable), first: harness.inFlightFirsts.last) }
         #expect(harness.machine.concurrency.limit == 16)
         #expect(!harness.machine.concurrency.fastStart)
         #expect(harness.machine.stats.peakConcurrency == 32)

@@ -13,7 +13,7 @@
 ///   an always-500 server or a closed port the limit stays where it is.
 /// - **Overload** (an error its sink marked ``SyncError/overloaded``: HTTP's 429, 408 and 503,
 ///   PostgreSQL's class 53, Pub/Sub's `RESOURCE_EXHAUSTED` and `UNAVAILABLE`, a timeout)
-///   that is a share of the traffic: at least ``overloadQuorum`` of the last ``lateWindow``
+///   that is a share of the traffic: at least ``overloadQuorum`` (half) of the last ``lateWindow``
 ///   requests answered (since the last decrease) said so, or the last round trip's worth of
 ///   answers did, in a row (``limit``, at least 4), when the limit is low. One
 ///   overloaded answer among successes (a flaky load balancer's 503s; 20% of the answers) is
@@ -24,8 +24,9 @@
 ///   when it refused the rest (the accepted requests it had in hand, ``inHand``), and never
 ///   more than just below the level where it happened; the fast start ends there too. The
 ///   limit climbs back to the ceiling, and probes one past it only after ``probeInterval``
-///   healthy round trips there. A probe the server refuses (one overloaded answer to a
-///   request sent since the probe) sends the limit back to the ceiling (not to half) and
+///   healthy round trips there. A probe the server refuses (more overloaded answers to the
+///   requests sent since than the level below drew, ``overloadRate``) sends the limit back
+///   to the ceiling (not to half) and
 ///   doubles the wait before the next probe (up to ``maximumProbeInterval``); one it takes
 ///   raises the ceiling. A server that sheds load past 8 in flight thus settles the worker at
 ///   8, with ever rarer probes, instead of at the level where a third of the answers are
@@ -88,12 +89,15 @@ package struct ConcurrencyController: Sendable {
     /// fifth. At 2% of the requests late, a late one has 5 more among the 31 before it about
     /// once in 3,000; a full accept queue stalls most of a burst.
     static let lateQuorum = 6
-    /// Overloaded answers among the last ``lateWindow`` that make overload strain: 12 of 32,
-    /// over a third (or ``limit`` of them, at least 2, when the limit is lower: a round trip's
-    /// worth). At 20% of the answers overloaded this happens by chance about once in 500
-    /// answers (a halving every 16 round trips at 32 in flight, won back in as many); at a
-    /// third, once in 50; a server refusing everything trips it within 12 answers.
-    static let overloadQuorum = 12
+    /// Overloaded answers among the last ``lateWindow`` that make overload strain: 16 of 32,
+    /// half (or a round trip's worth in a row, at least 4, when the limit is lower). At 20%
+    /// of the answers overloaded at random this happens by chance about once in 20,000
+    /// answers; at 12 of 32 it was about once in 100, and each time the ceiling came down to
+    /// what the server had in hand while probes won back one a time: the limit sank to 6
+    /// against a server that took 32. A server past its slots refuses half a window at twice
+    /// its slots (the fast start's overshoot) and its probes draw refusals the level below
+    /// did not (``probeRefused``); a server refusing everything trips it within 4 answers.
+    static let overloadQuorum = 16
 
     /// How an answer went, as far as capacity is concerned.
     enum Signal: Sendable {
@@ -139,6 +143,11 @@ package struct ConcurrencyController: Sendable {
     private(set) var recentOverload: UInt32 = 0
     /// How many answers ``recentOverload`` holds (at most ``lateWindow``).
     private(set) var recentAnswers = 0
+    /// The share of overloaded answers outside probes (a moving average over about 32
+    /// answers): what a level the server holds draws anyway.
+    private(set) var overloadRate = 0.0
+    /// Answers to the requests sent since the probe started, and how many were overloaded.
+    private var probe = (answers: 0, overloaded: 0)
     /// The round trips measured in the current epoch.
     private var epoch: (start: Duration, answers: Int, total: Duration)?
     /// The requests the server had in hand on average over the last epoch, answered in time
@@ -210,20 +219,27 @@ package struct ConcurrencyController: Sendable {
             stalled = max(0, stalled - 1)
             // Its slot goes back to a request the server may not take: a probe is judged
             // from here on (a probe seen through a stalled slot was one request short).
-            if probeSince != nil { probeSince = now }
+            if probeSince != nil {
+                probeSince = now
+                probe = (0, 0)
+            }
         }
         if !wasLate, !isStale(sent) { recentLate <<= 1 }
         if !isStale(sent) {
-            recentOverload = recentOverload << 1 | (signal == .overloaded ? 1 : 0)
+            let overloaded = signal == .overloaded
+            recentOverload = recentOverload << 1 | (overloaded ? 1 : 0)
             recentAnswers = min(recentAnswers + 1, Self.lateWindow)
+            if let probeSince, sent >= probeSince {
+                probe.answers += 1
+                if overloaded { probe.overloaded += 1 }
+            } else if probeSince == nil, signal != .neutral {
+                overloadRate += ((overloaded ? 1 : 0) - overloadRate) * Self.smoothingPerAnswer
+            }
         }
         if case .accepted = signal, !wasLate { measure(roundTrip, now: now) }
         switch signal {
         case .overloaded:
-            // A probe the server refused: an overloaded answer to a request sent since.
-            if let probeSince, sent >= probeSince, ceiling.map({ limit > $0 }) ?? false {
-                return strained(sent: sent, now: now, decrease: Self.half)
-            }
+            if probeRefused { return strained(sent: sent, now: now, decrease: Self.half) }
             guard overloadIsAShare else { return }
             strained(sent: sent, now: now, decrease: Self.half, fastStartLevel: inHand, servedLevel: inHand)
         case .accepted:
@@ -240,6 +256,21 @@ package struct ConcurrencyController: Sendable {
 
     private static func tenth(_ limit: Int) -> Int { max(1, limit - max(1, limit / 10)) }
     private static func half(_ limit: Int) -> Int { max(1, limit / 2) }
+
+    /// The weight of one answer in ``overloadRate``: about the last 32 answers.
+    static let smoothingPerAnswer = 1.0 / 32
+
+    /// A probe past the ceiling drew more overloaded answers than the level below it did:
+    /// judged on a round trip's worth of answers at least, more than twice what
+    /// ``overloadRate`` predicts for as many answers, plus two. A server past its slots refuses a probe's extra request every round trip
+    /// (none refused at the ceiling); a flaky balancer refusing 20% at every level does not
+    /// refuse a probe more than the ceiling, and the limit keeps probing upward. (Refused at
+    /// the first overloaded answer, a probe against 20% of 503s was refused every time, and
+    /// the limit never rose past the first ceiling.)
+    private var probeRefused: Bool {
+        guard probeSince != nil, let ceiling, limit > ceiling, probe.overloaded >= 2, probe.answers >= limit else { return false }
+        return Double(probe.overloaded) > 2 * overloadRate * Double(probe.answers) + 2
+    }
 
     /// Overloaded answers are a share of the traffic: ``overloadQuorum`` of the last
     /// ``lateWindow`` answered, or a whole round trip's worth in a row (the last ``limit``
@@ -303,6 +334,7 @@ package struct ConcurrencyController: Sendable {
         healthyStepsAtCeiling = 0
         credit = 0
         probeSince = nil
+        probe = (0, 0)
         if fastStart {
             // Doubling overshot: the server took half as many the round trip before.
             fastStart = false
@@ -331,6 +363,7 @@ package struct ConcurrencyController: Sendable {
             // A probe the server took: it handles this many now, and may take more.
             ceiling = limit
             probeSince = nil
+            probe = (0, 0)
             stepsBetweenProbes = Self.probeInterval
         }
         guard limit < maximum else { return }
@@ -339,6 +372,7 @@ package struct ConcurrencyController: Sendable {
             guard healthyStepsAtCeiling >= stepsBetweenProbes else { return }
             healthyStepsAtCeiling = 0
             probeSince = now
+            probe = (0, 0)
         }
         limit += 1
         peak = max(peak, limit)
