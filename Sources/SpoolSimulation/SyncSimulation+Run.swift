@@ -165,8 +165,6 @@ extension SyncSimulation {
         let outcome: SinkOutcome
         if now - upload.sent >= upload.timeout {
             outcome = .retry(SyncError(.timeout, "simulated timeout"))
-        } else if cancelled.remove(slot) != nil, random.nextUnit() < 0.5 {
-            outcome = .retry(SyncError(.network, "simulated: cancelled"))
         } else {
             outcome = world.answer(upload.batch.records, random: &random)
         }

@@ -34,12 +34,6 @@ extension SyncSimulation {
             guard !batch.records.isEmpty else { throw Violation(message: "an empty batch is sent in slot \(slot)") }
             requests += 1
             uploads[slot] = (batch, now + roundTrip(timeout: timeout), now, timeout)
-        case .cancel(let slot):
-            guard let upload = uploads[slot], cancelled.insert(slot).inserted else {
-                throw Violation(message: "slot \(slot) is cancelled, but no request is in flight there (or it was cancelled before)")
-            }
-            // A cancelled request ends soon, unless its answer was already on its way.
-            uploads[slot]?.readyAt = min(upload.readyAt, now + .microseconds(Int64(random.next() % 5_000)))
         case .scheduleTimer(let at, let generation):
             timer = (at, generation)
         case .cancelTimer:
@@ -166,7 +160,6 @@ extension SyncSimulation {
         switch action {
         case .read(let from, let count, _, let batches, let maxCount, _): "read(from \(from), \(count)r, \(batches)×\(maxCount))"
         case .upload(let batch, let slot, _): "upload(slot \(slot) \(describe(batch)))"
-        case .cancel(let slot): "cancel(slot \(slot))"
         case .deadLetter(let records, _): "deadLetter(\(records.map(\.seq)))"
         case .commit(let end): "commit(\(end))"
         case .scheduleTimer(let at, _): "timer(\(at.formatted))"

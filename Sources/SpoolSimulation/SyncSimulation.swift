@@ -90,8 +90,6 @@ package struct SyncSimulation {
     // What the driver has in flight for the machine.
     var local: Pending?
     var uploads: [Int: (batch: SyncBatch, readyAt: Duration, sent: Duration, timeout: Duration)] = [:]
-    /// Slots the machine cancelled (the other copy of a hedged batch settled it).
-    var cancelled: Set<Int> = []
     var timer: (at: Duration, generation: Int)?
     var backoff: (at: Duration, generation: Int)?
     /// The wake of a batch retried on its own, if armed.

@@ -75,8 +75,8 @@ public struct SyncConfiguration: Sendable {
     public var maxWindowBytes: Int = 64 * 1024 * 1024
     /// Whether the request holding the commit back is sent once more when it has been out
     /// longer than 95% of the recent round trips (a hedged request, as in "The Tail at
-    /// Scale"): the first copy accepted settles the batch, the other is cancelled and its
-    /// answer ignored. Hedges stay under 5% of the requests (``SyncStats/hedges``), and take a
+    /// Scale"): the first copy accepted settles the batch, the other runs on to its answer,
+    /// which is ignored. Hedges stay under 5% of the requests (``SyncStats/hedges``), and take a
     /// slot of ``concurrency`` like any request. Every record carries its id, so a copy is
     /// harmless where repeats are dropped; turn it off where a copy costs. Never with at most
     /// one request in flight (`.fixed(1)`, or a sink's ``SyncSink/maxInFlight`` of 1): a copy

@@ -262,14 +262,15 @@ package struct ConcurrencyController: Sendable {
 
     /// A probe past the ceiling drew more overloaded answers than the level below it did:
     /// judged on a round trip's worth of answers at least, more than twice what
-    /// ``overloadRate`` predicts for as many answers, plus two. A server past its slots refuses a probe's extra request every round trip
+    /// ``overloadRate`` predicts for as many answers, plus one. Until then a probe that drew
+    /// more than that share is not taken either (``grow(now:)``). A server past its slots refuses a probe's extra request every round trip
     /// (none refused at the ceiling); a flaky balancer refusing 20% at every level does not
     /// refuse a probe more than the ceiling, and the limit keeps probing upward. (Refused at
     /// the first overloaded answer, a probe against 20% of 503s was refused every time, and
     /// the limit never rose past the first ceiling.)
     private var probeRefused: Bool {
         guard probeSince != nil, let ceiling, limit > ceiling, probe.overloaded >= 2, probe.answers >= limit else { return false }
-        return Double(probe.overloaded) > 2 * overloadRate * Double(probe.answers) + 2
+        return Double(probe.overloaded) > 2 * overloadRate * Double(probe.answers) + 1
     }
 
     /// Overloaded answers are a share of the traffic: ``overloadQuorum`` of the last
@@ -360,6 +361,9 @@ package struct ConcurrencyController: Sendable {
             // slot (the server took one fewer than the limit says).
             if let probeSince, let after = lateAfter, now - probeSince <= after { return }
             guard stalled == 0 else { return }
+            // Not while it draws more refusals than the level below: on a loaded machine the
+            // answers bunch up, and a probe was taken before its refusals were counted.
+            guard Double(probe.overloaded) <= 2 * overloadRate * Double(probe.answers) else { return }
             // A probe the server took: it handles this many now, and may take more.
             ceiling = limit
             probeSince = nil

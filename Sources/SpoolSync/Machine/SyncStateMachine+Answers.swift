@@ -27,18 +27,17 @@ extension SyncStateMachine {
             return []
         }
         if case .accepted = outcome { hedging.measured(now - sent) }
-        // The first copy answered: its hedge, if one is out, is no longer needed.
-        var cancel: [Action] = []
+        // The first copy answered: its hedge, if one is out, is no longer needed. It runs to
+        // its answer, which is ignored (see ``retired``).
         if let hedge = window[index].hedge {
             window[index].hedge = nil
             retired.insert(hedge.slot)
-            cancel.append(.cancel(slot: hedge.slot))
         }
-        return cancel + answered(at: index, outcome, bytes: bytes, sent: sent, wasLate: wasLate, now: now, jitter: jitter)
+        return answered(at: index, outcome, bytes: bytes, sent: sent, wasLate: wasLate, now: now, jitter: jitter)
     }
 
     /// The hedge of the batch at `index` was answered. Accepted, it settles the batch (the
-    /// first copy is cancelled, and its answer, whatever it says, ignored); a fatal answer
+    /// first copy runs on, and its answer, whatever it says, is ignored); a fatal answer
     /// stops the worker as any does. Any other failure is forgotten (counted in ``stats``
     /// only): the first copy, still in flight, carries the batch as it did before the hedge.
     private mutating func hedgeAnswered(at index: Int, _ outcome: SinkOutcome, bytes: Int, now: Duration, jitter: Double) -> [Action] {
@@ -51,7 +50,7 @@ extension SyncStateMachine {
             // The controller learns of the batch's request once: accepted now, as sent with
             // the first copy (late if that one was reported late).
             let wasLate = late.remove(slot) != nil
-            return [.cancel(slot: slot)] + answered(at: index, outcome, bytes: bytes, sent: sent, wasLate: wasLate, now: now, jitter: jitter)
+            return answered(at: index, outcome, bytes: bytes, sent: sent, wasLate: wasLate, now: now, jitter: jitter)
         case .fatal:
             return answered(at: index, outcome, bytes: bytes, sent: sent, wasLate: false, now: now, jitter: jitter)
         case .retry(let error), .tooLarge(let error), .rejected(let error):

@@ -291,10 +291,6 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
                     "spool.outcome": "\(outcome)"])
                 self.uploadFinished(slot: slot, outcome, bytes: request.bytes)
             }
-        case .cancel(let slot):
-            // The other copy of a hedged batch settled it: the task ends with a cancellation
-            // (or its answer, if that came first), which the machine ignores.
-            uploads[slot]?.cancel()
         case .deadLetter(let records, let error):
             run { [deadLetters] in
                 do {

@@ -35,8 +35,6 @@ struct MachineHarness {
     var heldRead: (from: UInt64, count: Int, maxCount: Int, maxBytes: Int)?
     /// Seqs the machine's uploads carried that were answered as accepted.
     var accepted: Set<UInt64> = []
-    /// Slots the machine cancelled (the losing copy of a hedged batch), in order.
-    var cancelled: [Int] = []
     /// Uploads held in flight, in the order they were sent.
     var inFlight: [(slot: Int, batch: SyncBatch)] = []
     /// The most uploads held in flight at once.
@@ -228,8 +226,6 @@ struct MachineHarness {
             let outcome = respond(batch)
             if case .accepted = outcome { accepted.formUnion(batch.records.map(\.seq)) }
             return .uploadCompleted(slot: slot, outcome, bytes: batch.records.count * 10)
-        case .cancel(let slot):
-            cancelled.append(slot)
         case .deadLetter(let refused, _):
             deadLettered += refused.map(\.seq)
             return .deadLetterCompleted
