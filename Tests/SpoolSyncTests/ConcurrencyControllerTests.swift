@@ -41,21 +41,13 @@ import Testing
         var now: Duration = .zero
         var slow: [(sent: Duration, reported: Bool)] = []
         var lateReports = 0
-        var random: UInt64
+        var random: UnitDraws
 
         init(_ concurrency: SyncConfiguration.Concurrency, seed: UInt64) {
             controller = ConcurrencyController(concurrency)
-            random = seed
+            random = UnitDraws(seed: seed)
         }
 
-        /// SplitMix64, in [0, 1).
-        mutating func draw() -> Double {
-            random &+= 0x9E37_79B9_7F4A_7C15
-            var z = random
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return Double((z ^ (z >> 31)) >> 11) / Double(1 << 53)
-        }
 
         mutating func roundTrip(slowShare: Double, slowBy: Duration = .seconds(1)) {
             let rtt = ConcurrencyControllerTests.rtt
@@ -64,7 +56,7 @@ import Testing
             while inFlight < controller.limit {
                 inFlight += 1
                 controller.sent(inFlight: inFlight, now: now)
-                if draw() < slowShare { slow.append((now, false)) } else { onTime += 1 }
+                if random.next() < slowShare { slow.append((now, false)) } else { onTime += 1 }
             }
             now += rtt
             if let after = controller.lateAfter {
@@ -338,17 +330,10 @@ import Testing
     @Test func aShareOfRefusalsAtEveryLevelDoesNotPinTheLimit() {
         var controller = ConcurrencyController(.adaptive(max: 32))
         var now = Duration.zero
-        var random: UInt64 = 34
-        func draw() -> Double {
-            random &+= 0x9E37_79B9_7F4A_7C15
-            var z = random
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return Double((z ^ (z >> 31)) >> 11) / Double(1 << 53)
-        }
+        var random = UnitDraws(seed: 34)
         var limits: [Int] = []
         for _ in 0..<400 {
-            Self.roundTrip(&controller, now: &now) { _, _ in draw() < 0.2 ? .overloaded : .accepted }
+            Self.roundTrip(&controller, now: &now) { _, _ in random.next() < 0.2 ? .overloaded : .accepted }
             limits.append(controller.limit)
         }
         let settled = limits.suffix(300)
@@ -362,17 +347,10 @@ import Testing
     @Test func probesPastACeilingGoOnThroughAShareOfRefusals() {
         var controller = ConcurrencyController(.adaptive(max: 32))
         var now = Duration.zero
-        var random: UInt64 = 7
-        func draw() -> Double {
-            random &+= 0x9E37_79B9_7F4A_7C15
-            var z = random
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return Double((z ^ (z >> 31)) >> 11) / Double(1 << 53)
-        }
+        var random = UnitDraws(seed: 7)
         for _ in 0..<100 { Self.roundTrip(&controller, now: &now) { level, index in index < level - 8 ? .overloaded : .accepted } }
         #expect(controller.ceiling == 8)
-        for _ in 0..<2_000 { Self.roundTrip(&controller, now: &now) { _, _ in draw() < 0.2 ? .overloaded : .accepted } }
+        for _ in 0..<2_000 { Self.roundTrip(&controller, now: &now) { _, _ in random.next() < 0.2 ? .overloaded : .accepted } }
         #expect(controller.limit >= 16)
     }
 
@@ -385,5 +363,20 @@ import Testing
         Self.roundTrip(&controller, now: &now) { _, _ in .overloaded }
         #expect(!controller.fastStart)
         #expect(controller.limit < 8)
+    }
+}
+
+/// Seeded draws in [0, 1) (SplitMix64), for the manual-clock simulations above.
+struct UnitDraws {
+    var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> Double {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return Double((z ^ (z >> 31)) >> 11) / Double(1 << 53)
     }
 }
