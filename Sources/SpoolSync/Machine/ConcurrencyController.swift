@@ -13,9 +13,9 @@
 ///   an always-500 server or a closed port the limit stays where it is.
 /// - **Overload** (an error its sink marked ``SyncError/overloaded``: HTTP's 429, 408 and 503,
 ///   PostgreSQL's class 53, Pub/Sub's `RESOURCE_EXHAUSTED` and `UNAVAILABLE`, a timeout)
-///   that is a share of the traffic: at least ``overloadQuorum`` (half) of the last ``lateWindow``
-///   requests answered (since the last decrease) said so, or the last round trip's worth of
-///   answers did, in a row (``limit``, at least 4), when the limit is low. One
+///   that is a share of the traffic: at least ``overloadQuorum`` (half) of the last
+///   ``lateWindow`` requests answered (since the last decrease) said so, or the last round
+///   trip's worth of answers did, in a row (``limit``, at least 4), when the limit is low. One
 ///   overloaded answer among successes (a flaky load balancer's 503s; 20% of the answers) is
 ///   not strain: its batch is retried on its own (``RetryBudget``) and the limit stays. Read
 ///   as strain, 20% of 503s halved the limit every round trip and pinned it at 1; counted
@@ -26,9 +26,8 @@
 ///   limit climbs back to the ceiling, and probes one past it only after ``probeInterval``
 ///   healthy round trips there. A probe the server refuses (more overloaded answers to the
 ///   requests sent since than the level below drew, ``overloadRate``) sends the limit back
-///   to the ceiling (not to half) and
-///   doubles the wait before the next probe (up to ``maximumProbeInterval``); one it takes
-///   raises the ceiling. A server that sheds load past 8 in flight thus settles the worker at
+///   to the ceiling (not to half) and doubles the wait before the next probe (up to
+///   ``maximumProbeInterval``); one it takes raises the ceiling. A server that sheds load past 8 in flight thus settles the worker at
 ///   8, with ever rarer probes, instead of at the level where a third of the answers are
 ///   refused (13, which it reached before: the ceiling was just below that level).
 /// - **A request to wait** (a failure carrying `Retry-After`) counts as overload when its sink
@@ -263,11 +262,12 @@ package struct ConcurrencyController: Sendable {
     /// A probe past the ceiling drew more overloaded answers than the level below it did:
     /// judged on a round trip's worth of answers at least, more than twice what
     /// ``overloadRate`` predicts for as many answers, plus one. Until then a probe that drew
-    /// more than that share is not taken either (``grow(now:)``). A server past its slots refuses a probe's extra request every round trip
-    /// (none refused at the ceiling); a flaky balancer refusing 20% at every level does not
-    /// refuse a probe more than the ceiling, and the limit keeps probing upward. (Refused at
-    /// the first overloaded answer, a probe against 20% of 503s was refused every time, and
-    /// the limit never rose past the first ceiling.)
+    /// more than that share is not taken either (``grow(now:)``). A server past its slots
+    /// refuses a probe's extra request every round trip (none refused at the ceiling); a
+    /// flaky balancer refusing 20% at every level does not refuse a probe more than the
+    /// ceiling, and the limit keeps probing upward. (Refused at the first overloaded answer, a
+    /// probe against 20% of 503s was refused every time, and the limit never rose past the
+    /// first ceiling.)
     private var probeRefused: Bool {
         guard probeSince != nil, let ceiling, limit > ceiling, probe.overloaded >= 2, probe.answers >= limit else { return false }
         return Double(probe.overloaded) > 2 * overloadRate * Double(probe.answers) + 1
