@@ -34,7 +34,9 @@ import Testing
         }
     }
 
-    @Test func requestsPastTheLimitAreAnswered503WithRetryAfter() async throws {
+    /// Past the slots: 503, counted as overloaded, without `Retry-After` (a slot frees within
+    /// a round trip; `Retry-After: 1` made every sender wait a second for it).
+    @Test func requestsPastTheLimitAreAnswered503WithoutRetryAfter() async throws {
         // Injected latency holds each request in its slot after its body arrived.
         let server = try await TestServer.start {
             $0.maxConcurrentRequests = 2
