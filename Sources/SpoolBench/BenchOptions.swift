@@ -13,6 +13,9 @@ public struct BenchOptions: Sendable {
     public var rounds: Int = 3
     /// Events stored, then drained, per drain measurement. The default is 100,000.
     public var drainEvents: Int = 100_000
+    /// Events appended into the log capped at 10 MiB whose kept events the footprint row counts
+    /// (issue #36): enough to pass the cap several times over. The default is 1,000,000.
+    public var capEvents = 1_000_000
     /// The adaptive maximum of issue #26's sliding-window rows (`sync-window`), as
     /// `spool sync`'s default `--max-concurrency`. The default is 32.
     public var windowAdaptiveMax: Int = 32
@@ -69,6 +72,7 @@ public struct BenchOptions: Sendable {
         options.seconds = 0.25
         options.rounds = 1
         options.drainEvents = 4_000
+        options.capEvents = 20_000
         options.openSizes = [256 << 10]
         options.backlogEvents = 20_000
         options.sequentialBytes = 4 << 20

@@ -68,6 +68,23 @@ extension Context {
         }
         rows.append(Row(group: "footprint", scenario: "bytes on disk", spool: perEvent,
                         baseline: "the events' own bytes", baselineFigure: Figure(eventBytes / Double(count), "B/event"), percent: true))
+        rows.append(try await keptUnderCapRow())
         return rows
+    }
+
+    /// Issue #36's row: the generator's events kept by a log capped at 10 MiB (dropping the
+    /// oldest, segments of 1.25 MiB) after ``BenchOptions/capEvents`` were appended, against as
+    /// many as 10 MiB holds at the events' own size. An app offline for a week under a cap
+    /// keeps this many.
+    private func keptUnderCapRow() async throws -> Row {
+        let cap = 10 * 1024 * 1024
+        let spool = self.spool
+        let directory = try scratch.fresh("cap")
+        defer { scratch.remove(directory) }
+        let appended = options.capEvents
+        let kept = try await blocking { try spool.keptUnderCap(maxBytes: cap, count: appended, directory: directory) }
+        return Row(group: "footprint", scenario: "events kept under a 10 MiB cap (\(appended) appended, oldest dropped)",
+                   spool: Figure(Double(kept), "events"), baseline: "10 MiB of the events' own bytes",
+                   baselineFigure: Figure(Double(cap) / events.meanSize, "events"))
     }
 }

@@ -183,6 +183,24 @@ public struct SpoolSide: Sendable {
         try log.close()
     }
 
+    /// Appends `count` events (buffered) into a log whose records may take `maxBytes` at most
+    /// (`Configuration.maxBytes`, dropping the oldest), syncs it, and returns how many it still
+    /// holds: appended, less those the cap dropped. Every byte saved on disk is an event kept.
+    /// Segments are an eighth of the cap (a cap must hold two; the cap drops whole segments,
+    /// so smaller ones keep it fuller).
+    public func keptUnderCap(maxBytes: Int, count: Int, directory: String) throws -> UInt64 {
+        var capped = configuration
+        capped.maxBytes = maxBytes
+        capped.capPolicy = .dropOldest
+        capped.segmentSize = max(64 * 1024, maxBytes / 8)
+        let log = try EventLog.open(directory: directory, configuration: capped, logger: quietLogger)
+        for index in 0..<count { try log.append(events[cycling: index]) }
+        try log.syncBlocking()
+        let stats = log.stats()
+        try log.close()
+        return stats.appendedRecords - stats.droppedRecords
+    }
+
     /// Fills a log with at least `bytes` of segments and an active (newest) segment of
     /// `activeBytes` to `activeBytes` + `slack`, then `repeats` times: tears its last block (cuts
     /// 3 bytes off the newest segment, as a crash mid-write would) and times `open`. Returns
