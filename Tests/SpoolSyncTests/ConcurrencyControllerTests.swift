@@ -354,6 +354,25 @@ import Testing
         #expect(controller.limit >= 16)
     }
 
+    /// One refusal during a probe, at a level that draws none, neither refuses the probe nor
+    /// holds it open for good: once the server scales out, the limit grows past it.
+    @Test func aProbeWithOneRefusalIsStillTaken() {
+        var controller = ConcurrencyController(.adaptive(max: 32))
+        var now = Duration.zero
+        for _ in 0..<100 { Self.roundTrip(&controller, now: &now) { level, index in index < level - 8 ? .overloaded : .accepted } }
+        #expect(controller.ceiling == 8)
+        var refusedOnce = false
+        for _ in 0..<2_000 {
+            Self.roundTrip(&controller, now: &now) { level, index in
+                guard level == 9, !refusedOnce, index == 0 else { return .accepted }
+                refusedOnce = true
+                return .overloaded
+            }
+        }
+        #expect(refusedOnce)
+        #expect(controller.limit > 9)
+    }
+
     /// A server that refuses everything is seen within a few answers, even at 1 or 2 in flight.
     @Test func aServerRefusingEverythingEndsTheFastStartAtOnce() {
         var controller = ConcurrencyController(.adaptive(max: 32))

@@ -270,7 +270,13 @@ package struct ConcurrencyController: Sendable {
     /// first ceiling.)
     private var probeRefused: Bool {
         guard probeSince != nil, let ceiling, limit > ceiling, probe.overloaded >= 2, probe.answers >= limit else { return false }
-        return Double(probe.overloaded) > 2 * overloadRate * Double(probe.answers) + 1
+        return probeDrawsExcessRefusals
+    }
+
+    /// The probe's answers hold more refusals than twice what ``overloadRate`` predicts for
+    /// as many, plus one.
+    private var probeDrawsExcessRefusals: Bool {
+        Double(probe.overloaded) > 2 * overloadRate * Double(probe.answers) + 1
     }
 
     /// Overloaded answers are a share of the traffic: ``overloadQuorum`` of the last
@@ -362,8 +368,10 @@ package struct ConcurrencyController: Sendable {
             if let probeSince, let after = lateAfter, now - probeSince <= after { return }
             guard stalled == 0 else { return }
             // Not while it draws more refusals than the level below: on a loaded machine the
-            // answers bunch up, and a probe was taken before its refusals were counted.
-            guard Double(probe.overloaded) <= 2 * overloadRate * Double(probe.answers) else { return }
+            // answers bunch up, and a probe was taken before its refusals were counted. (The
+            // same threshold as the refusal's: a stricter one left a probe with one refusal at
+            // a level that draws none neither taken nor refused, and the limit never grew again.)
+            guard !probeDrawsExcessRefusals else { return }
             // A probe the server took: it handles this many now, and may take more.
             ceiling = limit
             probeSince = nil

@@ -170,7 +170,7 @@ extension SyncStateMachine {
     /// 50, 100, 200 and 400 ms on average. A batch that keeps failing still doubles its wait,
     /// and once the window is full behind it the budget is spent and the worker backs off as a
     /// whole.
-    func selectiveDelay(afterFailures failures: Int, retryAfter: Duration?, jitter: Double) -> Duration {
+    private func selectiveDelay(afterFailures failures: Int, retryAfter: Duration?, jitter: Double) -> Duration {
         var backoff = configuration.backoff
         if let roundTrip = concurrency.average, roundTrip < backoff.base {
             backoff.base = max(roundTrip, .milliseconds(1))
