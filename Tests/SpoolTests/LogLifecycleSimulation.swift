@@ -177,7 +177,7 @@ struct LogLifecycleSimulation {
         guard state.error == nil else { return log("append refused: \(state.error!.code)") }
         guard state.pendingBytes + framed <= Self.maxPending else { return log("append waits (backpressure)") }
         let payload = [UInt8](repeating: UInt8(truncatingIfNeeded: expectedNext), count: size)
-        let (seq, _) = payload.withUnsafeBytes { state.append($0, timestamp: 1_000, blockSize: Self.blockSize, now: 0) }
+        let (seq, _, _) = payload.withUnsafeBytes { state.append($0, timestamp: 1_000, blockSize: Self.blockSize, now: 0) }
         expectedNext = seq == expectedNext ? expectedNext + 1 : UInt64.max  // checked below
         framedPending += framed
         let levels: [Durability] = [.buffered, .written, .synced]

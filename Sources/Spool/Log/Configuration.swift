@@ -1,3 +1,5 @@
+import Foundation
+
 /// Every setting of a log, in one `Sendable` value with documented defaults.
 ///
 /// The configuration is validated once, by ``EventLog/open(directory:configuration:logger:metricsFactory:)``;
@@ -23,6 +25,13 @@ public struct Configuration: Sendable {
     public var linger: Duration = .milliseconds(10)
     /// The zstd compression level of blocks. The default is 1. Range: zstd's own (-7 ... 22).
     public var compressionLevel: Int32 = 1
+    /// How many threads may compress blocks at once when the writer has several to write
+    /// (buffered appends faster than one core compresses): blocks are independent, so they
+    /// are sealed side by side and written in seq order. The writer's own thread is one of
+    /// them; the others come from Dispatch's pool, only while a batch is being sealed. The
+    /// default is the number of active cores, at most 4. `1` seals on the writer thread
+    /// alone. Range: 1 ... 64.
+    public var sealingThreads: Int = min(ProcessInfo.processInfo.activeProcessorCount, 4)
     /// A segment is rolled once it holds this many bytes. The default is 16 MiB. Range: 64 KiB ... 1 GiB.
     public var segmentSize: Int = 16 * 1024 * 1024
     /// A segment is also rolled once its first block is this old, if set. The default is `nil` (no age roll).
@@ -88,6 +97,9 @@ public struct Configuration: Sendable {
         }
         guard (-7...22).contains(compressionLevel) else {
             throw fail("compressionLevel", "is \(compressionLevel); zstd accepts -7 ... 22")
+        }
+        guard (1...64).contains(sealingThreads) else {
+            throw fail("sealingThreads", "is \(sealingThreads); it must be between 1 and 64")
         }
         guard (64 * 1024...1024 * 1024 * 1024).contains(segmentSize) else {
             throw fail("segmentSize", "is \(segmentSize); it must be between 64 KiB and 1 GiB")

@@ -221,7 +221,7 @@ extension EventLog {
                 try resumed.get()
                 continue
             }
-            if let error = state.error { throw error }
+            if !state.isOpen, let error = state.error { throw error }
             if configuration.capPolicy == .rejectNew, let cap = configuration.maxBytes,
                state.diskBytes + Int64(state.pendingBytes + framed) > Int64(cap) {
                 throw SpoolError(.full, "the log is at its cap: \(state.diskBytes) bytes on disk and \(state.pendingBytes) pending, Configuration.maxBytes is \(cap) (policy rejectNew)", path: directory)
@@ -238,7 +238,10 @@ extension EventLog {
         // A block seals once it reaches `blockSize`, and one record at the size limit that would
         // take it past the format's bound on a block's raw length starts a block. The writer
         // starts the linger clock; while it gathers a group it wakes by itself.
-        let (seq, wake) = state.append(payload, timestamp: timestamp, blockSize: configuration.blockSize, now: monotonicNanos())
+        let (seq, wake, filled) = state.append(payload, timestamp: timestamp, blockSize: configuration.blockSize, now: monotonicNanos())
+        // A block this append filled is sealed on another core while the writer writes the
+        // ones before it (`Configuration.sealingThreads`).
+        if let filled, let sealAhead = writer.sealAhead { sealAhead.offer(filled) }
         if wake { lock.wakeWriter() }
         return seq
     }

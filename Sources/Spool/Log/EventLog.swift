@@ -173,6 +173,7 @@ public final class EventLog: @unchecked Sendable {
             return true
         }
         guard first else { return }
+        writer.sealAhead?.close()
         writer.close()
         codec.close()
         consumerCache.closeAll()

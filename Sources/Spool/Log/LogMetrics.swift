@@ -77,6 +77,9 @@ public struct LogStats: Sendable, Equatable {
     public var appendedBytes: UInt64
     /// Since open: blocks written, their stored (compressed) and raw bytes, fsyncs.
     public var blocksWritten: UInt64
+    /// Since open: how many of ``blocksWritten`` were sealed side by side with others
+    /// (``Configuration/sealingThreads``): a writer that keeps up seals one at a time.
+    public var blocksSealedInParallel: UInt64
     /// Since open: bytes the written blocks take on disk (headers included).
     public var storedBytes: UInt64
     /// Since open: uncompressed bytes of the written blocks' records areas.
@@ -107,7 +110,7 @@ extension EventLog {
                 firstSeq: state.firstSeq, nextSeq: state.nextSeq, writtenEnd: state.writtenEnd,
                 syncedEnd: state.syncedEnd, segments: state.segments.count, diskBytes: state.diskBytes,
                 pendingBytes: state.pendingBytes, appendedRecords: c.appendedRecords, appendedBytes: c.appendedBytes,
-                blocksWritten: c.blocksWritten, storedBytes: c.storedBytes, rawBytes: c.rawBytes, fsyncs: c.fsyncs,
+                blocksWritten: c.blocksWritten, blocksSealedInParallel: c.blocksSealedInParallel, storedBytes: c.storedBytes, rawBytes: c.rawBytes, fsyncs: c.fsyncs,
                 droppedRecords: c.droppedRecords, expiredRecords: c.expiredRecords,
                 retainedSegmentsDeleted: c.retainedSegmentsDeleted, writeErrors: c.writeErrors)
         }

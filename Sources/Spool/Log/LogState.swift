@@ -67,6 +67,7 @@ struct LogCounters {
     var appendedRecords: UInt64 = 0
     var appendedBytes: UInt64 = 0
     var blocksWritten: UInt64 = 0
+    var blocksSealedInParallel: UInt64 = 0
     var storedBytes: UInt64 = 0
     var rawBytes: UInt64 = 0
     var fsyncs: UInt64 = 0
@@ -172,6 +173,12 @@ struct LogState {
         if case .closed(finished: true) = status { return true }
         return false
     }
+    /// Taking appends: ``error`` is nil. The append path asks this before ``error``, whose
+    /// getter is not inlined: calling it on the log's stored state copies the whole state.
+    var isOpen: Bool {
+        if case .open = status { return true }
+        return false
+    }
     /// ``EventLog/suspend()`` refuses appends (it flushes, or has released the files).
     var suspendingOrSuspended: Bool {
         switch status {
@@ -210,12 +217,13 @@ struct LogState {
     /// Gives the record the next seq and copies it into the current block, sealing blocks as
     /// they fill: a record that would take the current block past the format's bound on a
     /// block's raw length starts a new one, and a block reaching `blockSize` is sealed.
-    /// Returns its seq and whether the writer should be woken (a block was sealed, or one was
-    /// started while no group gathers: the writer starts the linger clock).
+    /// Returns its seq, whether the writer should be woken (a block was sealed, or one was
+    /// started while no group gathers: the writer starts the linger clock), and the block this
+    /// record filled, if it did (sealed, now in the writer's queue; its bytes are shared).
     /// `now` (monotonic ns) is read only when the record starts a block (its linger clock): the
     /// append path reads no clock otherwise.
     mutating func append(_ payload: UnsafeRawBufferPointer, timestamp: Int64, blockSize: Int,
-                         now: @autoclosure () -> UInt64) -> (seq: UInt64, wake: Bool) {
+                         now: @autoclosure () -> UInt64) -> (seq: UInt64, wake: Bool, filled: PendingBlock?) {
         let framed = PendingBlock.framedSize(payload.count)
         var wake = false
         if !current.isEmpty, current.raw.count + framed > Format.maxRawLength {
@@ -233,11 +241,13 @@ struct LogState {
         pendingBytes += framed
         counters.appendedRecords += 1
         counters.appendedBytes += UInt64(payload.count)
+        var filled: PendingBlock?
         if current.raw.count >= blockSize {
             sealCurrentBlock(blockSize: blockSize)
+            filled = full.last
             wake = true
         }
-        return (seq, wake)
+        return (seq, wake, filled)
     }
 
     /// Moves the current block to the writer's queue and starts a new one from a spare buffer.
@@ -383,6 +393,7 @@ struct LogState {
         }
         for index in written { pendingBytes -= batch[index].charge }
         counters.blocksWritten += UInt64(outcome.blocksWritten)
+        counters.blocksSealedInParallel += UInt64(outcome.sealedInParallel)
         counters.storedBytes += UInt64(outcome.storedBytes)
         counters.rawBytes += UInt64(outcome.rawBytes)
         counters.fsyncs += UInt64(outcome.fsyncs)

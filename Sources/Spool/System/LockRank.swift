@@ -28,6 +28,8 @@ enum LockRank: Int, Comparable, CustomStringConvertible, Sendable {
     case liveRefreshing = 55
     /// `EventLog.lock`: the log's shared state (`LogState`).
     case log = 60
+    /// `SealAhead`: the blocks sealing lanes seal ahead of the writer (offered under the log's lock).
+    case sealing = 65
     /// `LogCodec`'s training samples.
     case training = 70
     /// `DictionaryStore`'s state.
@@ -50,6 +52,7 @@ enum LockRank: Int, Comparable, CustomStringConvertible, Sendable {
         case .liveSynced: "LiveSegments.syncedEnd"
         case .liveRefreshing: "LiveSegments.refreshing"
         case .log: "EventLog.lock"
+        case .sealing: "SealAhead"
         case .training: "LogCodec.training"
         case .dictionaries: "DictionaryStore.state"
         case .liveState: "LiveSegments.state"

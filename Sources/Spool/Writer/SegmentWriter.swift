@@ -7,6 +7,9 @@ final class SegmentWriter {
     let configuration: Configuration
     let logID: LogID
     private let encoder: BlockEncoder
+    /// Sealing lanes beside this thread when ``Configuration/sealingThreads`` is above 1: the
+    /// log offers them the blocks appends fill, and ``stage(_:_:)`` takes what they sealed.
+    let sealAhead: SealAhead?
     private let codec: LogCodec
     private var active: FileIO?
     private(set) var activeBase: UInt64 = 0
@@ -58,6 +61,8 @@ final class SegmentWriter {
         self.configuration = configuration
         self.logID = logID
         self.encoder = BlockEncoder(level: configuration.compressionLevel)
+        self.sealAhead = configuration.sealingThreads > 1
+            ? SealAhead(sealingThreads: configuration.sealingThreads, level: configuration.compressionLevel, codec: codec) : nil
         self.codec = codec
         out.reserveCapacity(4 * configuration.blockSize)
         if let active, active.size <= Int64(Format.segmentHeaderSize), nextSeq != active.baseSeq {
@@ -76,6 +81,7 @@ final class SegmentWriter {
             self.activeEndSeq = activeEndSeq
             flushedEndSeq = activeEndSeq
             activeOpenedAt = monotonicNanos()
+            sealAhead?.setSegment(activeContext)
             do {
                 if activeHasBlocks && activeEndSeq != nextSeq {
                     // Seqs skip ahead (a power loss cut records a consumer had passed): seal this
@@ -172,6 +178,8 @@ final class SegmentWriter {
         /// Segments sealed while writing the batch, with their final sizes, in order.
         var sealed: [SegmentInfo] = []
         var fsyncs = 0
+        /// How many of the blocks written a sealing lane sealed (``SealAhead``).
+        var sealedInParallel = 0
         /// Whether the data written is durable.
         var synced = false
         /// The error that stopped the batch, if any; blocks after `blocksWritten` were not
@@ -186,6 +194,8 @@ final class SegmentWriter {
         /// The active segment's size once they are written: stored, compressed bytes, so that
         /// the cap is enforced on what reaches the disk, not on the records' raw size.
         var activeSizeAfter: Int64
+        /// How many of them a sealing lane sealed (``SealAhead``).
+        var sealedAhead = 0
         /// Whether the step began by rolling: a segment was sealed (in the outcome's `sealed`)
         /// and a new active one made (``activeSegment``).
         var rolled: Bool
@@ -203,10 +213,19 @@ final class SegmentWriter {
             try roll(toBase: first.firstSeq, &outcome)
             staged.rolled = true
         }
+        let segment = activeContext
         codec.prepare(encoder)
         for block in batch {
             if staged.blocks > 0 && needsRoll(before: block) { break }
-            let header = try encoder.encode(block, in: SegmentContext(baseSeq: activeBase, createdMillis: activeCreatedMillis, version: activeVersion), into: &out)
+            // A block a sealing lane sealed for this segment is copied; any other is sealed here.
+            let header: BlockHeader
+            if let sealed = sealAhead?.take(block, for: segment) {
+                out.append(contentsOf: sealed.bytes)
+                header = sealed.header
+                staged.sealedAhead += 1
+            } else {
+                header = try encoder.encode(block, in: segment, into: &out)
+            }
             codec.didEncode(block, header: header, segment: activeBase)
             staged.blocks += 1
             stagedStored += header.totalSize
@@ -223,6 +242,7 @@ final class SegmentWriter {
     func writeStaged(_ staged: Staged, preallocating: Bool, _ outcome: inout Outcome) throws {
         try flush(preallocating: preallocating)
         outcome.blocksWritten += staged.blocks
+        outcome.sealedInParallel += staged.sealedAhead
         outcome.storedBytes += stagedStored
         outcome.rawBytes += stagedRaw
         stagedStored = 0
@@ -329,6 +349,7 @@ final class SegmentWriter {
             outcome.fsyncs += 1
             active.close()
             self.active = nil
+            sealAhead?.setSegment(nil)
             let sealed = SegmentInfo(baseSeq: activeBase, size: activeSize)
             outcome.sealed.append(sealed)
         }
@@ -365,5 +386,11 @@ final class SegmentWriter {
         activeEndSeq = baseSeq
         flushedEndSeq = baseSeq
         activeOpenedAt = monotonicNanos()
+        sealAhead?.setSegment(activeContext)
+    }
+
+    /// What blocks written into the active segment are sealed for.
+    private var activeContext: SegmentContext {
+        SegmentContext(baseSeq: activeBase, createdMillis: activeCreatedMillis, version: activeVersion)
     }
 }

@@ -1,0 +1,160 @@
+import Foundation
+import Logging
+import Synchronization
+import Testing
+@testable import Spool
+
+/// Sealing on several cores (`Configuration.sealingThreads`, `SealAhead`): blocks sealed by
+/// lanes are byte for byte what one encoder makes, and they land in seq order whatever order
+/// they finish in, across segment rolls, with a dictionary and encryption.
+@Suite struct ParallelSealingTests {
+    /// Blocks whose sealing takes very different times (an incompressible 60 KiB block first,
+    /// then small compressible ones), so the lanes finish out of order.
+    static func unevenBlocks(count: Int, firstSeq: UInt64) -> [PendingBlock] {
+        var generator = SplitMix64(seed: 36)
+        var seq = firstSeq
+        return (0..<count).map { index in
+            var block = PendingBlock()
+            block.reset(firstSeq: seq)
+            let records = index % 5 == 0 ? 60 : 1 + index % 7
+            for record in 0..<records {
+                let bytes: [UInt8] = index % 5 == 0
+                    ? (0..<1000).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+                    : payload(Int(seq) + record)
+                bytes.withUnsafeBytes { block.add($0, timestamp: 1_767_225_600_000 + Int64(record)) }
+            }
+            seq += UInt64(block.count)
+            return block
+        }
+    }
+
+    /// A manual schedule of `SealAhead`: lane A takes block 1 and is held mid-block while
+    /// lane B seals blocks 2 and 3, so they finish out of order. The writer, taking blocks in
+    /// seq order, seals block 0 itself (still queued), waits for block 1 until lane A lets go,
+    /// then takes 2 and 3 as sealed: each byte for byte what one encoder makes for its segment.
+    /// A block sealed for a segment that a roll then replaced is handed back to be sealed again.
+    @Test func theWriterTakesBlocksInSeqOrderWhicheverLaneFinishedFirst() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let codec = try LogCodec(directory: dir.path, configuration: Configuration(), logID: LogID.random(),
+                                 inheritedThrough: nil, logger: Logger(label: "test"))
+        let spawned = Mutex(0)
+        let holdLaneA = DispatchSemaphore(value: 0)
+        let laneAHolds = DispatchSemaphore(value: 0)
+        let sealAhead = SealAhead(sealingThreads: 3, level: 1, codec: codec,
+                                  spawn: { _ in spawned.withLock { $0 += 1 } },
+                                  willSeal: { seq in
+                                      if seq == Self.firstSeqs[1] {
+                                          laneAHolds.signal()
+                                          holdLaneA.wait()
+                                      }
+                                  })
+        let segment = SegmentContext(baseSeq: 1000, createdMillis: 1_767_225_600_000)
+        let blocks = Self.unevenBlocks(count: 5, firstSeq: 1000)
+        sealAhead.setSegment(segment)
+        for block in blocks.prefix(4) { sealAhead.offer(block) }
+        #expect(spawned.withLock { $0 } == 2, "two lanes beside the writer, started at once")
+        // Block 0 is taken by the writer before any lane ran: it seals it itself.
+        #expect(sealAhead.take(blocks[0], for: segment) == nil)
+        // Lane A takes block 1 and is held; lane B seals 2 and 3, finishing first.
+        let laneA = Thread { _ = sealAhead.sealNext() }
+        laneA.start()
+        laneAHolds.wait()
+        #expect(sealAhead.sealNext() && sealAhead.sealNext())
+        // The writer waits for block 1 until lane A finishes it.
+        let taken = Mutex<[SealAhead.Sealed?]>([])
+        let writer = Thread {
+            for block in blocks[1...3] {
+                let sealed = sealAhead.take(block, for: segment)
+                taken.withLock { $0.append(sealed) }
+            }
+        }
+        writer.start()
+        Thread.sleep(forTimeInterval: 0.05)
+        #expect(taken.withLock { $0.isEmpty }, "the writer took block 1 before its lane finished it")
+        holdLaneA.signal()
+        while taken.withLock({ $0.count }) < 3 { Thread.sleep(forTimeInterval: 0.001) }
+        let serial = BlockEncoder(level: 1)
+        for (index, sealed) in taken.withLock({ $0 }).enumerated() {
+            let block = blocks[1 + index]
+            var expected: [UInt8] = []
+            let header = try serial.encode(block, in: segment, into: &expected)
+            #expect(sealed?.bytes == expected, "block \(1 + index)")
+            #expect(sealed?.header == header && sealed?.header.firstSeq == block.firstSeq)
+        }
+        #expect(sealAhead.blocksUsed == 3)
+        // A roll: block 4 was sealed for the old segment, so the writer seals it again.
+        sealAhead.offer(blocks[4])
+        #expect(sealAhead.sealNext())
+        let next = SegmentContext(baseSeq: blocks[4].firstSeq, createdMillis: 1_767_225_700_000)
+        sealAhead.setSegment(next)
+        #expect(sealAhead.take(blocks[4], for: next) == nil)
+        // No lane finds anything left: each ends.
+        #expect(!sealAhead.sealNext() && !sealAhead.sealNext())
+    }
+
+    static let firstSeqs = unevenBlocks(count: 5, firstSeq: 1000).map(\.firstSeq)
+
+    /// Buffered appends that outrun one core, from one thread and from four, into small
+    /// segments (rolls land inside batches sealed side by side), with a segment age that also
+    /// rolls mid-batch: every record reads back once, in seq order, and `verify` is clean.
+    @Test(arguments: [1, 4])
+    func bufferedAppendsSealedOnEveryCoreReadBackInOrder(threads: Int) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        var configuration = smallConfiguration(blockSize: 4096, segmentSize: 256 * 1024)
+        configuration.sealingThreads = 4
+        configuration.linger = .milliseconds(50)
+        configuration.segmentMaxAge = .milliseconds(20)
+        let perThread = 6000 / threads
+        let log = try EventLog.open(directory: dir.path, configuration: configuration)
+        let seqs = Mutex([UInt64: [UInt8]]())
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            for index in 0..<perThread {
+                let bytes = index % 3 == 0 ? noisyPayload(thread * perThread + index, size: 300) : payload(thread * perThread + index)
+                let seq = try! log.append(bytes)
+                seqs.withLock { $0[seq] = bytes }
+            }
+        }
+        let stats = log.stats()
+        try log.close()
+        let appended = seqs.withLock { $0 }
+        #expect(stats.blocksSealedInParallel > 0, "no batch was sealed side by side: the test proves nothing")
+        let reopened = try EventLog.open(directory: dir.path, configuration: configuration)
+        defer { try? reopened.close() }
+        let read = records(try reopened.readAll())
+        #expect(read.map(\.seq) == Array(0..<UInt64(appended.count)))
+        #expect(read.allSatisfy { appended[$0.seq] == $0.payload })
+        #expect(try reopened.verify().isClean)
+        #expect(dir.segments().count > 2)
+    }
+
+    /// With a trained dictionary, and with encryption, every lane gets the writer's
+    /// dictionary and key: what is sealed side by side reads back, and `verify` is clean.
+    @Test(arguments: [false, true])
+    func sealingSideBySideKeepsTheDictionaryAndTheKey(encrypted: Bool) throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        var configuration = encrypted
+            ? codecConfiguration(key: [UInt8](repeating: 0x5A, count: 32), segmentSize: 1024 * 1024)
+            : codecConfiguration(dictionary: .train(size: 4096, afterSamples: 200), segmentSize: 1024 * 1024)
+        configuration.blockSize = 4096
+        configuration.sealingThreads = 3
+        configuration.linger = .milliseconds(50)
+        let log = try EventLog.open(directory: dir.path, configuration: configuration)
+        for index in 0..<8000 { try log.append(payload(index)) }
+        try log.syncBlocking()
+        for index in 8000..<16000 { try log.append(payload(index)) }
+        let stats = log.stats()
+        try log.close()
+        #expect(stats.blocksSealedInParallel > 0, "no batch was sealed side by side: the test proves nothing")
+        let reopened = try EventLog.open(directory: dir.path, configuration: configuration)
+        defer { try? reopened.close() }
+        #expect(records(try reopened.readAll()).map(\.payload) == (0..<16000).map { payload($0) })
+        let report = try reopened.verify()
+        #expect(report.isClean)
+        if !encrypted {
+            #expect(try reopened.currentDictionary() != nil, "no dictionary was trained: the test proves nothing")
+        }
+    }
+}
