@@ -70,7 +70,7 @@ public struct PostgresSink: SyncSink {
 
     /// The longest prefix of `records` within `maxBytes` of payload (at least one record) and
     /// ``maxRowsPerRequest`` rows. The payload counted is each record's as read from the
-    /// drained log (``OutgoingRecord/stored``), as it was before the worker unwrapped records.
+    /// drained log (`OutgoingRecord.stored`), as it was before the worker unwrapped records.
     public func prepare(_ records: ArraySlice<OutgoingRecord>, maxBytes: Int) -> SinkRequest<PostgresBatch> {
         var count = 0
         var bytes = 0

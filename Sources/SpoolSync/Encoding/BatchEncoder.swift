@@ -65,8 +65,8 @@ public struct BatchEncoder: Sendable {
         encoding == .ndjson ? "application/x-ndjson" : "application/json"
     }
 
-    /// How the `Record` overloads unwrap what they are given: the records of ``logID``, a
-    /// collector's log when ``forwardsOrigins`` is set (the worker hands ``HTTPSink`` records
+    /// How the `Record` overloads unwrap what they are given: as records of the log the encoder
+    /// was made for, a collector's log when ``forwardsOrigins`` is set (the worker hands ``HTTPSink`` records
     /// it unwrapped this same way).
     public var unwrapper: RecordUnwrapper { RecordUnwrapper(logID: logID, origins: forwardsOrigins) }
 
