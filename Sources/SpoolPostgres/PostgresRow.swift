@@ -79,9 +79,9 @@ struct PostgresTableRow: Sendable, Equatable {
 }
 
 extension PostgresTableRow {
-    /// The row of a record as destinations receive it (`OutgoingRecord`, which unwraps a
-    /// collector's log once for every sink): its id, log id, seq, time and exact bytes, so a
-    /// record keeps one id from the device to the table.
+    /// The row of a record as destinations receive it (an `OutgoingRecord`, as the worker
+    /// unwrapped it once for every sink when it read the batch): its id, log id, seq, time and
+    /// exact bytes, so a record keeps one id from the device to the table.
     init(_ record: OutgoingRecord) {
         self.init(id: record.id, logID: record.log.description, seq: Int64(bitPattern: record.seq),
                   milliseconds: record.time, bytes: record.bytes)

@@ -28,8 +28,9 @@ public struct PostgresSink: SyncSink {
     /// Where the sink inserts.
     public let configuration: Configuration
     private let table: PostgresTable
-    private let logID: LogID
-    private let origins: Bool
+    /// The log the sink inserts the records of, and whether it is a collector's: the worker
+    /// unwraps its records with it.
+    public let unwrapper: RecordUnwrapper?
     private let connections: PostgresConnections
     private let setup: TableSetup
     private let logger: Logger
@@ -43,8 +44,9 @@ public struct PostgresSink: SyncSink {
     ///   - configuration: the server, credentials and table.
     ///   - logID: the log the records come from: with their seq, it makes their ids.
     ///   - origins: whether the log is a collector's, whose records are `OriginRecord`s: then
-    ///     each row carries the device record's id, log id, seq, time and bytes (as
-    ///     `OutgoingRecord` unwraps them for every sink, a record that does not decode included).
+    ///     each row carries the device record's id, log id, seq, time and bytes (the worker
+    ///     unwraps them once for every sink, by ``unwrapper``, into `OutgoingRecord`s; a record
+    ///     that does not decode goes in under the collector log's id).
     ///   - logger: where the sink logs, at debug level, connection failures (never a payload
     ///     or a password).
     /// - Throws: `SyncError.Code.invalidConfiguration` when the configuration is invalid.
@@ -55,8 +57,7 @@ public struct PostgresSink: SyncSink {
         guard let name = TableName(configuration.table) else { preconditionFailure("validated") }
         self.configuration = configuration
         self.table = PostgresTable(name: name, displayName: configuration.table)
-        self.logID = logID
-        self.origins = origins
+        self.unwrapper = RecordUnwrapper(logID: logID, origins: origins)
         self.logger = logger
         self.setup = TableSetup()
         var connection = PostgresConnection.Configuration(
@@ -68,22 +69,23 @@ public struct PostgresSink: SyncSink {
     }
 
     /// The longest prefix of `records` within `maxBytes` of payload (at least one record) and
-    /// ``maxRowsPerRequest`` rows.
-    public func prepare(_ records: ArraySlice<Record>, maxBytes: Int) -> SinkRequest<PostgresBatch> {
+    /// ``maxRowsPerRequest`` rows. The payload counted is each record's as read from the
+    /// drained log (`OutgoingRecord.stored`), as it was before the worker unwrapped records.
+    public func prepare(_ records: ArraySlice<OutgoingRecord>, maxBytes: Int) -> SinkRequest<PostgresBatch> {
         var count = 0
         var bytes = 0
         for record in records.prefix(Self.maxRowsPerRequest) {
-            if count > 0 && bytes + record.payload.count > maxBytes { break }
-            bytes += record.payload.count
+            if count > 0 && bytes + record.stored.payload.count > maxBytes { break }
+            bytes += record.stored.payload.count
             count += 1
         }
         return prepare(exactly: Array(records.prefix(count)))
     }
 
-    /// The request for exactly `records`.
-    public func prepare(exactly records: [Record]) -> SinkRequest<PostgresBatch> {
-        let request = PostgresBatch(rows: records.map { PostgresTableRow(OutgoingRecord($0, logID: logID, origins: origins)) })
-        return SinkRequest(body: request, count: records.count, bytes: records.reduce(0) { $0 + $1.payload.count })
+    /// The request for exactly `records`: one row of each, as the worker unwrapped it.
+    public func prepare(exactly records: [OutgoingRecord]) -> SinkRequest<PostgresBatch> {
+        let request = PostgresBatch(rows: records.map(PostgresTableRow.init))
+        return SinkRequest(body: request, count: records.count, bytes: records.reduce(0) { $0 + $1.stored.payload.count })
     }
 
     /// Inserts the request's rows in one transaction, answering `SinkOutcome.accepted`

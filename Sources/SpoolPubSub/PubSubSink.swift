@@ -54,6 +54,9 @@ public struct PubSubSink: SyncSink {
     let credentials: PubSubCredentials
     let logID: LogID
     let ordering: OrderingKey
+    /// The log the sink publishes the records of, and whether it is a collector's: the
+    /// worker unwraps its records with it.
+    public let unwrapper: RecordUnwrapper?
 
     /// A sink publishing the records of log `logID` to `topic`.
     ///
@@ -66,8 +69,9 @@ public struct PubSubSink: SyncSink {
     ///     emulator, and otherwise the service-account key `GOOGLE_APPLICATION_CREDENTIALS` names.
     ///   - logID: the log the records come from.
     ///   - origins: whether the log is a collector's, whose records are `OriginRecord`s: then
-    ///     each message carries the device record's id, seq, log, time and bytes (as
-    ///     `OutgoingRecord` unwraps them for every sink, a record that does not decode included).
+    ///     each message carries the device record's id, seq, log, time and bytes (the worker
+    ///     unwraps them once for every sink, by ``unwrapper``, into `OutgoingRecord`s; a record
+    ///     that does not decode goes out under the collector log's id).
     ///   - environment: the variables read for the defaults.
     ///   - uploader: makes the transport for a URL (the publish endpoint, the token endpoint).
     /// - Throws: `SyncError/Code/invalidConfiguration` for a malformed topic or endpoint, or
@@ -107,7 +111,8 @@ public struct PubSubSink: SyncSink {
         self.uploader = uploader(publish)
         self.logID = logID
         self.ordering = orderingKey
-        self.encoder = PublishEncoder(logID: logID, origins: origins, orderingKey: orderingKey == .log ? logID.description : nil)
+        self.unwrapper = RecordUnwrapper(logID: logID, origins: origins)
+        self.encoder = PublishEncoder(logID: logID, orderingKey: orderingKey == .log ? logID.description : nil)
     }
 
     /// One publish in flight with an ordering key; no limit of the sink's own without.
@@ -115,13 +120,13 @@ public struct PubSubSink: SyncSink {
 
     /// The longest prefix of `records` whose publish request stays within `maxBytes`, 1,000
     /// messages and 10,000,000 bytes (at least one record).
-    public func prepare(_ records: ArraySlice<Record>, maxBytes: Int) -> SinkRequest<PublishRequest> {
+    public func prepare(_ records: ArraySlice<OutgoingRecord>, maxBytes: Int) -> SinkRequest<PublishRequest> {
         let request = encoder.encode(records, maxBytes: min(maxBytes, Self.maxRequestBytes), maxCount: Self.maxMessagesPerRequest)
         return SinkRequest(body: request, count: request.messages, bytes: request.body.count)
     }
 
     /// The publish request for exactly `records`.
-    public func prepare(exactly records: [Record]) -> SinkRequest<PublishRequest> {
+    public func prepare(exactly records: [OutgoingRecord]) -> SinkRequest<PublishRequest> {
         let request = encoder.encode(records[...], maxBytes: .max, maxCount: .max)
         return SinkRequest(body: request, count: request.messages, bytes: request.body.count)
     }

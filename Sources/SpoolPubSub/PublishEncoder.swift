@@ -23,24 +23,25 @@ public struct PublishRequest: Sendable {
 ///
 /// A message is `{"data":"<base64>","attributes":{"id":"<log>-<seq>","seq":"<seq>",
 /// "log":"<log>","time":"<ms>"},"orderingKey":"<log>"}` (no `orderingKey` without one): the
-/// id, seq, log, time and bytes of each record's `OutgoingRecord`, so for a collector's log
-/// the device record's stand in place of the collector log's own.
+/// id, seq, log, time and bytes of each record's `OutgoingRecord`, as the worker unwrapped it
+/// when it read the batch, so for a collector's log the device record's stand in place of the
+/// collector log's own. The encoder decodes nothing itself.
 struct PublishEncoder: Sendable {
     let logID: LogID
-    let origins: Bool
     let orderingKey: String?
 
     private static let open = Array(#"{"messages":["#.utf8)
     private static let close = Array("]}".utf8)
 
     /// The longest prefix of `records` within `maxBytes` and `maxCount` messages, at least one.
-    func encode(_ records: ArraySlice<Record>, maxBytes: Int, maxCount: Int) -> PublishRequest {
+    /// Its ``PublishRequest/batch`` names the seqs as read from the drained log.
+    func encode(_ records: ArraySlice<OutgoingRecord>, maxBytes: Int, maxCount: Int) -> PublishRequest {
         var body = Self.open
         var count = 0
         var largest = 0
         for record in records {
             guard count < maxCount else { break }
-            let encoded = message(for: OutgoingRecord(record, logID: logID, origins: origins))
+            let encoded = message(for: record)
             if count > 0, body.count + 1 + encoded.count + Self.close.count > maxBytes { break }
             if count > 0 { body.append(UInt8(ascii: ",")) }
             body += encoded
@@ -48,8 +49,8 @@ struct PublishEncoder: Sendable {
             count += 1
         }
         body += Self.close
-        let first = records[records.startIndex].seq
-        let batch = BatchID(log: logID, first: first, last: records[records.startIndex + count - 1].seq)
+        let first = records[records.startIndex].stored.seq
+        let batch = BatchID(log: logID, first: first, last: records[records.startIndex + count - 1].stored.seq)
         return PublishRequest(batch: batch, body: body, messages: count, largestMessage: largest)
     }
 

@@ -78,7 +78,8 @@ package struct SyncSimulation {
     var random: SplitMix64
     var world = SyncWorld()
     var machine: SyncStateMachine
-    let sink = AnySink(SimulatedSink())
+    /// The simulated destination, draining a log of no real id (the simulation reads no ids).
+    let sink = AnySink(SimulatedSink(), logID: LogID(bytes: Array(repeating: 0, count: 16)))
     var now: Duration = .zero
     var step = 0
     var tracing: Bool

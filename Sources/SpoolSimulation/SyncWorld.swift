@@ -93,7 +93,7 @@ struct SyncWorld {
     }
 
     /// The destination's answer to a request carrying `records`.
-    mutating func answer(_ records: [Record], random: inout SplitMix64) -> SinkOutcome {
+    mutating func answer(_ records: some Collection<Record>, random: inout SplitMix64) -> SinkOutcome {
         let draw = random.nextUnit()
         if !calm {
             var threshold = destination.fatal
@@ -110,11 +110,11 @@ struct SyncWorld {
         }
         let body = records.reduce(0) { $0 + $1.payload.count + SimulatedSink.overhead }
         if let maxBody = destination.maxBody, body > maxBody {
-            if records.count == 1 { refusedAlone.insert(records[0].seq) }
+            if records.count == 1, let only = records.first { refusedAlone.insert(only.seq) }
             return .tooLarge(SyncError(.payloadTooLarge, "simulated 413", status: 413))
         }
         if records.contains(where: { poison.contains($0.seq) }) {
-            if records.count == 1 { refusedAlone.insert(records[0].seq) }
+            if records.count == 1, let only = records.first { refusedAlone.insert(only.seq) }
             return .rejected(SyncError(.rejected, "simulated 400", status: 400))
         }
         accepted.formUnion(records.map(\.seq))
@@ -128,11 +128,11 @@ struct SyncWorld {
 struct SimulatedSink: SyncSink {
     static let overhead = 16
 
-    func prepare(_ records: ArraySlice<Record>, maxBytes: Int) -> SinkRequest<Int> {
+    func prepare(_ records: ArraySlice<OutgoingRecord>, maxBytes: Int) -> SinkRequest<Int> {
         var bytes = 0
         var count = 0
         for record in records {
-            let size = record.payload.count + Self.overhead
+            let size = record.stored.payload.count + Self.overhead
             if count > 0 && bytes + size > maxBytes { break }
             bytes += size
             count += 1
@@ -140,8 +140,8 @@ struct SimulatedSink: SyncSink {
         return SinkRequest(body: count, count: count, bytes: bytes)
     }
 
-    func prepare(exactly records: [Record]) -> SinkRequest<Int> {
-        let bytes = records.reduce(0) { $0 + $1.payload.count + Self.overhead }
+    func prepare(exactly records: [OutgoingRecord]) -> SinkRequest<Int> {
+        let bytes = records.reduce(0) { $0 + $1.stored.payload.count + Self.overhead }
         return SinkRequest(body: records.count, count: records.count, bytes: bytes)
     }
 

@@ -35,7 +35,7 @@ extension PostgresSuites { @Suite struct PostgresOverloadTests {
             held.append(connection)
         }
         #expect(held.count <= Self.maxConnections)
-        let outcome = await sink.send(sink.prepare(sampleRecords(count: 1)[...], maxBytes: 1 << 20).body, timeout: .seconds(30))
+        let outcome = await sink.send(sink.prepare(read: sampleRecords(count: 1)[...], maxBytes: 1 << 20).body, timeout: .seconds(30))
         guard case .retry(let error) = outcome else {
             Issue.record("expected a retry, got \(outcome)")
             return

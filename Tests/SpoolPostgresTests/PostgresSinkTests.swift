@@ -16,7 +16,7 @@ extension PostgresSuites { @Suite struct PostgresSinkTests {
         let records = sampleRecords(count: 500)
         var rest = records[...]
         while !rest.isEmpty {
-            let request = sink.prepare(rest, maxBytes: 4096)
+            let request = sink.prepare(read: rest, maxBytes: 4096)
             #expect(request.count >= 1)
             #expect(await sink.send(request.body, timeout: .seconds(30)).isAccepted)
             // Sent again, as after a lost answer: nothing lands twice.
@@ -35,7 +35,7 @@ extension PostgresSuites { @Suite struct PostgresSinkTests {
         for _ in 0..<3 {
             let database = try cluster.createDatabase()
             let sinks = try (0..<8).map { _ in try makeSink(cluster, database: database, table: "events", create: true) }
-            let requests = sinks.map { $0.prepare(sampleRecords(count: 10)[...], maxBytes: 1 << 20).body }
+            let requests = sinks.map { $0.prepare(read: sampleRecords(count: 10)[...], maxBytes: 1 << 20).body }
             let outcomes = await withTaskGroup(of: SinkOutcome.self) { group in
                 for (sink, request) in zip(sinks, requests) { group.addTask { await sink.send(request, timeout: .seconds(30)) } }
                 return await group.reduce(into: []) { $0.append($1) }
@@ -51,7 +51,7 @@ extension PostgresSuites { @Suite struct PostgresSinkTests {
         let cluster = try PostgresCluster.shared()
         let database = try cluster.createDatabase()
         let sink = try makeSink(cluster, database: database, table: "missing_events", create: false)
-        let outcome = await sink.send(sink.prepare(sampleRecords(count: 3)[...], maxBytes: 1 << 20).body, timeout: .seconds(30))
+        let outcome = await sink.send(sink.prepare(read: sampleRecords(count: 3)[...], maxBytes: 1 << 20).body, timeout: .seconds(30))
         let error = try #require(outcome.fatalError)
         #expect(error.code == .destinationRefused)
         #expect(error.message.contains("missing_events"))
@@ -64,7 +64,7 @@ extension PostgresSuites { @Suite struct PostgresSinkTests {
         let database = try cluster.createDatabase()
         try cluster.psql("CREATE TABLE events (id text PRIMARY KEY, log_id text NOT NULL, seq integer NOT NULL, body json)", database: database)
         let sink = try makeSink(cluster, database: database, table: "events", create: true)
-        let outcome = await sink.send(sink.prepare(sampleRecords(count: 3)[...], maxBytes: 1 << 20).body, timeout: .seconds(30))
+        let outcome = await sink.send(sink.prepare(read: sampleRecords(count: 3)[...], maxBytes: 1 << 20).body, timeout: .seconds(30))
         let error = try #require(outcome.fatalError)
         #expect(error.message.contains("is not Spool's"))
         #expect(error.message.contains("seq integer"))
@@ -79,7 +79,7 @@ extension PostgresSuites { @Suite struct PostgresSinkTests {
             CREATE TABLE events (id text, log_id text NOT NULL, seq bigint NOT NULL, time timestamptz, data jsonb, data_bytes bytea)
             """, database: database)
         let sink = try makeSink(cluster, database: database, table: "events", create: false)
-        let outcome = await sink.send(sink.prepare(sampleRecords(count: 3)[...], maxBytes: 1 << 20).body, timeout: .seconds(30))
+        let outcome = await sink.send(sink.prepare(read: sampleRecords(count: 3)[...], maxBytes: 1 << 20).body, timeout: .seconds(30))
         #expect(try #require(outcome.fatalError).message.contains("primary key"))
         await sink.shutdown()
     }
@@ -92,7 +92,7 @@ extension PostgresSuites { @Suite struct PostgresSinkTests {
         #expect(!configuration.description.contains(wrong))
         #expect(!configuration.redactedURL.contains(wrong))
         let sink = try PostgresSink(configuration: configuration, logID: .random())
-        let outcome = await sink.send(sink.prepare(sampleRecords(count: 1)[...], maxBytes: 1 << 20).body, timeout: .seconds(30))
+        let outcome = await sink.send(sink.prepare(read: sampleRecords(count: 1)[...], maxBytes: 1 << 20).body, timeout: .seconds(30))
         let error = try #require(outcome.fatalError)
         #expect(error.message.contains("password authentication failed"))
         #expect(!"\(error)".contains(wrong))
@@ -108,7 +108,7 @@ extension PostgresSuites { @Suite struct PostgresSinkTests {
         var withCreate = configuration
         withCreate.createTable = true
         let sink = try PostgresSink(configuration: withCreate, logID: .random())
-        #expect(await sink.send(sink.prepare(sampleRecords(count: 10)[...], maxBytes: 1 << 20).body, timeout: .seconds(30)).isAccepted)
+        #expect(await sink.send(sink.prepare(read: sampleRecords(count: 10)[...], maxBytes: 1 << 20).body, timeout: .seconds(30)).isAccepted)
         #expect(try cluster.psql("SELECT count(*) FROM events", database: database) == "10")
         await sink.shutdown()
     }
@@ -118,7 +118,7 @@ extension PostgresSuites { @Suite struct PostgresSinkTests {
         let configuration = try PostgresSink.Configuration(
             url: cluster.url(database: "postgres", user: PostgresCluster.passwordRole), table: "events")
         let sink = try PostgresSink(configuration: configuration, logID: .random())
-        let outcome = await sink.send(sink.prepare(sampleRecords(count: 1)[...], maxBytes: 1 << 20).body, timeout: .seconds(30))
+        let outcome = await sink.send(sink.prepare(read: sampleRecords(count: 1)[...], maxBytes: 1 << 20).body, timeout: .seconds(30))
         #expect(try #require(outcome.fatalError).message.contains("password"))
         await sink.shutdown()
     }
@@ -127,7 +127,7 @@ extension PostgresSuites { @Suite struct PostgresSinkTests {
         let port = try freePort()
         let configuration = try PostgresSink.Configuration(url: "postgres://postgres@127.0.0.1:\(port)/postgres", table: "events")
         let sink = try PostgresSink(configuration: configuration, logID: .random())
-        let outcome = await sink.send(sink.prepare(sampleRecords(count: 1)[...], maxBytes: 1 << 20).body, timeout: .seconds(30))
+        let outcome = await sink.send(sink.prepare(read: sampleRecords(count: 1)[...], maxBytes: 1 << 20).body, timeout: .seconds(30))
         guard case .retry(let error) = outcome else {
             Issue.record("expected a retry, got \(outcome)")
             return
@@ -148,10 +148,10 @@ extension PostgresSuites { @Suite struct PostgresSinkTests {
         let poison = Array(#"{"n": 1e1000000}"#.utf8)
         let records = [Record(seq: 6, timestamp: 0, payload: Array(#"{"a":1}"#.utf8)), Record(seq: 7, timestamp: 0, payload: poison)]
         // Together, the batch is refused (the worker splits it); the sink never guesses which row.
-        let together = await sink.send(sink.prepare(exactly: records).body, timeout: .seconds(30))
+        let together = await sink.send(sink.prepare(exactlyRead: records).body, timeout: .seconds(30))
         if case .rejected = together {} else { Issue.record("expected the batch to be refused, got \(together)") }
         for record in records {
-            #expect(await sink.send(sink.prepare(exactly: [record]).body, timeout: .seconds(30)).isAccepted)
+            #expect(await sink.send(sink.prepare(exactlyRead: [record]).body, timeout: .seconds(30)).isAccepted)
         }
         let rows = try cluster.psql("SELECT seq, data IS NULL, encode(data_bytes, 'hex') FROM events ORDER BY seq", database: database)
         #expect(rows == "6|f|\n7|t|" + poison.map { String(format: "%02x", $0) }.joined(), "\(rows)")
@@ -166,7 +166,7 @@ extension PostgresSuites { @Suite struct PostgresSinkTests {
         let database = try cluster.createDatabase()
         let sink = try makeSink(cluster, database: database, table: "events", create: true)
         let poison = Record(seq: 7, timestamp: -300_000_000_000_000, payload: Array(#"{"n": 1e1000000}"#.utf8))
-        let outcome = await sink.send(sink.prepare(exactly: [poison]).body, timeout: .seconds(30))
+        let outcome = await sink.send(sink.prepare(exactlyRead: [poison]).body, timeout: .seconds(30))
         if case .rejected(let error) = outcome {
             #expect(!error.message.contains("1e1000000"))
         } else {
@@ -186,7 +186,7 @@ extension PostgresSuites { @Suite struct PostgresSinkTests {
         var retries = 0
         var crashed = false
         while !rest.isEmpty {
-            let request = sink.prepare(rest, maxBytes: 2048)
+            let request = sink.prepare(read: rest, maxBytes: 2048)
             if !crashed && rest.count < records.count / 2 {
                 try cluster.stop(mode: "immediate")
                 crashed = true
@@ -251,6 +251,24 @@ func makeSink(
 
 /// Records of every kind: JSON objects, JSON scalars, bytes that are not UTF-8, text that is
 /// not JSON, and JSON that `jsonb` refuses (`\u0000`).
+extension PostgresSink {
+    /// The request for the longest prefix of `records` as read: unwrapped by the sink's
+    /// unwrapper, as the worker hands them to it.
+    func prepare(read records: ArraySlice<Record>, maxBytes: Int) -> SinkRequest<PostgresBatch> {
+        prepare(unwrapped(records)[...], maxBytes: maxBytes)
+    }
+
+    /// The request for exactly `records` as read, unwrapped as the worker does.
+    func prepare(exactlyRead records: [Record]) -> SinkRequest<PostgresBatch> {
+        prepare(exactly: unwrapped(records))
+    }
+
+    private func unwrapped(_ records: some Collection<Record>) -> [OutgoingRecord] {
+        guard let unwrapper else { preconditionFailure("a PostgresSink names its unwrapper") }
+        return unwrapper.unwrap(records)
+    }
+}
+
 func sampleRecords(count: Int, start: UInt64 = 0) -> [Record] {
     (start..<start + UInt64(count)).map { seq in
         let payload: [UInt8] = switch seq % 5 {

@@ -33,7 +33,7 @@ import Testing
         let database = try cluster.createDatabase()
         let sink = try sink(cluster, database: database, sslmode: "require")
         let records = sampleRecords(count: 50)
-        #expect(await sink.send(sink.prepare(records[...], maxBytes: 1 << 20).body, timeout: .seconds(30)).isAccepted)
+        #expect(await sink.send(sink.prepare(read: records[...], maxBytes: 1 << 20).body, timeout: .seconds(30)).isAccepted)
         // The sink's connection is still open: the server says it is encrypted.
         let encrypted = try cluster.psql("SELECT count(*) FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) WHERE ssl AND datname = '\(database)'")
         #expect(Int(encrypted) ?? 0 >= 1, "no TLS connection to \(database): \(encrypted)")
@@ -45,7 +45,7 @@ import Testing
         let cluster = try Self.tlsCluster.get()
         let database = try cluster.createDatabase()
         let sink = try sink(cluster, database: database, sslmode: "verify-full")
-        let outcome = await sink.send(sink.prepare(sampleRecords(count: 1)[...], maxBytes: 1 << 20).body, timeout: .seconds(30))
+        let outcome = await sink.send(sink.prepare(read: sampleRecords(count: 1)[...], maxBytes: 1 << 20).body, timeout: .seconds(30))
         #expect(!outcome.isAccepted, "a self-signed certificate was trusted under verify-full")
         // Not retried for ever: a certificate no root vouches for will not change by waiting.
         let error = try #require(outcome.fatalError, "\(outcome)")
@@ -58,7 +58,7 @@ import Testing
         let cluster = try PostgresCluster.shared()  // TLS off
         let database = try cluster.createDatabase()
         let sink = try sink(cluster, database: database, sslmode: "require")
-        let outcome = await sink.send(sink.prepare(sampleRecords(count: 1)[...], maxBytes: 1 << 20).body, timeout: .seconds(30))
+        let outcome = await sink.send(sink.prepare(read: sampleRecords(count: 1)[...], maxBytes: 1 << 20).body, timeout: .seconds(30))
         let error = try #require(outcome.fatalError, "\(outcome)")
         #expect(error.message.contains("TLS"), "\(error)")
         await sink.shutdown()

@@ -10,17 +10,30 @@ extension SyncBatch {
     var http: UploadRequest? { request?.body as? UploadRequest }
 }
 
+extension AnySink {
+    /// The batch the worker would cut from `records` as read: unwrapped by the sink's
+    /// unwrapper, then cut as a read's records are.
+    func prepare(_ records: [Record], end: UInt64, start: UInt64, maxBytes: Int) -> SyncBatch {
+        prepare(unwrapper.unwrap(records)[...], end: end, start: start, maxBytes: maxBytes)
+    }
+}
+
 @Suite struct EncoderTests {
     static let log = LogID(bytes: Array(0..<16))
     static let id = "000102030405060708090a0b0c0d0e0f"
 
     /// The HTTP sink as the worker sees it, cutting batches as a drain does.
     func httpSink(_ configuration: SyncConfiguration) -> AnySink {
-        AnySink(HTTPSink(uploader: ScriptedUploader(), logID: Self.log, configuration: configuration))
+        AnySink(HTTPSink(uploader: ScriptedUploader(), logID: Self.log, configuration: configuration), logID: Self.log)
     }
 
     func record(_ seq: UInt64, _ payload: String, time: Int64 = 1_700_000_000_123) -> Record {
         Record(seq: seq, timestamp: time, payload: Array(payload.utf8))
+    }
+
+    /// `record` as the worker hands it to a sink of this log, which is not a collector's.
+    func unwrapped(_ record: Record) -> OutgoingRecord {
+        RecordUnwrapper(logID: Self.log, origins: false).unwrap(record)
     }
 
     /// What a consumer's read from offset 0 returned: `records`, ending at `end`.
@@ -237,11 +250,11 @@ extension SyncBatch {
         var http = configuration.http
         http.encoding = .raw
         http.compression = .gzip
-        let raw = RequestBuilder(logID: Self.log, configuration: http, timeout: .seconds(30)).request(for: [record(5, "x")])
+        let raw = RequestBuilder(logID: Self.log, configuration: http, timeout: .seconds(30)).request(for: [unwrapped(record(5, "x"))])
         #expect(raw.headers["Spool-Encoding"] == "raw")
         #expect(raw.headers["Content-Encoding"] == "gzip")
         http.encoding = .ndjson
-        #expect(RequestBuilder(logID: Self.log, configuration: http, timeout: .seconds(30)).request(for: [record(5, "x")]).headers["Content-Type"] == "application/x-ndjson")
+        #expect(RequestBuilder(logID: Self.log, configuration: http, timeout: .seconds(30)).request(for: [unwrapped(record(5, "x"))]).headers["Content-Type"] == "application/x-ndjson")
     }
 
     /// The HTTP sink's own configuration, given directly: its settings shape the request, and
@@ -252,7 +265,7 @@ extension SyncBatch {
         http.compression = .zstd
         http.headers = ["X-Api-Key": "k"]
         let sink = try HTTPSink(uploader: ScriptedUploader(), logID: Self.log, configuration: http, requestTimeout: .seconds(5))
-        let request = sink.prepare(exactly: [record(5, "1")]).body
+        let request = sink.prepare(exactly: [unwrapped(record(5, "1"))]).body
         #expect(request.headers["Content-Type"] == "application/x-ndjson")
         #expect(request.headers["Content-Encoding"] == "zstd")
         #expect(request.headers["X-Api-Key"] == "k")

@@ -24,7 +24,9 @@ import Spool
 /// record is changed on the way: a server gets every byte back.
 ///
 /// With ``forwardsOrigins`` (the log is a collector's, its records `OriginRecord`s), each
-/// record is unwrapped by ``OutgoingRecord``, as every sink's are, and an envelope also carries
+/// record arrives unwrapped, as every sink's do (the worker unwraps each record it reads
+/// once, ``RecordUnwrapper``; the `Record` overloads unwrap with ``unwrapper``), and an
+/// envelope also carries
 /// the record's origin, after `time`:
 /// `"origin_id":"<device log id>-<seq>","origin_seq":<seq>,"origin_time":<ms>` (`origin_time`
 /// only when the origin has a time), and the origin's payload goes out as `data`, `data` with
@@ -63,32 +65,49 @@ public struct BatchEncoder: Sendable {
         encoding == .ndjson ? "application/x-ndjson" : "application/json"
     }
 
+    /// How the `Record` overloads unwrap what they are given: as records of the log the encoder
+    /// was made for, a collector's log when ``forwardsOrigins`` is set (the worker hands ``HTTPSink`` records
+    /// it unwrapped this same way).
+    public var unwrapper: RecordUnwrapper { RecordUnwrapper(logID: logID, origins: forwardsOrigins) }
+
     /// Encodes the longest prefix of `records` whose body stays within `maxBytes`, and at
     /// least one record (a record larger than `maxBytes` is sent alone).
     ///
     /// - Returns: the body and how many records it holds (0 only when `records` is empty).
     /// - Complexity: O(total payload bytes).
+    public func encode(_ records: [OutgoingRecord], maxBytes: Int) -> (body: [UInt8], count: Int) {
+        records.withUnsafeBufferPointer { encode($0, maxBytes: maxBytes) }
+    }
+
+    /// Encodes a slice of unwrapped records, as the array overload does.
+    public func encode(_ records: ArraySlice<OutgoingRecord>, maxBytes: Int) -> (body: [UInt8], count: Int) {
+        records.withUnsafeBufferPointer { encode($0, maxBytes: maxBytes) }
+    }
+
+    /// Encodes records as read from the log: each is unwrapped by ``unwrapper``, then encoded as
+    /// the ``OutgoingRecord`` overload does.
+    ///
+    /// - Complexity: O(total payload bytes).
     public func encode(_ records: [Record], maxBytes: Int) -> (body: [UInt8], count: Int) {
-        records.withUnsafeBufferPointer { encode($0, maxBytes: maxBytes) }
+        encode(unwrapper.unwrap(records), maxBytes: maxBytes)
     }
 
-    /// Encodes a slice of records, as the array overload does.
+    /// Encodes a slice of records as read, as the array overload does.
     public func encode(_ records: ArraySlice<Record>, maxBytes: Int) -> (body: [UInt8], count: Int) {
-        records.withUnsafeBufferPointer { encode($0, maxBytes: maxBytes) }
+        encode(unwrapper.unwrap(records), maxBytes: maxBytes)
     }
 
-    /// Encodes any collection of records, as the array overload does, after copying it into
-    /// an array (the array and slice overloads copy nothing).
+    /// Encodes any collection of records as read, as the array overload does.
     public func encode(_ records: some Collection<Record>, maxBytes: Int) -> (body: [UInt8], count: Int) {
-        encode(Array(records), maxBytes: maxBytes)
+        encode(unwrapper.unwrap(records), maxBytes: maxBytes)
     }
 
     /// The one encoding loop, over contiguous records: concrete, so that a caller in another
     /// module does not walk a generic collection through witness tables, a record at a time
     /// (that cost as much as checking the records' JSON).
-    private func encode(_ records: UnsafeBufferPointer<Record>, maxBytes: Int) -> (body: [UInt8], count: Int) {
+    private func encode(_ records: UnsafeBufferPointer<OutgoingRecord>, maxBytes: Int) -> (body: [UInt8], count: Int) {
         var body = [UInt8]()
-        body.reserveCapacity(min(maxBytes, records.reduce(2) { $0 + $1.payload.count + 80 }))
+        body.reserveCapacity(min(maxBytes, records.reduce(2) { $0 + $1.bytes.count + 80 }))
         let isArray = encoding != .ndjson
         if isArray { body.append(UInt8(ascii: "[")) }
         var count = 0
@@ -106,9 +125,15 @@ public struct BatchEncoder: Sendable {
         return (body, count)
     }
 
-    /// Appends one record in this encoding (an envelope plus its newline for NDJSON, the
-    /// envelope for JSON, the data for raw), without array punctuation.
+    /// Appends one record as read, unwrapped by ``unwrapper``, as the ``OutgoingRecord``
+    /// overload does.
     public func append(_ record: Record, to body: inout [UInt8]) {
+        append(unwrapper.unwrap(record), to: &body)
+    }
+
+    /// Appends one record in this encoding (an envelope plus its newline for NDJSON, the
+    /// envelope for JSON, the data for raw: the bytes it carries), without array punctuation.
+    public func append(_ record: OutgoingRecord, to body: inout [UInt8]) {
         switch encoding {
         case .json:
             appendEnvelope(record, to: &body, oneLine: false)
@@ -116,21 +141,22 @@ public struct BatchEncoder: Sendable {
             appendEnvelope(record, to: &body, oneLine: true)
             body.append(UInt8(ascii: "\n"))
         case .raw:
-            if record.payload.withUnsafeBufferPointer(JSONValidator.isValid), !Self.readsAsBase64Element(record.payload) {
-                body.append(contentsOf: record.payload)
+            if record.bytes.withUnsafeBufferPointer(JSONValidator.isValid), !Self.readsAsBase64Element(record.bytes) {
+                body.append(contentsOf: record.bytes)
             } else {
                 body.append(UInt8(ascii: "{"))
-                Self.appendBase64Member(record.payload, to: &body)
+                Self.appendBase64Member(record.bytes, to: &body)
                 body.append(UInt8(ascii: "}"))
             }
         }
     }
 
     /// Appends the envelope `{"id":…,"seq":…,"time":…,"data":…}` (or `"data_base64":…` last):
-    /// the record's own id, seq and time, then, for a record unwrapped from an origin record,
-    /// its origin's id, seq and time, then the bytes ``OutgoingRecord`` says it carries.
-    func appendEnvelope(_ record: Record, to body: inout [UInt8], oneLine: Bool) {
-        let outgoing = OutgoingRecord(record, logID: logID, origins: forwardsOrigins)
+    /// the record's own id, seq and time in the drained log (``OutgoingRecord/stored``), then,
+    /// for a record unwrapped from an origin record, its origin's id, seq and time, then the
+    /// bytes the ``OutgoingRecord`` carries.
+    func appendEnvelope(_ outgoing: OutgoingRecord, to body: inout [UInt8], oneLine: Bool) {
+        let record = outgoing.stored
         body.append(contentsOf: idPrefix)
         appendDecimal(record.seq, to: &body)
         body.append(contentsOf: #"","seq":"#.utf8)

@@ -7,8 +7,13 @@ import Spool
 /// such ranges from the committed offset, each batch starting where the one before ends; the
 /// machine checks it at every read and every commit (``SyncStateMachine/contiguityViolation(_:from:)``).
 package struct SyncBatch: Sendable {
-    /// The records, in order (empty when the read only skipped dropped or expired ranges).
-    package var records: [Record]
+    /// The records as the sink is given them, in order (empty when the read only skipped
+    /// dropped or expired ranges): unwrapped once, when they were read, and kept for every
+    /// request made of them (a retry, a split's halves, a hedge).
+    package var outgoing: [OutgoingRecord]
+    /// The records as read from the log (each one's ``OutgoingRecord/stored``): what offsets,
+    /// sizes and dead letters go by. A view of ``outgoing``; nothing is copied.
+    package var records: LazyMapCollection<[OutgoingRecord], Record> { outgoing.lazy.map(\.stored) }
     /// The first offset the batch covers: the end of the batch before it (or the committed
     /// offset), at or below its first record's seq.
     package var start: UInt64
@@ -79,8 +84,8 @@ package struct SyncBatch: Sendable {
     /// The bytes a 413 ceiling is compared with: the encoded body when known, else the payload.
     var bodyBytes: Int { encodedBytes ?? payloadBytes }
 
-    package init(records: [Record], start: UInt64, end: UInt64, request: SinkRequest<any Sendable>? = nil, encodedBytes: Int? = nil) {
-        self.records = records
+    package init(outgoing: [OutgoingRecord], start: UInt64, end: UInt64, request: SinkRequest<any Sendable>? = nil, encodedBytes: Int? = nil) {
+        self.outgoing = outgoing
         self.start = start
         self.end = end
         self.request = request
@@ -88,21 +93,22 @@ package struct SyncBatch: Sendable {
     }
 
     /// Splits the batch in two unsent halves of records (it must hold at least two); each half's
-    /// encoded size is estimated in proportion to its records.
+    /// encoded size is estimated in proportion to its records. The halves keep the records as
+    /// they were unwrapped.
     func split() -> (SyncBatch, SyncBatch) {
-        precondition(records.count > 1, "only a batch of two records or more can be split")
-        let middle = records.count / 2
-        let first = Array(records[..<middle])
-        let share = encodedBytes.map { ($0 * middle / records.count, $0 - $0 * middle / records.count) }
-        let middleOffset = first[first.count - 1].seq + 1
-        return (SyncBatch(records: first, start: start, end: middleOffset, encodedBytes: share?.0),
-                SyncBatch(records: Array(records[middle...]), start: middleOffset, end: end, encodedBytes: share?.1))
+        precondition(outgoing.count > 1, "only a batch of two records or more can be split")
+        let middle = outgoing.count / 2
+        let first = Array(outgoing[..<middle])
+        let share = encodedBytes.map { ($0 * middle / outgoing.count, $0 - $0 * middle / outgoing.count) }
+        let middleOffset = first[first.count - 1].stored.seq + 1
+        return (SyncBatch(outgoing: first, start: start, end: middleOffset, encodedBytes: share?.0),
+                SyncBatch(outgoing: Array(outgoing[middle...]), start: middleOffset, end: end, encodedBytes: share?.1))
     }
 
     /// The part of the batch before `limit` (its start must be below it): its records before
     /// `limit`, ending there (a skipped range only, if none of its records is).
     func prefix(before limit: UInt64) -> SyncBatch {
-        let kept = Array(records.prefix { $0.seq < limit })
-        return SyncBatch(records: kept, start: start, end: min(end, limit))
+        let kept = Array(outgoing.prefix { $0.stored.seq < limit })
+        return SyncBatch(outgoing: kept, start: start, end: min(end, limit))
     }
 }

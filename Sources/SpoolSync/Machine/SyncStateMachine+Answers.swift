@@ -248,7 +248,7 @@ extension SyncStateMachine {
             return [log, .commit(upTo: batch.end)]
         }
         local = .deadLettering(batch)
-        return [log, .deadLetter(batch.records, error)]
+        return [log, .deadLetter(Array(batch.records), error)]
     }
 
     mutating func deadLetterCompleted(now: Duration) -> [Action] {

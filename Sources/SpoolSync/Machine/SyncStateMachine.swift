@@ -65,7 +65,8 @@ package struct SyncStateMachine: Sendable {
         /// `timeout` (see ``requestTimeout(now:)``). Several may be in flight, two of them for
         /// one batch when it is hedged (``Hedging``): each copy has its own slot.
         case upload(SyncBatch, slot: Int, timeout: Duration)
-        /// Write refused records to the dead-letter log (durably), with the refusal.
+        /// Write refused records to the dead-letter log (durably), with the refusal: the records
+        /// as read from the log (each ``OutgoingRecord/stored``), whatever the sink was sent.
         case deadLetter([Record], SyncError)
         /// Commit the consumer so that `end` is the next record it delivers.
         case commit(upTo: UInt64)

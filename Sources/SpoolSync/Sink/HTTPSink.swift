@@ -63,9 +63,15 @@ public struct HTTPSink: SyncSink {
         self.wallClock = wallClock
     }
 
+    /// The log the sink posts the records of, and whether it is a collector's
+    /// (``Configuration/forwardsOrigins``): the worker unwraps its records with it.
+    public var unwrapper: RecordUnwrapper? {
+        RecordUnwrapper(logID: builder.logID, origins: builder.encoder.forwardsOrigins)
+    }
+
     /// The longest prefix of `records` whose body fits `maxBytes` (at least one record); for
     /// the raw encoding, also no further than the first gap in the seqs.
-    public func prepare(_ records: ArraySlice<Record>, maxBytes: Int) -> SinkRequest<UploadRequest> {
+    public func prepare(_ records: ArraySlice<OutgoingRecord>, maxBytes: Int) -> SinkRequest<UploadRequest> {
         var records = records
         if builder.encoder.encoding == .raw, let gap = RequestBuilder.firstGap(in: records) {
             records = records[..<gap]
@@ -75,7 +81,7 @@ public struct HTTPSink: SyncSink {
     }
 
     /// The request for exactly `records`.
-    public func prepare(exactly records: [Record]) -> SinkRequest<UploadRequest> {
+    public func prepare(exactly records: [OutgoingRecord]) -> SinkRequest<UploadRequest> {
         let request = builder.request(for: records)
         return SinkRequest(body: request, count: records.count, bytes: request.body.count)
     }

@@ -1,10 +1,12 @@
 import Spool
 
 /// A record as every destination receives it: the id, seq, time and bytes a sink sends, the
-/// same whichever sink sends them. Every sink (``HTTPSink``, `PubSubSink`, `PostgresSink`)
-/// turns the records it is given into these, here, and takes a record's identity and bytes
-/// from nothing else (an HTTP envelope adds the drained log's own `seq` and `time`, which
-/// match its `Spool-Batch` header).
+/// same whichever sink sends them. The worker makes them once, where it reads a batch (its
+/// source adapter, ``RecordUnwrapper``), keeps them with the batch, and hands them to the
+/// ``SyncSink``'s `prepare`: a retry, a split after
+/// a 413 or a hedge sends the same values again and never unwraps a record twice. A sink
+/// takes a record's identity and bytes from nothing else (an HTTP envelope adds the drained
+/// log's own `seq` and `time`, from ``stored``, which match its `Spool-Batch` header).
 ///
 /// A log's own record goes out as it is: the log's id, the record's seq, its append time and
 /// its exact bytes. A collector's log (`spool collector --log`, marked `ORIGINS`) holds
@@ -46,6 +48,9 @@ public struct OutgoingRecord: Sendable, Hashable {
     public var id: String { log.eventID(seq: seq) }
 
     /// The record `stored`, read from the log `logID`, as destinations receive it.
+    ///
+    /// The worker calls it through ``RecordUnwrapper``, once per record it reads; a sink never
+    /// needs to (it is given these).
     ///
     /// - Parameters:
     ///   - stored: the record as read.

@@ -15,6 +15,14 @@ import Spool
 /// ``SinkOutcome/accepted`` only once the destination has durably taken **every** record of
 /// the request; the worker then commits past them. Anything else leaves the offset where it is.
 ///
+/// Records reach a sink unwrapped: the worker reads a batch and turns each record into the
+/// ``OutgoingRecord`` every sink sends (``RecordUnwrapper``, with the sink's ``unwrapper``),
+/// once, and keeps them with the batch for its retries, splits and hedges. A sink implements
+/// the two `prepare` requirements that take ``OutgoingRecord``s. A sink written before them
+/// implements the two that take `Record`s instead (deprecated; they go in the next release):
+/// each form has a default implementation that calls the other, as `Hashable`'s `hashValue`
+/// and `hash(into:)` do, so a sink implements one form, not both, and never neither.
+///
 /// Thread safety: every member may be called from any task, several ``send(_:timeout:)`` at
 /// once (up to the worker's concurrency, and at most ``maxInFlight`` when the sink sets it).
 /// `prepare` is pure CPU work and runs off the worker's actor.
@@ -27,19 +35,43 @@ public protocol SyncSink: Sendable {
     /// `nil` (the default) for no limit of the sink's own.
     var maxInFlight: Int? { get }
 
+    /// How the worker turns the records it reads into the ``OutgoingRecord``s this sink is
+    /// given: the log id and whether the log is a collector's, as the sink was made with.
+    /// `nil` (the default): the drained log's id, and records sent as they are (the log is not
+    /// a collector's).
+    var unwrapper: RecordUnwrapper? { get }
+
     /// The next request: the longest prefix of `records` that one request can carry within
     /// about `maxBytes` (the sink says what it counts), and within the destination's own limits.
     ///
+    /// The records come unwrapped, once, when the worker read them (``RecordUnwrapper``): a
+    /// sink takes each record's id, seq, time and bytes from its ``OutgoingRecord`` and
+    /// decodes nothing itself.
+    ///
     /// - Parameters:
-    ///   - records: at least one record, in seq order.
+    ///   - records: at least one record, in seq order (of ``OutgoingRecord/stored``).
     ///   - maxBytes: the worker's `maxBatchBytes` (or less, under a 413 ceiling).
     /// - Returns: a request carrying at least the first record (a record too large for the
     ///   destination travels alone, and ``send(_:timeout:)`` refuses it with
     ///   ``SinkOutcome/rejected(_:)`` so that it is dead-lettered).
-    func prepare(_ records: ArraySlice<Record>, maxBytes: Int) -> SinkRequest<Request>
+    func prepare(_ records: ArraySlice<OutgoingRecord>, maxBytes: Int) -> SinkRequest<Request>
 
     /// The request for exactly `records`: a half of a batch the worker split after a refusal,
-    /// which always fits (it is smaller than a request `prepare` made).
+    /// which always fits (it is smaller than a request `prepare` made). The records are the
+    /// very ones the batch was read with: a split unwraps nothing again.
+    func prepare(exactly records: [OutgoingRecord]) -> SinkRequest<Request>
+
+    /// The next request, from records as read: the form a sink implemented before the worker
+    /// unwrapped records for it. Implement the ``OutgoingRecord`` form instead; a sink that
+    /// still implements this form is given each ``OutgoingRecord/stored``. Called on a sink of
+    /// the ``OutgoingRecord`` form, it unwraps by the sink's ``unwrapper`` (and traps when the
+    /// sink names none: it does not know its log's id).
+    @available(*, deprecated, message: "implement prepare(_: ArraySlice<OutgoingRecord>, maxBytes:): the worker unwraps records once for every sink; the Record form goes in the next release")
+    func prepare(_ records: ArraySlice<Record>, maxBytes: Int) -> SinkRequest<Request>
+
+    /// The request for exactly `records`, as read: the form before the worker unwrapped
+    /// records for the sink. Implement `prepare(exactly:)` with ``OutgoingRecord``s instead.
+    @available(*, deprecated, message: "implement prepare(exactly: [OutgoingRecord]): the worker unwraps records once for every sink; the Record form goes in the next release")
     func prepare(exactly records: [Record]) -> SinkRequest<Request>
 
     /// Sends `request` and says what the answer means for its records.
@@ -57,6 +89,9 @@ public protocol SyncSink: Sendable {
 extension SyncSink {
     /// No limit of the sink's own.
     public var maxInFlight: Int? { nil }
+
+    /// None of the sink's own: the drained log's id, its records sent as they are.
+    public var unwrapper: RecordUnwrapper? { nil }
 
     /// Does nothing: a sink that holds nothing has nothing to release.
     public func shutdown() async {}
@@ -81,5 +116,49 @@ public struct SinkRequest<Body: Sendable>: Sendable {
         self.count = count
         self.bytes = bytes
         self.measuredBytes = measuredBytes ?? bytes
+    }
+}
+
+// The two forms of `prepare`, bridged both ways for the one release the `Record` form stays
+// (as `Hashable` bridges `hashValue` and `hash(into:)`): a sink implements one of them, the
+// `OutgoingRecord` form, or, written before it, the `Record` form. Implementing neither
+// recurses for ever.
+
+extension SyncSink {
+    /// A sink written for `Record`s, given what the worker unwrapped: each record as it was
+    /// read (``OutgoingRecord/stored``), so it sees what it always saw.
+    @available(*, deprecated, message: "implement prepare(_: ArraySlice<OutgoingRecord>, maxBytes:); this default only bridges a sink written for Records")
+    public func prepare(_ records: ArraySlice<OutgoingRecord>, maxBytes: Int) -> SinkRequest<Request> {
+        prepare(records.map(\.stored)[...], maxBytes: maxBytes)
+    }
+
+    /// A sink written for `Record`s, given what the worker unwrapped: each record as read.
+    @available(*, deprecated, message: "implement prepare(exactly: [OutgoingRecord]); this default only bridges a sink written for Records")
+    public func prepare(exactly records: [OutgoingRecord]) -> SinkRequest<Request> {
+        prepare(exactly: records.map(\.stored))
+    }
+
+    /// The `Record` form of a sink that implements the ``OutgoingRecord`` form, for code that
+    /// still calls it: the records are unwrapped by the sink's ``unwrapper``, as the worker does.
+    /// Traps for a sink that names none (it does not know its log's id).
+    @available(*, deprecated, message: "pass OutgoingRecords (RecordUnwrapper.unwrap); the Record form goes in the next release")
+    public func prepare(_ records: ArraySlice<Record>, maxBytes: Int) -> SinkRequest<Request> {
+        prepare(bridging(records)[...], maxBytes: maxBytes)
+    }
+
+    /// The `Record` form of `prepare(exactly:)`, unwrapped by the sink's ``unwrapper`` as
+    /// the `Record` form of `prepare(_:maxBytes:)` is.
+    @available(*, deprecated, message: "pass OutgoingRecords (RecordUnwrapper.unwrap); the Record form goes in the next release")
+    public func prepare(exactly records: [Record]) -> SinkRequest<Request> {
+        prepare(exactly: bridging(records))
+    }
+
+    /// `records` unwrapped as the worker would for this sink, for the deprecated `Record` form.
+    @available(*, deprecated, message: "only for the deprecated Record form")
+    private func bridging(_ records: some Collection<Record>) -> [OutgoingRecord] {
+        guard let unwrapper else {
+            preconditionFailure("\(Self.self) names no unwrapper, so it cannot be given Records: pass OutgoingRecords (RecordUnwrapper.unwrap)")
+        }
+        return unwrapper.unwrap(records)
     }
 }

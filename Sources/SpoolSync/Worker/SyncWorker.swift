@@ -97,7 +97,7 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
         self.machine = SyncStateMachine(
             configuration: configuration, committed: source.committed, pending: source.pendingRecords)
         self.source = source
-        self.sink = AnySink(sink)
+        self.sink = AnySink(sink, logID: source.logID)
         self.deadLetters = deadLetters
         self.clock = clock
         self.epoch = clock.now

@@ -282,3 +282,14 @@ extension BatchResult {
         }
     }
 }
+
+extension SyncBatch {
+    /// A batch of `records` as read from a log that is not a collector's (the machine's tests
+    /// name no log): each unwrapped as it is, as the worker's adapter does.
+    init(records: [Record], start: UInt64, end: UInt64) {
+        self.init(outgoing: RecordUnwrapper(logID: SyncBatch.testLog, origins: false).unwrap(records), start: start, end: end)
+    }
+
+    /// The log the machine's tests' batches are read from.
+    static let testLog = LogID(bytes: Array(repeating: 0, count: 16))
+}

@@ -15,6 +15,7 @@ final class MemoryConsumer: LogConsumer {
         var commitFailures = 0
         var readFailures = 0
         var commits: [UInt64] = []
+        var reads: [[UInt64]] = []
     }
 
     private let state = Mutex(State())
@@ -27,6 +28,16 @@ final class MemoryConsumer: LogConsumer {
     init(records count: Int = 0) {
         append(count, notify: false)
     }
+
+    /// A consumer of a log that holds `records` (their seqs must be 0, 1, 2…): a collector's
+    /// log of origin records, say.
+    init(holding records: [Record]) {
+        precondition(records.indices.allSatisfy { records[$0].seq == UInt64($0) }, "seqs from 0, one after another")
+        state.withLock { $0.records = records }
+    }
+
+    /// The seqs every read returned, read by read.
+    var reads: [[UInt64]] { state.withLock { $0.reads } }
 
     var committed: UInt64 { state.withLock { $0.committed } }
     var pendingRecords: UInt64 { state.withLock { UInt64($0.records.count) - $0.committed } }
@@ -67,6 +78,7 @@ final class MemoryConsumer: LogConsumer {
                 bytes += record.payload.count
             }
             let end = records.last.map { $0.seq + 1 } ?? state.committed
+            state.reads.append(records.map(\.seq))
             return ConsumerBatch(records: records, endSeq: end, startSeq: state.committed)
         }
     }
