@@ -1,3 +1,5 @@
+import Spool
+
 /// What a benchmark run does and how long it may take. The defaults keep a full run to a
 /// few minutes on a 2-core machine; ``quick`` takes seconds (for tests).
 public struct BenchOptions: Sendable {
@@ -29,6 +31,8 @@ public struct BenchOptions: Sendable {
     public var sequentialBytes: Int = 256 << 20
     /// Producers of the synced scenario. The default is 1, 16 and 64.
     public var syncedProducers: [Int] = [1, 16, 64]
+    /// `Configuration.sealingThreads` of every Spool log; nil for the library's default.
+    public var sealingThreads: Int? = nil
     /// Events per acknowledgement of the pipelined producer (which keeps 4 in flight).
     /// The default is 1,024.
     public var pipelineWindow: Int = 1024
@@ -90,4 +94,11 @@ public struct BenchOptions: Sendable {
     }
 
     var budget: Budget { Budget(events: events, seconds: seconds) }
+
+    /// The configuration of every Spool log: the library's defaults, with ``sealingThreads``.
+    var spoolConfiguration: Configuration {
+        var configuration = Configuration()
+        if let sealingThreads { configuration.sealingThreads = sealingThreads }
+        return configuration
+    }
 }

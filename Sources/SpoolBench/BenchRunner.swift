@@ -31,7 +31,7 @@ public struct BenchRunner: Sendable {
         let events = generator.events(options.events)
         progress("generated \(events.count) events, \(format(events.meanSize)) B mean")
         let context = Context(options: options, baseline: baseline, scratch: scratch,
-                              spool: SpoolSide(events: events), progress: progress)
+                              spool: SpoolSide(events: events, configuration: options.spoolConfiguration), progress: progress)
 
         var hardware = try await blocking {
             try measureHardware(events: events, directory: try scratch.fresh("hardware"),

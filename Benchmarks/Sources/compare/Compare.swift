@@ -32,6 +32,9 @@ struct Compare: AsyncParsableCommand {
     var postgres: String?
     @Option(name: .customLong("producers"), help: "Producers of the synced scenario (default 1, 16, 64); repeatable.")
     var producers: [Int] = []
+
+    @Option(name: .customLong("sealing-threads"), help: "Configuration.sealingThreads of Spool's logs (default: the library's, the active cores up to 4).")
+    var sealingThreads: Int?
     /// The adaptive maximum of the sync-window rows (to compare against another default).
     @Option(help: .hidden)
     var windowMax: Int?
@@ -75,6 +78,7 @@ struct Compare: AsyncParsableCommand {
         if !groups.isEmpty { options.groups = Set(groups) }
         options.postgres = postgres
         if !producers.isEmpty { options.syncedProducers = producers }
+        options.sealingThreads = sealingThreads
         if let windowMax { options.windowAdaptiveMax = windowMax }
         let report = try await BenchRunner(options: options, baseline: SQLiteBaseline()).run()
         print(report.table())
