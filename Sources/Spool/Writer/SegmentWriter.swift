@@ -9,6 +9,7 @@ final class SegmentWriter {
     private let encoder: BlockEncoder
     /// Sealing lanes beside this thread when ``Configuration/sealingThreads`` is above 1: the
     /// log offers them the blocks appends fill, and ``stage(_:_:)`` takes what they sealed.
+    /// The one member appends read (a constant; `SealAhead` is thread-safe).
     let sealAhead: SealAhead?
     private let codec: LogCodec
     private var active: FileIO?
