@@ -22,6 +22,7 @@ import Testing
         let dimensions = [("log", dir.path)]
         #expect(try metrics.expectCounter("spool_appended_records", dimensions).totalValue == Int64(stats.appendedRecords))
         #expect(try metrics.expectCounter("spool_blocks_written", dimensions).totalValue == Int64(stats.blocksWritten))
+        #expect(try metrics.expectCounter("spool_blocks_sealed_in_parallel", dimensions).totalValue == Int64(stats.blocksSealedInParallel))
         #expect(try metrics.expectCounter("spool_stored_bytes", dimensions).totalValue == Int64(stats.storedBytes))
         #expect(try metrics.expectCounter("spool_raw_bytes", dimensions).totalValue == Int64(stats.rawBytes))
         #expect(try metrics.expectCounter("spool_fsyncs", dimensions).totalValue == Int64(stats.fsyncs))

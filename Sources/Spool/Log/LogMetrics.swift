@@ -6,6 +6,8 @@ struct LogMetrics {
     /// Records written to segment files (counted by the writer, so the append path stays free of it).
     let appendedRecords: Counter
     let blocksWritten: Counter
+    /// Blocks a sealing lane sealed (``Configuration/sealingThreads``), among those written.
+    let blocksSealedInParallel: Counter
     let storedBytes: Counter
     let rawBytes: Counter
     let fsyncs: Counter
@@ -23,6 +25,7 @@ struct LogMetrics {
         func gauge(_ label: String) -> Gauge { Gauge(label: label, dimensions: dimensions, factory: factory) }
         appendedRecords = counter("spool_appended_records")
         blocksWritten = counter("spool_blocks_written")
+        blocksSealedInParallel = counter("spool_blocks_sealed_in_parallel")
         storedBytes = counter("spool_stored_bytes")
         rawBytes = counter("spool_raw_bytes")
         fsyncs = counter("spool_fsyncs")
@@ -33,10 +36,11 @@ struct LogMetrics {
         segments = gauge("spool_segments")
     }
 
-    func recordWrite(records: Int, blocks: Int, stored: Int, raw: Int, fsyncs count: Int) {
+    func recordWrite(records: Int, blocks: Int, sealedInParallel: Int, stored: Int, raw: Int, fsyncs count: Int) {
         if blocks > 0 {
             appendedRecords.increment(by: records)
             blocksWritten.increment(by: blocks)
+            if sealedInParallel > 0 { blocksSealedInParallel.increment(by: sealedInParallel) }
             storedBytes.increment(by: stored)
             rawBytes.increment(by: raw)
         }

@@ -197,8 +197,8 @@ extension EventLog {
     /// concerns. Lock held.
     private func publish(_ outcome: SegmentWriter.Outcome, batch: inout [PendingBlock]) {
         let recordsWritten = batch.prefix(outcome.blocksWritten).reduce(0) { $0 + $1.count }
-        metrics.recordWrite(records: recordsWritten, blocks: outcome.blocksWritten, stored: outcome.storedBytes,
-                            raw: outcome.rawBytes, fsyncs: outcome.fsyncs)
+        metrics.recordWrite(records: recordsWritten, blocks: outcome.blocksWritten, sealedInParallel: outcome.sealedInParallel,
+                            stored: outcome.storedBytes, raw: outcome.rawBytes, fsyncs: outcome.fsyncs)
         let verdict = state.finishWrite(outcome, batch: &batch, activeSegment: writer.activeSegment,
                                         syncFailed: writer.syncFailed, now: monotonicNanos())
         if !outcome.sealed.isEmpty { scheduleRetention() }
