@@ -204,4 +204,75 @@ import Testing
         try reopened.syncBlocking()
         #expect(next >= synced)
     }
+
+    /// A seeded schedule of `SealAhead` on one thread: appends offer blocks, lanes step, the
+    /// writer takes blocks in seq order (offered or not), rolls change the segment, and the log
+    /// may close, in any interleaving. After every take: a block comes back sealed only for
+    /// the segment it is written into, byte for byte what one encoder makes there, and at most
+    /// once. At the end nothing is held and every lane has ended. A failing seed replays exactly.
+    @Test(arguments: 0..<300)
+    func aSeededScheduleHandsEveryBlockBackOnceAndRight(seed: Int) throws {
+        var random = SplitMix64(seed: UInt64(seed) &+ 3600)
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let codec = try LogCodec(directory: dir.path, configuration: Configuration(), logID: LogID.random(),
+                                 inheritedThrough: nil, logger: Logger(label: "test"))
+        let spawned = Mutex(0)
+        let sealAhead = SealAhead(sealingThreads: 2 + Int(random.next() % 3), level: 1, codec: codec,
+                                  spawn: { _ in spawned.withLock { $0 += 1 } })
+        let blocks = Self.unevenBlocks(count: 12, firstSeq: 1000)
+        // Which blocks an append fills (offered); the others the writer seals at its linger
+        // deadline or for a waiting caller (never offered).
+        let filledByAppend = blocks.map { _ in random.next() % 4 != 0 }
+        var segment = SegmentContext(baseSeq: 1000, createdMillis: 1_767_225_600_000)
+        sealAhead.setSegment(segment)
+        var sealedIntoQueue = 0  // blocks in the writer's queue (offered under the same lock)
+        var taken = 0
+        var running = 0
+        var closed = false
+        var trace: [String] = []
+        let serial = BlockEncoder(level: 1)
+        while taken < blocks.count {
+            running += spawned.withLock { count in defer { count = 0 }; return count }
+            let step = random.next() % 6
+            if step < 2, sealedIntoQueue < blocks.count, sealedIntoQueue <= taken + 4 {
+                // The next block is sealed into the writer's queue (appends run a few blocks ahead).
+                if filledByAppend[sealedIntoQueue] { sealAhead.offer(blocks[sealedIntoQueue]) }
+                trace.append("\(filledByAppend[sealedIntoQueue] ? "offer" : "queue") \(sealedIntoQueue)")
+                sealedIntoQueue += 1
+            } else if step == 2, running > 0 {
+                if !sealAhead.sealNext() { running -= 1 }
+                trace.append("lane")
+            } else if step == 3, random.next() % 4 == 0 {
+                // A roll: the next blocks go into a new segment.
+                segment = SegmentContext(baseSeq: blocks[taken].firstSeq, createdMillis: segment.createdMillis + 1000)
+                sealAhead.setSegment(segment)
+                trace.append("roll at \(taken)")
+            } else if step == 4, !closed, random.next() % 40 == 0 {
+                sealAhead.close()
+                closed = true
+                trace.append("close")
+            } else if taken < sealedIntoQueue {
+                // The writer writes the oldest block of its queue.
+                let block = blocks[taken]
+                let sealed = sealAhead.take(block, for: segment)
+                trace.append("take \(taken) -> \(sealed == nil ? "sealed here" : "a lane's")")
+                if let sealed {
+                    var expected: [UInt8] = []
+                    let header = try serial.encode(block, in: segment, into: &expected)
+                    #expect(sealed.bytes == expected && sealed.header == header && sealed.segment == segment,
+                            "seed \(seed): \(trace.joined(separator: ", "))")
+                }
+                #expect(sealAhead.take(block, for: segment) == nil, "seed \(seed): block \(taken) handed back twice")
+                taken += 1
+            }
+        }
+        while running > 0 {
+            if !sealAhead.sealNext() { running -= 1 }
+            running += spawned.withLock { count in defer { count = 0 }; return count }
+        }
+        let held = sealAhead.held
+        #expect(held.blocks == 0, "seed \(seed): \(held.blocks) blocks held after all were taken: \(trace.joined(separator: ", "))")
+        #expect(held.lanes == 0, "seed \(seed): \(held.lanes) lanes still counted as running")
+    }
 }

@@ -236,6 +236,14 @@ final class SealAhead: @unchecked Sendable {
         unlock()
     }
 
+    /// Blocks offered and not yet taken by the writer (queued, being sealed or sealed), and
+    /// lanes running: what a test checks is back to zero once everything is taken.
+    var held: (blocks: Int, lanes: Int) {
+        lock()
+        defer { unlock() }
+        return (entries.count, runningLanes)
+    }
+
     /// Blocks lanes sealed that the writer used.
     var blocksUsed: UInt64 {
         lock()
