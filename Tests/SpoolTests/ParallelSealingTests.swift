@@ -275,4 +275,40 @@ import Testing
         #expect(held.blocks == 0, "seed \(seed): \(held.blocks) blocks held after all were taken: \(trace.joined(separator: ", "))")
         #expect(held.lanes == 0, "seed \(seed): \(held.lanes) lanes still counted as running")
     }
+
+    /// A queue that never empties (each offer outruns one lane step): the consumed head of the
+    /// queue is dropped as it goes, and every block still comes back in order, a lane's or
+    /// sealed by the writer, with nothing held at the end.
+    @Test func aQueueThatNeverEmptiesStillHandsBackEveryBlock() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let codec = try LogCodec(directory: dir.path, configuration: Configuration(), logID: LogID.random(),
+                                 inheritedThrough: nil, logger: Logger(label: "test"))
+        let sealAhead = SealAhead(sealingThreads: 2, level: 1, codec: codec, spawn: { _ in })
+        let segment = SegmentContext(baseSeq: 1000, createdMillis: 1_767_225_600_000)
+        sealAhead.setSegment(segment)
+        let blocks = Self.unevenBlocks(count: 400, firstSeq: 1000).map { block -> PendingBlock in
+            var small = block
+            if small.raw.count > 2000 { small.reset(firstSeq: block.firstSeq); payload(0).withUnsafeBytes { small.add($0, timestamp: 1) } }
+            return small
+        }
+        var taken = 0
+        var fromLanes = 0
+        for (index, block) in blocks.enumerated() {
+            sealAhead.offer(block)
+            if index % 2 == 1 { _ = sealAhead.sealNext() }
+            // The writer trails the appends by a hundred blocks.
+            if index >= 100 {
+                if sealAhead.take(blocks[taken], for: segment) != nil { fromLanes += 1 }
+                taken += 1
+            }
+        }
+        while taken < blocks.count {
+            if sealAhead.take(blocks[taken], for: segment) != nil { fromLanes += 1 }
+            taken += 1
+        }
+        while sealAhead.sealNext() {}
+        #expect(fromLanes > 100, "the lane sealed \(fromLanes) of 400")
+        #expect(sealAhead.held.blocks == 0)
+    }
 }

@@ -167,6 +167,11 @@ final class SealAhead: @unchecked Sendable {
         if queueHead == queue.count {
             queue.removeAll(keepingCapacity: true)
             queueHead = 0
+        } else if queueHead >= 64 && queueHead * 2 >= queue.count {
+            // Under a load that never empties the queue, the consumed head is dropped now and
+            // then (amortized O(1)), so the queue holds only what is still queued.
+            queue.removeFirst(queueHead)
+            queueHead = 0
         }
         guard let (seq, block) = next, !closed, let segment else { return nil }
         entries[seq] = .sealing
