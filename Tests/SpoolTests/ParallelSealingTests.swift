@@ -82,7 +82,7 @@ import Testing
             #expect(sealed?.bytes == expected, "block \(1 + index)")
             #expect(sealed?.header == header && sealed?.header.firstSeq == block.firstSeq)
         }
-        #expect(sealAhead.blocksUsed == 3)
+        #expect(taken.withLock { $0 }.allSatisfy { $0 != nil }, "blocks 1-3 are the lanes'")
         // A roll: block 4 was sealed for the old segment, so the writer seals it again.
         sealAhead.offer(blocks[4])
         #expect(sealAhead.sealNext())

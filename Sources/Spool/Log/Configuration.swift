@@ -25,12 +25,13 @@ public struct Configuration: Sendable {
     public var linger: Duration = .milliseconds(10)
     /// The zstd compression level of blocks. The default is 1. Range: zstd's own (-7 ... 22).
     public var compressionLevel: Int32 = 1
-    /// How many threads may compress blocks at once when the writer has several to write
-    /// (buffered appends faster than one core compresses): blocks are independent, so they
-    /// are sealed side by side and written in seq order. The writer's own thread is one of
-    /// them; the others come from Dispatch's pool, only while a batch is being sealed. The
-    /// default is the number of active cores, at most 4. `1` seals on the writer thread
-    /// alone. Range: 1 ... 64.
+    /// How many threads may compress blocks at once when appends fill blocks faster than one
+    /// core compresses them: blocks are independent, so they are sealed side by side and
+    /// written in seq order. The writer's own thread is one of them; the others are lanes on
+    /// Dispatch's pool, running only while filled blocks wait to be sealed. A block sealed at
+    /// the linger deadline or for a waiting `written`/`synced` caller is sealed by the writer
+    /// alone, at once. The default is the number of active cores, at most 4. `1` seals on the
+    /// writer thread alone. Range: 1 ... 64.
     public var sealingThreads: Int = min(ProcessInfo.processInfo.activeProcessorCount, 4)
     /// A segment is rolled once it holds this many bytes. The default is 16 MiB. Range: 64 KiB ... 1 GiB.
     public var segmentSize: Int = 16 * 1024 * 1024

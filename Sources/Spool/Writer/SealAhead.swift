@@ -75,8 +75,6 @@ final class SealAhead: @unchecked Sendable {
     private let level: Int32
     /// Set by ``close()``: nothing more is queued, and lanes end.
     private var closed = false
-    /// Blocks lanes sealed that the writer used, since open.
-    private var used: UInt64 = 0
 
     /// A pipeline of `sealingThreads − 1` lanes beside the writer, sealing at `level` with the
     /// log's dictionary and key (`codec`). `spawn` starts a lane; by default on Dispatch's pool.
@@ -223,7 +221,6 @@ final class SealAhead: @unchecked Sendable {
             case .sealed(let sealed):
                 entries[block.firstSeq] = nil
                 guard sealed.segment == segment else { return nil }
-                used += 1
                 return sealed
             }
         }
@@ -247,12 +244,5 @@ final class SealAhead: @unchecked Sendable {
         lock()
         defer { unlock() }
         return (entries.count, runningLanes)
-    }
-
-    /// Blocks lanes sealed that the writer used.
-    var blocksUsed: UInt64 {
-        lock()
-        defer { unlock() }
-        return used
     }
 }
