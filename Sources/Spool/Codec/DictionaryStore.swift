@@ -152,6 +152,15 @@ final class DictionaryStore: Sendable {
         state.withLock { _ = $0.used[base, default: []].insert(id) }
     }
 
+    /// Records that segment `base` was rewritten without a dictionary (cold recompression):
+    /// none of its blocks keeps one alive any more.
+    func noteRewritten(segment base: UInt64) {
+        state.withLock {
+            $0.used[base] = nil
+            $0.scanned.insert(base)
+        }
+    }
+
     /// Deletes every dictionary file no block of `segments()` (the segments that remain) uses,
     /// except the current one and those being written. Called after segments are deleted.
     ///

@@ -82,6 +82,16 @@ final class LogCodec: Sendable {
         }
     }
 
+    /// Sets a cold rewrite's encoder: no dictionary (a 1 MiB block gains little from one, and
+    /// the rewritten segment then holds no dictionary alive), the current key if the log
+    /// encrypts. Any thread (the encoder is the rewrite's own).
+    func prepareForRewrite(_ encoder: BlockEncoder) {
+        encoder.dictionary = nil
+        if let current = encryption?.current, let key = keys[current] {
+            encoder.sealer = BlockSealer(keyID: current, key: key, logID: logID)
+        }
+    }
+
     /// Notes the dictionary a just-encoded block uses, and samples its records while a
     /// training waits for samples. Writer thread.
     func didEncode(_ block: PendingBlock, header: BlockHeader, segment: UInt64) {

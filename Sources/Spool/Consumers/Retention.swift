@@ -68,7 +68,16 @@ extension EventLog {
     /// listed file missing knows it was removed outside Spool. A segment that could not be
     /// unlinked is listed again; every one unlinked has its base added to `removed`.
     func deleteSegments(_ doomed: [SegmentInfo], removed: inout Set<UInt64>) throws {
-        let forgotten = lock.withLock { state.forgetSegments(doomed) }
+        // Held from the forgetting to the last unlink: a cold rewrite that checked its segment
+        // is listed renames before all of this or after (and then finds it gone).
+        segmentFiles.lock()
+        var segmentFilesHeld = true
+        defer { if segmentFilesHeld { segmentFiles.unlock() } }
+        let forgotten = lock.withLock { () -> [SegmentInfo] in
+            let forgotten = state.forgetSegments(doomed)
+            if let rewrite = state.rewrite, forgotten.contains(where: { $0.baseSeq == rewrite.baseSeq }) { state.cancelRewrite() }
+            return forgotten
+        }
         do {
             defer {
                 let kept = forgotten.filter { !removed.contains($0.baseSeq) }
@@ -82,6 +91,8 @@ extension EventLog {
                 try DirectoryIO.remove(directory + "/" + segment.name)
                 removed.insert(segment.baseSeq)
             }
+            segmentFiles.unlock()
+            segmentFilesHeld = false
             try DirectoryIO.sync(directory)
         }
         try codec.dictionaries.removeUnused { lock.withLock { state.segments } }

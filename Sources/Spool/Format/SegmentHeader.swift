@@ -5,6 +5,13 @@ struct SegmentHeader: Equatable {
     var logID: LogID
     /// 1: full block headers only; 2: compact ones too (FORMAT.md §2). Writers write the newest.
     var version: UInt16 = Format.segmentVersion
+    /// Bit 0: the segment was rewritten by cold recompression (FORMAT.md §2.1). Other bits are
+    /// 0 as written and ignored as read.
+    var flags: UInt32 = 0
+
+    /// Whether cold recompression wrote this segment.
+    var isRecompressed: Bool { flags & Self.recompressedFlag != 0 }
+    static let recompressedFlag: UInt32 = 1
 
     func encoded() -> [UInt8] {
         var out = [UInt8]()
@@ -12,7 +19,7 @@ struct SegmentHeader: Equatable {
         out.append(contentsOf: Format.segmentMagic)
         out.appendLE(version)
         out.appendLE(UInt16(Format.segmentHeaderSize))
-        out.appendLE(UInt32(0))
+        out.appendLE(flags)
         out.appendLE(baseSeq)
         out.appendLE(createdMillis)
         out.append(contentsOf: logID.bytes)
@@ -36,7 +43,8 @@ struct SegmentHeader: Equatable {
             baseSeq: loadLE(bytes, 16, as: UInt64.self),
             createdMillis: loadLE(bytes, 24, as: Int64.self),
             logID: LogID(bytes: Array(bytes[32..<48])),
-            version: version))
+            version: version,
+            flags: loadLE(bytes, 12, as: UInt32.self)))
     }
 }
 

@@ -222,9 +222,13 @@ extension EventLog {
                 continue
             }
             if !state.isOpen, let error = state.error { throw error }
-            if configuration.capPolicy == .rejectNew, let cap = configuration.maxBytes,
-               state.diskBytes + Int64(state.pendingBytes + framed) > Int64(cap) {
-                throw SpoolError(.full, "the log is at its cap: \(state.diskBytes) bytes on disk and \(state.pendingBytes) pending, Configuration.maxBytes is \(cap) (policy rejectNew)", path: directory)
+            if configuration.capPolicy == .rejectNew, let cap = configuration.maxBytes {
+                let needed = state.diskBytes + Int64(state.pendingBytes + framed)
+                if needed > Int64(cap) {
+                    throw SpoolError(.full, "the log is at its cap: \(state.diskBytes) bytes on disk and \(state.pendingBytes) pending, Configuration.maxBytes is \(cap) (policy rejectNew)", path: directory)
+                }
+                // A cold rewrite's file never makes an append fail: it gives way.
+                if needed + state.rewriteReservation > Int64(cap) { state.cancelRewrite() }
             }
             if state.pendingBytes + framed <= configuration.maxPendingBytes { break }
             lock.wakeWriter()

@@ -45,6 +45,11 @@ public final class EventLog: @unchecked Sendable {
     let retentionQueue = DispatchQueue(label: "spool.retention", qos: .utility)
     /// Dictionaries and keys, shared by the writer, readers and the training thread.
     let codec: LogCodec
+    /// Held while a sealed segment's file is unlinked or replaced (``deleteSegments(_:removed:)``,
+    /// a cold rewrite's rename): a rewrite never puts back a file retention or the cap took.
+    let segmentFiles = RankedLock(.segmentFiles)
+    /// Cold recompression's thread and what it has settled (``Configuration/coldCompression``).
+    let recompressor = Recompressor()
 
     /// Opens the log in `directory`, creating it (mode 0700) if needed, and recovers it.
     ///
@@ -110,6 +115,7 @@ public final class EventLog: @unchecked Sendable {
         thread.name = "spool-writer"
         thread.qualityOfService = .userInitiated
         thread.start()
+        scheduleRecompression()
         logger.debug("opened log", metadata: ["directory": "\(directory)", "id": "\(id)", "nextSeq": "\(nextSeq)"])
     }
 
@@ -165,7 +171,7 @@ public final class EventLog: @unchecked Sendable {
                 return false
             }
             lock.wakeWriter()
-            while !state.writerExited || state.retentionsInFlight > 0 { lock.progressWait() }
+            while !state.writerExited || state.retentionsInFlight > 0 || state.rewrite != nil { lock.progressWait() }
             let unwritten = state.finishClosing()
             if !unwritten.isEmpty {
                 failure = SpoolError(.io, "\(unwritten.count) appended records could not be written before close (records \(unwritten.lowerBound)..<\(unwritten.upperBound))", path: directory)

@@ -100,6 +100,10 @@ public struct LogStats: Sendable, Equatable {
     public var retainedSegmentsDeleted: UInt64
     /// Since open: failed writes (the writer retried them).
     public var writeErrors: UInt64
+    /// Since open: sealed segments cold recompression rewrote (``Configuration/coldCompression``).
+    public var segmentsRecompressed: UInt64 = 0
+    /// Since open: bytes those rewrites saved on disk (old size less new, summed).
+    public var bytesSavedByRecompression: UInt64 = 0
 
     /// Raw bytes per stored byte of the blocks written since open (0 before the first block).
     public var compressionRatio: Double { storedBytes == 0 ? 0 : Double(rawBytes) / Double(storedBytes) }
@@ -116,7 +120,8 @@ extension EventLog {
                 pendingBytes: state.pendingBytes, appendedRecords: c.appendedRecords, appendedBytes: c.appendedBytes,
                 blocksWritten: c.blocksWritten, blocksSealedInParallel: c.blocksSealedInParallel, storedBytes: c.storedBytes, rawBytes: c.rawBytes, fsyncs: c.fsyncs,
                 droppedRecords: c.droppedRecords, expiredRecords: c.expiredRecords,
-                retainedSegmentsDeleted: c.retainedSegmentsDeleted, writeErrors: c.writeErrors)
+                retainedSegmentsDeleted: c.retainedSegmentsDeleted, writeErrors: c.writeErrors,
+                segmentsRecompressed: c.segmentsRecompressed, bytesSavedByRecompression: c.bytesSavedByRecompression)
         }
     }
 }

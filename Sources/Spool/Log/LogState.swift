@@ -77,6 +77,8 @@ struct LogCounters {
     var expiredRecords: UInt64 = 0
     var retainedSegmentsDeleted: UInt64 = 0
     var writeErrors: UInt64 = 0
+    var segmentsRecompressed: UInt64 = 0
+    var bytesSavedByRecompression: UInt64 = 0
 }
 
 /// How a write of a batch ended, for the log to say so (``LogState/finishWrite(_:batch:activeSegment:syncFailed:now:)``).
@@ -135,6 +137,12 @@ struct LogState {
     /// Commits' retention deleting segments right now (see `EventLog.applyRetention`):
     /// `close()` waits for them before it releases the directory lock.
     private(set) var retentionsInFlight = 0
+    /// The sealed segment cold recompression is rewriting, if any (one at a time): the bytes
+    /// its temporary file may take (the segment's own size: a rewrite that grows past it is
+    /// abandoned) count against the cap, and `close()` and `suspend()` wait for it to end.
+    /// `cancelled` once the cap had to drop that segment, or the files are being let go: the
+    /// rewrite then ends without replacing anything.
+    private(set) var rewrite: (baseSeq: UInt64, reserved: Int64, cancelled: Bool)? = nil
     /// An idle suspension (`Configuration.suspendsWhenIdle`) is queued and has not run.
     private var idleSuspendQueued = false
     /// A retention run is queued on the retention queue and has not started.
@@ -472,7 +480,7 @@ struct LogState {
     /// Takes the write token for `suspend()`/`resume()`, once no one writes (and, when asked,
     /// no retention deletes): false if the caller must wait for progress first.
     mutating func takeWriteToken(waitingForRetention: Bool) -> Bool {
-        guard !writing, !(waitingForRetention && retentionsInFlight > 0) else { return false }
+        guard !writing, !(waitingForRetention && (retentionsInFlight > 0 || rewrite != nil)) else { return false }
         writing = true
         return true
     }
@@ -609,6 +617,59 @@ struct LogState {
     mutating func finishRetention(deleted: Int) {
         counters.retainedSegmentsDeleted += UInt64(deleted)
         retentionsInFlight -= 1
+    }
+
+    // MARK: Cold recompression
+
+    /// Starts rewriting the sealed segment at `baseSeq` (cold recompression), reserving its
+    /// size under the cap: nil when another rewrite runs, the files are let go, or the segment
+    /// is not a listed sealed one of that size (retention or the cap took it).
+    mutating func beginRewrite(of segment: SegmentInfo) -> SegmentInfo? {
+        guard rewrite == nil, rewritesAllowed,
+              let index = segments.firstIndex(where: { $0.baseSeq == segment.baseSeq }),
+              index < segments.count - 1, segments[index].size == segment.size else { return nil }
+        rewrite = (segment.baseSeq, segment.size, false)
+        return segments[index]
+    }
+
+    /// Whether the rewrite in flight may go on: not cancelled, and the files are still held.
+    var rewriteMayContinue: Bool {
+        guard let rewrite else { return false }
+        return !rewrite.cancelled && rewritesAllowed
+    }
+
+    /// The files are held and nothing failed for good: sealed segments may be rewritten.
+    private var rewritesAllowed: Bool {
+        if filesReleased { return false }
+        if case .failed = status { return false }
+        return true
+    }
+
+    /// The bytes the cap counts for the rewrite in flight (0 when none, or cancelled).
+    var rewriteReservation: Int64 {
+        guard let rewrite, !rewrite.cancelled else { return 0 }
+        return rewrite.reserved
+    }
+
+    /// The cap is about to drop the segment being rewritten (or needs the room): the rewrite
+    /// replaces nothing and its reservation no longer counts.
+    mutating func cancelRewrite() {
+        rewrite?.cancelled = true
+    }
+
+    /// Ends the rewrite in flight. With `replacedBy`, the new file took the segment's name
+    /// (under the segment-files lock, while the segment was listed): the list takes its size.
+    mutating func finishRewrite(replacedBy size: Int64?) {
+        if let rewrite, let size, let index = segments.firstIndex(where: { $0.baseSeq == rewrite.baseSeq }) {
+            segments[index].size = size
+            counters.segmentsRecompressed += 1
+        }
+        rewrite = nil
+    }
+
+    /// Counts the bytes one rewrite saved (the old size less the new).
+    mutating func countRecompressed(savedBytes: Int64) {
+        counters.bytesSavedByRecompression += UInt64(max(0, savedBytes))
     }
 
     /// The cap dropped `segments` segments holding `records` records no consumer had read.

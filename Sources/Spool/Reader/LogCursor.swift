@@ -136,8 +136,11 @@ final class LogCursor {
                 }
             }
             guard let reader = segment else { continue }
-            reader.limit = info.size
-            if offset >= info.size {
+            // A sealed segment ends where the file this reader opened ends: a cold rewrite may
+            // have replaced the listed file (whose size the list now has) since it was opened,
+            // and this reader goes on reading the copy it holds, record for record the same.
+            reader.limit = isActive ? info.size : try reader.sealedSize()
+            if offset >= reader.limit {
                 if isActive { return nil }
                 // A sealed segment's blocks all checked but end before the next segment's base:
                 // no damaged bytes, so the rest is missing (seqs skipped after a power loss).

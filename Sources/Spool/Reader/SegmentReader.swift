@@ -38,6 +38,16 @@ final class SegmentReader {
 
     deinit { file.close() }
 
+    /// The size of the file this reader opened, once it is sealed (a sealed file never changes:
+    /// it is only ever replaced whole, under another inode). One `fstat`, then remembered.
+    func sealedSize() throws -> Int64 {
+        if let known = knownSealedSize { return known }
+        let size = try file.size()
+        knownSealedSize = size
+        return size
+    }
+    private var knownSealedSize: Int64?
+
     /// What is at an offset of the segment.
     enum BlockRead {
         /// A valid block: its header, with its payload in `payload` (checksum verified).

@@ -67,9 +67,10 @@ final class ConditionLock: @unchecked Sendable {
         wait(writerCondition, until: deadline)
     }
 
-    /// A caller waits, with the lock held, until progress is broadcast.
-    func progressWait() {
-        wait(progressCondition, until: nil)
+    /// A caller waits, with the lock held, until progress is broadcast (or until `deadline`,
+    /// monotonic ns, if any).
+    func progressWait(until deadline: UInt64? = nil) {
+        wait(progressCondition, until: deadline)
     }
 
     private func wait(_ condition: UnsafeMutablePointer<pthread_cond_t>, until deadline: UInt64?) {

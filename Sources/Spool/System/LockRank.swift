@@ -26,8 +26,14 @@ enum LockRank: Int, Comparable, CustomStringConvertible, Sendable {
     case liveSynced = 50
     /// `LiveSegments.refreshing`: one look at the directory at a time.
     case liveRefreshing = 55
+    /// `EventLog.segmentFiles`: a sealed segment's file is unlinked (retention, the cap) or
+    /// replaced by its cold rewrite, one at a time, each checking the shared state first.
+    case segmentFiles = 58
     /// `EventLog.lock`: the log's shared state (`LogState`).
     case log = 60
+    /// `Recompressor`: whether cold recompression's thread runs, and what it settled (asked
+    /// for after a roll, under the log's lock).
+    case recompressor = 62
     /// `SealAhead`: the blocks sealing lanes seal ahead of the writer (offered under the log's lock).
     case sealing = 65
     /// `LogCodec`'s training samples.
@@ -51,7 +57,9 @@ enum LockRank: Int, Comparable, CustomStringConvertible, Sendable {
         case .consumerCache: "ConsumerCache"
         case .liveSynced: "LiveSegments.syncedEnd"
         case .liveRefreshing: "LiveSegments.refreshing"
+        case .segmentFiles: "EventLog.segmentFiles"
         case .log: "EventLog.lock"
+        case .recompressor: "Recompressor"
         case .sealing: "SealAhead"
         case .training: "LogCodec.training"
         case .dictionaries: "DictionaryStore.state"

@@ -14,13 +14,21 @@ extension EventLog {
         guard let cap = configuration.maxBytes, configuration.capPolicy == .dropOldest else { return }
         let (doomed, unread, over): ([SegmentInfo], [UInt64: Range<UInt64>], Int64) = lock.withLock {
             // The shared state lists the writer's active segment last, at its size before this write.
-            var total = state.diskBytes - (state.segments.last?.size ?? 0) + activeSizeAfter
+            // A cold rewrite's temporary file counts too (at most its segment's size).
+            var total = state.diskBytes - (state.segments.last?.size ?? 0) + activeSizeAfter + state.rewriteReservation
             var doomed = [SegmentInfo]()
             var unread = [UInt64: Range<UInt64>]()
             let floor = state.retentionFloor
             var index = 0
             while total > Int64(cap), index < state.segments.count - 1 {
                 let segment = state.segments[index]
+                if let rewrite = state.rewrite, !rewrite.cancelled, rewrite.baseSeq == segment.baseSeq {
+                    // Never drop the segment a rewrite is for to make room for its own copy:
+                    // the rewrite gives way (nothing is replaced) and its room is freed.
+                    state.cancelRewrite()
+                    total -= rewrite.reserved
+                    continue
+                }
                 let end = state.segments[index + 1].baseSeq
                 let from = floor.map { max(segment.baseSeq, $0) } ?? segment.baseSeq
                 if from < end { unread[segment.baseSeq] = from..<end }

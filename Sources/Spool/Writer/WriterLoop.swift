@@ -201,7 +201,10 @@ extension EventLog {
                             stored: outcome.storedBytes, raw: outcome.rawBytes, fsyncs: outcome.fsyncs)
         let verdict = state.finishWrite(outcome, batch: &batch, activeSegment: writer.activeSegment,
                                         syncFailed: writer.syncFailed, now: monotonicNanos())
-        if !outcome.sealed.isEmpty { scheduleRetention() }
+        if !outcome.sealed.isEmpty {
+            scheduleRetention()
+            scheduleRecompression()
+        }
         metrics.recordSegments(count: state.segments.count, diskBytes: state.diskBytes)
         say(verdict)
         lock.broadcastProgress()

@@ -1,0 +1,319 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import Logging
+
+/// What ``EventLog/recompressSealedSegments()`` rewrote.
+public struct RecompressionReport: Sendable, Equatable {
+    /// Sealed segments rewritten by this call.
+    public var segmentsRewritten = 0
+    /// Their bytes on disk before.
+    public var bytesBefore: Int64 = 0
+    /// Their bytes on disk after.
+    public var bytesAfter: Int64 = 0
+
+    /// Nothing rewritten.
+    public init() {}
+}
+
+/// Cold recompression's own state: whether its background thread runs, and the segments it
+/// has settled (already rewritten, or to be left as they are). Its lock is taken under the
+/// log's (a roll asks for a run while the writer publishes), never the other way round.
+final class Recompressor: Sendable {
+    struct State {
+        /// The background thread is working (one at a time).
+        var running = false
+        /// A run was asked for while it worked: it looks once more before it ends.
+        var again = false
+        /// Bases of segments never to look at again in this process: rewritten (the header
+        /// says so), damaged, holding a block no key here opens, or not made smaller.
+        var settled: Set<UInt64> = []
+    }
+    let state = RankedMutex(.recompressor, State())
+}
+
+/// One sealed segment as a ``RecordSource``: what a rewrite reads, through the same cursor
+/// (and so the same checks) as every reader. Its records end at the next segment's base.
+private final class SealedSegmentSource: RecordSource {
+    let directory: String
+    let id: LogID
+    let codec: LogCodec
+    private let segment: SegmentInfo
+    private let end: UInt64
+
+    init(directory: String, id: LogID, codec: LogCodec, segment: SegmentInfo, end: UInt64) {
+        self.directory = directory
+        self.id = id
+        self.codec = codec
+        self.segment = segment
+        self.end = end
+    }
+
+    func readableSegments(durableOnly: Bool) -> (segments: [SegmentInfo], end: UInt64) {
+        // The next segment, listed empty, makes this one sealed to the cursor (it stops at `end`).
+        ([segment, SegmentInfo(baseSeq: end, size: 0)], end)
+    }
+
+    var resumedSeq: UInt64? { nil }
+}
+
+extension EventLog {
+    /// How one segment's rewrite ended.
+    private enum RewriteEnd {
+        /// The new file took the segment's name.
+        case replaced(before: Int64, after: Int64)
+        /// Left as it is for good (damaged, no key, not made smaller, already rewritten).
+        case settled
+        /// Not now (another rewrite, no room under the cap, the cap or retention took it, the
+        /// files are being let go): a later run looks again.
+        case later
+    }
+
+    /// Starts the background thread that rewrites cold segments, unless it runs already (it
+    /// then looks once more before it ends). After open and after each roll; lock may be held.
+    func scheduleRecompression() {
+        guard configuration.coldCompression?.inBackground == true, !configuration.suspendsWhenIdle else { return }
+        let start = recompressor.state.withLock { state -> Bool in
+            if state.running {
+                state.again = true
+                return false
+            }
+            state.running = true
+            return true
+        }
+        guard start else { return }
+        let thread = Thread { [self] in
+            lowerThreadPriority()
+            while true {
+                recompressor.state.withLock { $0.again = false }
+                do {
+                    _ = try recompressCandidates()
+                } catch {
+                    logger.warning("cold recompression stopped; it looks again after the next roll", metadata: ["error": "\(error)"])
+                }
+                let done = recompressor.state.withLock { state -> Bool in
+                    if state.again { return false }
+                    state.running = false
+                    return true
+                }
+                if done { return }
+            }
+        }
+        thread.name = "spool-recompress"
+        thread.qualityOfService = .background
+        thread.start()
+    }
+
+    /// Rewrites every sealed segment cold recompression would rewrite in the background, now,
+    /// on the calling thread (``Configuration/coldCompression``; nothing when it is nil). For
+    /// a backlog about to be kept for long (an app going offline), a benchmark, or a test.
+    /// Blocking: call it from a thread of your own, or call its `async` form.
+    /// - Returns: what it rewrote; a segment the background thread rewrote meanwhile is not in it.
+    /// - Throws: `.io`/`.diskFull` when a new file cannot be written (the old one stays);
+    ///   `.closed` once the log is closed.
+    @discardableResult
+    public func recompressSealedSegments() throws -> RecompressionReport {
+        guard configuration.coldCompression != nil else { return RecompressionReport() }
+        if let error = lock.withLock({ state.closeRequested ? SpoolError(.closed, "the log is closed", path: directory) : nil }) {
+            throw error
+        }
+        return try recompressCandidates()
+    }
+
+    /// ``recompressSealedSegments()`` off Swift's cooperative pool.
+    @discardableResult
+    public func recompressSealedSegments() async throws -> RecompressionReport {
+        try await offload { try self.recompressSealedSegments() }
+    }
+
+    /// Rewrites the candidates oldest first until none is left or one must wait.
+    private func recompressCandidates() throws -> RecompressionReport {
+        var report = RecompressionReport()
+        while let (segment, end, header) = try nextCandidate() {
+            switch try rewrite(segment, end: end, header: header) {
+            case .replaced(let before, let after):
+                report.segmentsRewritten += 1
+                report.bytesBefore += before
+                report.bytesAfter += after
+            case .settled:
+                recompressor.state.withLock { _ = $0.settled.insert(segment.baseSeq) }
+            case .later:
+                return report
+            }
+        }
+        return report
+    }
+
+    /// The oldest sealed segment not yet settled that some consumer still needs (or any, with
+    /// no consumer), with the next segment's base and its header; nil when none is left.
+    private func nextCandidate() throws -> (SegmentInfo, UInt64, SegmentHeader)? {
+        let (segments, floor, allowed) = lock.withLock { (state.segments, state.retentionFloor, !state.filesReleased) }
+        guard allowed, segments.count > 1 else { return nil }
+        let settled = recompressor.state.withLock { $0.settled }
+        for index in 0..<(segments.count - 1) {
+            let segment = segments[index]
+            let end = segments[index + 1].baseSeq
+            if settled.contains(segment.baseSeq) { continue }
+            if let floor, end <= floor { continue }  // every consumer passed it: retention deletes it
+            let header: SegmentHeader
+            do {
+                let reader = try SegmentReader(path: directory + "/" + segment.name, baseSeq: segment.baseSeq, limit: segment.size)
+                if try reader.checkHeader(logID: id) != nil { throw SpoolError(.corrupt, "damaged segment header") }
+                guard let parsed = reader.header else { throw SpoolError(.corrupt, "damaged segment header") }
+                header = parsed
+            } catch let error as SpoolError where error.errno == .noSuchFileOrDirectory {
+                continue  // deleted since the list was taken
+            } catch {
+                recompressor.state.withLock { _ = $0.settled.insert(segment.baseSeq) }
+                continue
+            }
+            if header.isRecompressed {
+                recompressor.state.withLock { _ = $0.settled.insert(segment.baseSeq) }
+                continue
+            }
+            return (segment, end, header)
+        }
+        return nil
+    }
+
+    /// Rewrites one sealed segment into `<name>.tmp` (its own header with the recompressed
+    /// flag, blocks of ``ColdCompression/blockSize`` at ``ColdCompression/level``), makes it
+    /// durable, and renames it over the segment if the segment is still listed as it was. A
+    /// crash at any point leaves the old file or the new one, both whole and durable (a
+    /// leftover temporary file is removed at the next open).
+    private func rewrite(_ listed: SegmentInfo, end: UInt64, header old: SegmentHeader) throws -> RewriteEnd {
+        guard let cold = configuration.coldCompression else { return .later }
+        let cap = configuration.maxBytes.map(Int64.init)
+        if configuration.capPolicy == .rejectNew, let cap,
+           lock.withLock({ state.diskBytes + Int64(state.pendingBytes) + listed.size > cap }) {
+            return .later  // appends would need the room
+        }
+        guard let segment = lock.withLock({ state.beginRewrite(of: listed) }) else { return .later }
+        var replacedSize: Int64?
+        defer {
+            lock.withLock {
+                state.finishRewrite(replacedBy: replacedSize)
+                if let replacedSize { state.countRecompressed(savedBytes: segment.size - replacedSize) }
+                lock.broadcastProgress()
+            }
+        }
+        let path = directory + "/" + segment.name
+        let temporary = path + Format.temporarySuffix
+        try DirectoryIO.remove(temporary)
+        let file = try FileIO.open(temporary, .createNew(permissions: configuration.fileMode))
+        var renamed = false
+        defer {
+            file.close()
+            if !renamed { try? DirectoryIO.remove(temporary) }
+        }
+        let newHeader = SegmentHeader(baseSeq: segment.baseSeq, createdMillis: old.createdMillis, logID: id,
+                                      version: Format.segmentVersion, flags: SegmentHeader.recompressedFlag)
+        try file.write(newHeader.encoded(), at: 0)
+        var size = Int64(Format.segmentHeaderSize)
+        let context = SegmentContext(baseSeq: segment.baseSeq, createdMillis: old.createdMillis, version: Format.segmentVersion)
+        let encoder = BlockEncoder(level: cold.level)
+        codec.prepareForRewrite(encoder)
+        var block = PendingBlock()
+        block.reset(firstSeq: segment.baseSeq)
+        var out = [UInt8]()
+        out.reserveCapacity(ZstdCompressor.bound(cold.blockSize) + Format.blockHeaderSize)
+
+        /// Seals `block`, waits for room under the cap, writes it. False: stop (settled or later in `end`).
+        var ending: RewriteEnd?
+        func flush() throws -> Bool {
+            guard !block.isEmpty else { return true }
+            out.removeAll(keepingCapacity: true)
+            try encoder.encode(block, in: context, into: &out)
+            if size + Int64(out.count) >= segment.size {
+                ending = .settled  // not smaller: keep the file the writer made
+                return false
+            }
+            guard waitForRewriteRoom(upTo: size + Int64(out.count), cap: cap) else {
+                ending = .later
+                return false
+            }
+            try file.write(out, at: size)
+            size += Int64(out.count)
+            block.reset(firstSeq: block.firstSeq + UInt64(block.count))
+            return true
+        }
+
+        let cursor = LogCursor(log: SealedSegmentSource(directory: directory, id: id, codec: codec, segment: segment, end: end),
+                               from: segment.baseSeq)
+        var expected = segment.baseSeq
+        do {
+            while let item = try cursor.next() {
+                // Damage, or seqs the segment does not hold: keep the file as recovery's evidence.
+                guard case .record(let record) = item, record.seq == expected else { return .settled }
+                if !block.isEmpty && block.raw.count + PendingBlock.framedSize(record.payload.count) > cold.blockSize {
+                    guard try flush() else { return ending ?? .later }
+                }
+                record.payload.withUnsafeBytes { block.add($0, timestamp: record.timestamp) }
+                expected += 1
+            }
+        } catch let error as SpoolError where error.code == .missingKey || error.code == .corrupt {
+            return .settled  // a block no key here opens, or a dictionary that is gone
+        }
+        guard try flush() else { return ending ?? .later }
+        guard expected == end, expected > segment.baseSeq else { return .settled }
+        try file.syncData()
+
+        // The rename, while no unlink can run: only over the file still listed as it was.
+        segmentFiles.lock()
+        let stillListed = lock.withLock {
+            state.rewriteMayContinue && state.segments.contains { $0.baseSeq == segment.baseSeq && $0.size == segment.size }
+        }
+        guard stillListed else {
+            segmentFiles.unlock()
+            return .later
+        }
+        do {
+            try DirectoryIO.rename(temporary, to: path)
+        } catch {
+            segmentFiles.unlock()
+            throw error
+        }
+        renamed = true
+        replacedSize = size
+        segmentFiles.unlock()
+        codec.dictionaries.noteRewritten(segment: segment.baseSeq)
+        do {
+            try DirectoryIO.sync(directory)
+        } catch {
+            // Either file is whole and durable: a power cut may only bring the old one back.
+            logger.warning("the directory could not be synced after a cold rewrite", metadata: ["error": "\(error)"])
+        }
+        logger.debug("recompressed a sealed segment", metadata: [
+            "segment": "\(segment.name)", "before": "\(segment.size)", "after": "\(size)",
+        ])
+        return .replaced(before: segment.size, after: size)
+    }
+
+    /// Waits until the rewrite's file may grow to `bytes` under the cap (the writer makes room
+    /// for it at its next write, the reservation counting), for at most two seconds; false
+    /// when it must stop: cancelled, the files let go, or no room came.
+    private func waitForRewriteRoom(upTo bytes: Int64, cap: Int64?) -> Bool {
+        lock.withLock {
+            let deadline = monotonicNanos() + 2_000_000_000
+            while true {
+                guard state.rewriteMayContinue else { return false }
+                guard let cap, state.diskBytes + bytes > cap else { return true }
+                let now = monotonicNanos()
+                if now >= deadline { return false }
+                lock.progressWait(until: min(deadline, now + 50_000_000))
+            }
+        }
+    }
+}
+
+/// Puts the calling thread at the lowest scheduling priority (`nice` 19): cold recompression
+/// takes only what appends, the writer and the sealing lanes leave. On Linux the nice value
+/// is a thread's own; elsewhere the thread's background quality of service does it.
+private func lowerThreadPriority() {
+    #if os(Linux)
+    _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
+    #endif
+}
