@@ -68,7 +68,20 @@ extension Context {
         }
         rows.append(Row(group: "footprint", scenario: "bytes on disk", spool: perEvent,
                         baseline: "the events' own bytes", baselineFigure: Figure(eventBytes / Double(count), "B/event"), percent: true))
-        rows.append(try await keptUnderCapRow())
+        // Cold recompression (FORMAT.md §2.1): the same events, their sealed segments rewritten.
+        let coldDirectory = try scratch.fresh("cold")
+        defer { scratch.remove(coldDirectory) }
+        let cold = try await blocking { try spool.coldBytes(count: count, directory: coldDirectory) }
+        let coldPerEvent = Figure(Double(cold.total) / Double(count), "B/event")
+        rows.append(Row(group: "footprint", scenario: "bytes on disk, sealed segments cold-recompressed (1 MiB segments; the active one, \(cold.active) B, as written)",
+                        spool: coldPerEvent, baseline: "Spool as written", baselineFigure: perEvent, percent: true))
+        if let baseline, let baseBytes = best["\(baseline.name) drain \(BaselineDrain.full.label)"]?.storedBytes {
+            rows.append(Row(group: "footprint", scenario: "bytes on disk, sealed segments cold-recompressed", spool: coldPerEvent,
+                            baseline: baseline.name, baselineFigure: Figure(Double(baseBytes) / Double(count), "B/event"),
+                            percent: true, goal: .atMost(0.08)))
+        }
+        rows.append(try await keptUnderCapRow(cold: false))
+        rows.append(try await keptUnderCapRow(cold: true))
         return rows
     }
 
@@ -76,14 +89,17 @@ extension Context {
     /// oldest, segments of 1.25 MiB) after ``BenchOptions/capEvents`` were appended, against as
     /// many as 10 MiB holds at the events' own size. An app offline for a week under a cap
     /// keeps this many.
-    private func keptUnderCapRow() async throws -> Row {
+    /// With `cold`, the sealed segments are cold-recompressed between bursts of 10,000 appends
+    /// (``SpoolSide/keptUnderCap(maxBytes:count:cold:directory:)``).
+    private func keptUnderCapRow(cold: Bool) async throws -> Row {
         let cap = 10 * 1024 * 1024
         let spool = self.spool
-        let directory = try scratch.fresh("cap")
+        let directory = try scratch.fresh(cold ? "cap-cold" : "cap")
         defer { scratch.remove(directory) }
         let appended = options.capEvents
-        let kept = try await blocking { try spool.keptUnderCap(maxBytes: cap, count: appended, directory: directory) }
-        return Row(group: "footprint", scenario: "events kept under a 10 MiB cap (\(appended) appended, oldest dropped)",
+        let kept = try await blocking { try spool.keptUnderCap(maxBytes: cap, count: appended, cold: cold, directory: directory) }
+        let how = cold ? ", cold-recompressed between bursts of 10,000" : ""
+        return Row(group: "footprint", scenario: "events kept under a 10 MiB cap (\(appended) appended, oldest dropped\(how))",
                    spool: Figure(Double(kept), "events"), baseline: "10 MiB of the events' own bytes",
                    baselineFigure: Figure(Double(cap) / events.meanSize, "events"))
     }

@@ -188,17 +188,47 @@ public struct SpoolSide: Sendable {
     /// holds: appended, less those the cap dropped. Every byte saved on disk is an event kept.
     /// Segments are an eighth of the cap (a cap must hold two; the cap drops whole segments,
     /// so smaller ones keep it fuller).
-    public func keptUnderCap(maxBytes: Int, count: Int, directory: String) throws -> UInt64 {
+    ///
+    /// With `cold`, sealed segments are rewritten by cold recompression
+    /// (`Configuration.coldCompression` at its defaults): the events are appended in bursts of
+    /// 10,000, each followed by the rewrite a background thread makes of what it sealed, as in
+    /// an app whose log is idle between bursts (a tight loop of a million appends outruns any
+    /// background thread, and measures that thread, not the bytes).
+    public func keptUnderCap(maxBytes: Int, count: Int, cold: Bool = false, directory: String) throws -> UInt64 {
         var capped = configuration
         capped.maxBytes = maxBytes
         capped.capPolicy = .dropOldest
         capped.segmentSize = max(64 * 1024, maxBytes / 8)
+        if cold { capped.coldCompression = ColdCompression(inBackground: false) }
         let log = try EventLog.open(directory: directory, configuration: capped, logger: quietLogger)
-        for index in 0..<count { try log.append(events[cycling: index]) }
+        for index in 0..<count {
+            try log.append(events[cycling: index])
+            if cold && (index + 1) % 10_000 == 0 {
+                try log.syncBlocking()
+                try log.recompressSealedSegments()
+            }
+        }
         try log.syncBlocking()
+        if cold { try log.recompressSealedSegments() }
         let stats = log.stats()
         try log.close()
         return stats.appendedRecords - stats.droppedRecords
+    }
+
+    /// Appends `count` events (buffered) into segments of 1 MiB, has cold recompression
+    /// rewrite every sealed one (at its defaults: level 9, 1 MiB blocks), closes the log and
+    /// returns its bytes on disk and how many of them the active (never rewritten) segment holds.
+    public func coldBytes(count: Int, directory: String) throws -> (total: Int, active: Int) {
+        var cold = configuration
+        cold.segmentSize = 1 << 20
+        cold.coldCompression = ColdCompression(inBackground: false)
+        let log = try EventLog.open(directory: directory, configuration: cold, logger: quietLogger)
+        for index in 0..<count { try log.append(events[cycling: index]) }
+        try log.syncBlocking()
+        try log.recompressSealedSegments()
+        try log.close()
+        let active = try newestSegment(in: directory).size
+        return (bytesOnDisk(directory), Int(active))
     }
 
     /// Fills a log with at least `bytes` of segments and an active (newest) segment of
