@@ -21,6 +21,9 @@ import Foundation
 /// - retention never deletes a segment a consumer has not passed, and none while the files are
 ///   released;
 /// - the segment list is sorted and without repeats;
+/// - a cold rewrite replaces only a listed sealed segment, never the active one, never one
+///   retention or the cap took while it ran, and never while the files are released; `close()`
+///   and `suspend()` let go of the files only once it has ended;
 /// - once closed, no caller waits; at the end of every run every waiter has its answer.
 struct LogLifecycleSimulation {
     struct Failure: Error, CustomStringConvertible {
@@ -68,6 +71,9 @@ struct LogLifecycleSimulation {
     private var retention: (doomed: [SegmentInfo], forgotten: [SegmentInfo])?
     /// What a retention run broke when it began, checked with the other invariants.
     private var retentionBroken: String?
+    /// A cold rewrite in flight (the segment as it began), and what one broke.
+    private var rewriting: SegmentInfo?
+    private var rewriteBroken: String?
     private var suspension = Suspension.none
     private var idleQueued = false
     private var closing = false
@@ -95,6 +101,8 @@ struct LogLifecycleSimulation {
             guardSteps += 1
             if retention != nil {
                 runRetention()  // suspend() waits for a retention run in flight
+            } else if rewriting != nil {
+                rewriteStep()  // and for a cold rewrite
             } else if syncing != nil {
                 syncOnly()
             } else if inFlight != nil || !state.full.isEmpty {
@@ -133,6 +141,7 @@ struct LogLifecycleSimulation {
         case 87..<91: resume()
         case 91..<95: idleSuspension()
         case 95..<97: if rng.next() % 4 == 0 { close() } else { seal() }
+        case 97..<99: rewriteStep()
         default: collect()
         }
     }
@@ -140,6 +149,7 @@ struct LogLifecycleSimulation {
     /// After close: what the writer does until it exits, then close's own end.
     private mutating func drainStep() {
         if retention != nil { return runRetention() }
+        if rewriting != nil { return rewriteStep() }
         if inFlight == nil, syncing == nil, state.full.isEmpty, state.current.isEmpty, state.syncedWaiters > 0,
            state.writtenEnd > state.syncedEnd, !state.writerExited {
             if case .failed = state.status {} else { return syncOnly() }
@@ -162,7 +172,7 @@ struct LogLifecycleSimulation {
             failWaiters(nil)
             return collect()
         }
-        if state.retentionsInFlight == 0 {
+        if state.retentionsInFlight == 0 && state.rewrite == nil {
             let unwritten = state.finishClosing()
             log("closed, \(unwritten.count) unwritten")
             filesOpen = false
@@ -307,6 +317,40 @@ struct LogLifecycleSimulation {
         log("retention begins: \(doomed.map(\.baseSeq))")
     }
 
+    /// Cold recompression: begins a rewrite of a random listed segment (a sealed one, or the
+    /// active one, which must be refused), or moves the one in flight on: the cap cancels it,
+    /// or it ends, replacing its segment when the state says it may and the segment is listed
+    /// as it began (the segment-files lock's check), else abandoning it.
+    private mutating func rewriteStep() {
+        guard let segment = rewriting else {
+            guard !state.segments.isEmpty else { return }
+            let pick = state.segments[Int(rng.next() % UInt64(state.segments.count))]
+            guard let begun = state.beginRewrite(of: pick) else { return }
+            if begun.baseSeq == state.segments.last?.baseSeq { rewriteBroken = "a rewrite of the active segment \(begun.baseSeq) began" }
+            if !filesOpen || closing { rewriteBroken = "a rewrite began while the files are released or the log closes" }
+            rewriting = begun
+            return log("rewrite of \(begun.baseSeq) begins (\(begun.size) bytes)")
+        }
+        switch rng.next() % 4 {
+        case 0:
+            state.cancelRewrite()
+            log("the cap cancels the rewrite of \(segment.baseSeq)")
+        default:
+            let listed = state.segments.contains { $0.baseSeq == segment.baseSeq && $0.size == segment.size }
+            if state.rewriteMayContinue && listed {
+                if !filesOpen { rewriteBroken = "a rewrite renamed over \(segment.baseSeq) while the files are released" }
+                if segment.baseSeq == state.segments.last?.baseSeq { rewriteBroken = "a rewrite replaced the active segment" }
+                let size = max(Self.header, segment.size / 2)
+                state.finishRewrite(replacedBy: size)
+                log("rewrite of \(segment.baseSeq) replaces it (\(size) bytes)")
+            } else {
+                state.finishRewrite(replacedBy: nil)
+                log("rewrite of \(segment.baseSeq) abandoned")
+            }
+            rewriting = nil
+        }
+    }
+
     private mutating func suspendStep() {
         switch suspension {
         case .none:
@@ -415,6 +459,9 @@ struct LogLifecycleSimulation {
         let bases = state.segments.map(\.baseSeq)
         if bases != bases.sorted() || Set(bases).count != bases.count { throw failure("segment list \(bases) is not sorted and unique") }
         if let retentionBroken { throw failure(retentionBroken) }
+        if let rewriteBroken { throw failure(rewriteBroken) }
+        if (state.rewrite != nil) != (rewriting != nil) { throw failure("the state's rewrite \(String(describing: state.rewrite)) is not the model's") }
+        if state.rewriteReservation < 0 { throw failure("a negative rewrite reservation") }
         let synced = state.waiters.filter { $0.level == .synced }.count
         if synced != state.syncedWaiters { throw failure("syncedWaiters \(state.syncedWaiters), counted \(synced)") }
         if state.closeFinished && !state.waiters.isEmpty { throw failure("closed with \(state.waiters.count) callers waiting") }

@@ -260,9 +260,9 @@ import Testing
     }
 
     /// Under `dropOldest` the same appends keep more events with cold recompression than
-    /// without, and the segments stay under the cap (the rewrite's reservation counted).
+    /// without, and the segments stay under the cap (the rewrite's file counted).
     @Test func aCappedLogKeepsMoreEvents() throws {
-        let cap: Int64 = 256 * 1024
+        let cap: Int64 = 1024 * 1024  // 16 segments: the active one and drops by whole segments leave most of it to rewritten ones
         func kept(cold: Bool) throws -> (kept: UInt64, largest: Int64) {
             let dir = TemporaryDirectory("cap\(cold)")
             defer { dir.cleanup() }
@@ -285,7 +285,8 @@ import Testing
         let plain = try kept(cold: false)
         let cold = try kept(cold: true)
         #expect(cold.largest <= cap && plain.largest <= cap)
-        #expect(cold.kept > plain.kept * 5 / 4, "cold \(cold.kept) against plain \(plain.kept)")
+        // These events save about 25% when rewritten (the demo's, 39%: Benchmarks/README).
+        #expect(cold.kept > plain.kept * 23 / 20, "cold \(cold.kept) against plain \(plain.kept)")
     }
 
     /// Retention deletes what every consumer passed; the rewrite takes the rest, and the
@@ -309,6 +310,42 @@ import Testing
         #expect(batch.records.count == 1000)
         let matches = batch.records.map(\.payload) == (Int(passed)..<Int(passed) + 1000).map(Self.event)
         #expect(matches, "the consumer reads on from its offset")
+    }
+
+    /// The state's side of a rewrite: only a listed sealed segment, one at a time; its bytes
+    /// count for the cap until it ends; retention forgetting its segment, close and suspend
+    /// stop it; a replacement takes the new size.
+    @Test func theStateAllowsOneRewriteOfAListedSealedSegment() throws {
+        let sealed = SegmentInfo(baseSeq: 0, size: 5000)
+        var state = LogState(nextSeq: 200, segments: [sealed, SegmentInfo(baseSeq: 100, size: 3000), SegmentInfo(baseSeq: 200, size: 64)])
+        let active = state.beginRewrite(of: SegmentInfo(baseSeq: 200, size: 64))
+        #expect(active == nil, "never the active segment")
+        let resized = state.beginRewrite(of: SegmentInfo(baseSeq: 0, size: 4999))
+        #expect(resized == nil, "only at the size listed")
+        let begun = state.beginRewrite(of: sealed)
+        #expect(begun == sealed)
+        let second = state.beginRewrite(of: SegmentInfo(baseSeq: 100, size: 3000))
+        #expect(second == nil, "one at a time")
+        state.noteRewriteWritten(1200)
+        #expect(state.rewriteReservation == 1200 && state.rewriteMayContinue)
+        _ = state.forgetSegments([SegmentInfo(baseSeq: 100, size: 3000)])
+        #expect(state.rewriteMayContinue, "another segment's deletion leaves it")
+        _ = state.forgetSegments([sealed])
+        #expect(!state.rewriteMayContinue && state.rewriteReservation == 0, "its own segment's deletion cancels it")
+        let token = state.takeWriteToken(waitingForRetention: true)
+        #expect(!token, "suspend() waits for it to end")
+        state.finishRewrite(replacedBy: nil)
+        #expect(state.rewrite == nil && state.counters.segmentsRecompressed == 0)
+
+        var other = LogState(nextSeq: 200, segments: [sealed, SegmentInfo(baseSeq: 200, size: 64)])
+        let again = other.beginRewrite(of: sealed)
+        #expect(again != nil)
+        other.finishRewrite(replacedBy: 3100)
+        #expect(other.segments.first?.size == 3100 && other.counters.segmentsRecompressed == 1)
+        let closes = other.requestClose()
+        #expect(closes)
+        let afterClose = other.beginRewrite(of: SegmentInfo(baseSeq: 0, size: 3100))
+        #expect(afterClose == nil, "none once close is asked")
     }
 
     @Test func badSettingsAreRefusedNamingTheField() {

@@ -73,11 +73,7 @@ extension EventLog {
         segmentFiles.lock()
         var segmentFilesHeld = true
         defer { if segmentFilesHeld { segmentFiles.unlock() } }
-        let forgotten = lock.withLock { () -> [SegmentInfo] in
-            let forgotten = state.forgetSegments(doomed)
-            if let rewrite = state.rewrite, forgotten.contains(where: { $0.baseSeq == rewrite.baseSeq }) { state.cancelRewrite() }
-            return forgotten
-        }
+        let forgotten = lock.withLock { state.forgetSegments(doomed) }
         do {
             defer {
                 let kept = forgotten.filter { !removed.contains($0.baseSeq) }

@@ -48,6 +48,9 @@ public final class EventLog: @unchecked Sendable {
     /// Held while a sealed segment's file is unlinked or replaced (``deleteSegments(_:removed:)``,
     /// a cold rewrite's rename): a rewrite never puts back a file retention or the cap took.
     let segmentFiles = RankedLock(.segmentFiles)
+    /// Held while room is made under the cap (``enforceCapBeforeWriting(activeSizeAfter:)``,
+    /// ``makeRoomForRewrite(growingTo:)``): two at once would drop for the same bytes twice.
+    let capLock = RankedLock(.cap)
     /// Cold recompression's thread and what it has settled (``Configuration/coldCompression``).
     let recompressor = Recompressor()
 

@@ -138,11 +138,11 @@ struct LogState {
     /// `close()` waits for them before it releases the directory lock.
     private(set) var retentionsInFlight = 0
     /// The sealed segment cold recompression is rewriting, if any (one at a time): the bytes
-    /// its temporary file may take (the segment's own size: a rewrite that grows past it is
-    /// abandoned) count against the cap, and `close()` and `suspend()` wait for it to end.
-    /// `cancelled` once the cap had to drop that segment, or the files are being let go: the
-    /// rewrite then ends without replacing anything.
-    private(set) var rewrite: (baseSeq: UInt64, reserved: Int64, cancelled: Bool)? = nil
+    /// its temporary file takes (`written`, counted before they are written) count against the
+    /// cap, and `close()` and `suspend()` wait for it to end. `cancelled` once the cap or
+    /// retention took that segment, or a write or an append needed the room: the rewrite then
+    /// ends without replacing anything.
+    private(set) var rewrite: (baseSeq: UInt64, written: Int64, cancelled: Bool)? = nil
     /// An idle suspension (`Configuration.suspendsWhenIdle`) is queued and has not run.
     private var idleSuspendQueued = false
     /// A retention run is queued on the retention queue and has not started.
@@ -621,14 +621,14 @@ struct LogState {
 
     // MARK: Cold recompression
 
-    /// Starts rewriting the sealed segment at `baseSeq` (cold recompression), reserving its
-    /// size under the cap: nil when another rewrite runs, the files are let go, or the segment
-    /// is not a listed sealed one of that size (retention or the cap took it).
+    /// Starts rewriting the sealed segment at `baseSeq` (cold recompression): nil when another
+    /// rewrite runs, the files are let go, or the segment is not a listed sealed one of that
+    /// size (retention or the cap took it).
     mutating func beginRewrite(of segment: SegmentInfo) -> SegmentInfo? {
         guard rewrite == nil, rewritesAllowed,
               let index = segments.firstIndex(where: { $0.baseSeq == segment.baseSeq }),
               index < segments.count - 1, segments[index].size == segment.size else { return nil }
-        rewrite = (segment.baseSeq, segment.size, false)
+        rewrite = (segment.baseSeq, 0, false)
         return segments[index]
     }
 
@@ -648,7 +648,12 @@ struct LogState {
     /// The bytes the cap counts for the rewrite in flight (0 when none, or cancelled).
     var rewriteReservation: Int64 {
         guard let rewrite, !rewrite.cancelled else { return 0 }
-        return rewrite.reserved
+        return rewrite.written
+    }
+
+    /// The rewrite's temporary file is about to hold `bytes` (the cap made room for them).
+    mutating func noteRewriteWritten(_ bytes: Int64) {
+        rewrite?.written = bytes
     }
 
     /// The cap is about to drop the segment being rewritten (or needs the room): the rewrite
@@ -683,12 +688,14 @@ struct LogState {
 
     /// Takes the sealed segments among `doomed` out of the list (never the active one), before
     /// they are unlinked: a reader that finds a listed file missing then knows it was removed
-    /// outside Spool. Returns those taken out.
+    /// outside Spool. A rewrite of one of them is cancelled (it must not put the file back).
+    /// Returns those taken out.
     mutating func forgetSegments(_ doomed: [SegmentInfo]) -> [SegmentInfo] {
         let active = segments.last?.baseSeq
         let bases = Set(doomed.map(\.baseSeq))
         let forgotten = segments.filter { bases.contains($0.baseSeq) && $0.baseSeq != active }
         segments.removeAll { bases.contains($0.baseSeq) && $0.baseSeq != active }
+        if let rewrite, forgotten.contains(where: { $0.baseSeq == rewrite.baseSeq }) { cancelRewrite() }
         return forgotten
     }
 

@@ -26,6 +26,9 @@ enum LockRank: Int, Comparable, CustomStringConvertible, Sendable {
     case liveSynced = 50
     /// `LiveSegments.refreshing`: one look at the directory at a time.
     case liveRefreshing = 55
+    /// `EventLog.capLock`: one making of room under `Configuration.maxBytes` at a time (the
+    /// writer's before a write, a cold rewrite's before it grows its file).
+    case cap = 57
     /// `EventLog.segmentFiles`: a sealed segment's file is unlinked (retention, the cap) or
     /// replaced by its cold rewrite, one at a time, each checking the shared state first.
     case segmentFiles = 58
@@ -57,6 +60,7 @@ enum LockRank: Int, Comparable, CustomStringConvertible, Sendable {
         case .consumerCache: "ConsumerCache"
         case .liveSynced: "LiveSegments.syncedEnd"
         case .liveRefreshing: "LiveSegments.refreshing"
+        case .cap: "EventLog.capLock"
         case .segmentFiles: "EventLog.segmentFiles"
         case .log: "EventLog.lock"
         case .recompressor: "Recompressor"

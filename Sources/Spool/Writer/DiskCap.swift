@@ -12,21 +12,57 @@ extension EventLog {
     /// under the cap at every write, not only from the next batch on.
     func enforceCapBeforeWriting(activeSizeAfter: Int64) {
         guard let cap = configuration.maxBytes, configuration.capPolicy == .dropOldest else { return }
+        capLock.withLock { dropOldest(toFit: Int64(cap), activeSizeAfter: activeSizeAfter, rewriteGrowingTo: nil) }
+    }
+
+    /// Makes room under the cap for a cold rewrite's temporary file to grow to `bytes`, and
+    /// counts it there: under `dropOldest`, by dropping the oldest sealed segments before the
+    /// one being rewritten (never that one: the rewrite then waits), as a write would for its
+    /// own bytes; under `rejectNew`, only if the room is free (appends come first). False when
+    /// there is no room, or the rewrite must stop (cancelled, the files let go). Rewrite's
+    /// thread, no lock held.
+    func makeRoomForRewrite(growingTo bytes: Int64) -> Bool {
+        func note() -> Bool {
+            lock.withLock {
+                guard state.rewriteMayContinue else { return false }
+                if let cap = configuration.maxBytes {
+                    let pending = configuration.capPolicy == .rejectNew ? Int64(state.pendingBytes) : 0
+                    guard state.diskBytes + pending + bytes <= Int64(cap) else { return false }
+                }
+                state.noteRewriteWritten(bytes)
+                return true
+            }
+        }
+        guard let cap = configuration.maxBytes else { return note() }
+        return capLock.withLock {
+            if configuration.capPolicy == .dropOldest {
+                dropOldest(toFit: Int64(cap), activeSizeAfter: nil, rewriteGrowingTo: bytes)
+            }
+            return note()
+        }
+    }
+
+    /// Deletes the oldest sealed segments until the active segment at `activeSizeAfter` (nil:
+    /// as listed) and a cold rewrite's file (at `rewriteGrowingTo` for the rewrite's own call,
+    /// else as far as it got) fit under `cap`. The writer's call cancels a rewrite whose segment
+    /// it must drop; the rewrite's call stops before its own segment. `capLock` held.
+    private func dropOldest(toFit cap: Int64, activeSizeAfter: Int64?, rewriteGrowingTo: Int64?) {
         let (doomed, unread, over): ([SegmentInfo], [UInt64: Range<UInt64>], Int64) = lock.withLock {
             // The shared state lists the writer's active segment last, at its size before this write.
-            // A cold rewrite's temporary file counts too (at most its segment's size).
-            var total = state.diskBytes - (state.segments.last?.size ?? 0) + activeSizeAfter + state.rewriteReservation
+            let listedActive = state.segments.last?.size ?? 0
+            var total = state.diskBytes - listedActive + (activeSizeAfter ?? listedActive) + (rewriteGrowingTo ?? state.rewriteReservation)
             var doomed = [SegmentInfo]()
             var unread = [UInt64: Range<UInt64>]()
             let floor = state.retentionFloor
             var index = 0
-            while total > Int64(cap), index < state.segments.count - 1 {
+            while total > cap, index < state.segments.count - 1 {
                 let segment = state.segments[index]
                 if let rewrite = state.rewrite, !rewrite.cancelled, rewrite.baseSeq == segment.baseSeq {
-                    // Never drop the segment a rewrite is for to make room for its own copy:
-                    // the rewrite gives way (nothing is replaced) and its room is freed.
+                    // The rewrite asks: it does not drop its own segment for its copy.
+                    if rewriteGrowingTo != nil { break }
+                    // A write needs the room: the rewrite gives way (nothing is replaced).
                     state.cancelRewrite()
-                    total -= rewrite.reserved
+                    total -= rewrite.written
                     continue
                 }
                 let end = state.segments[index + 1].baseSeq
@@ -36,7 +72,7 @@ extension EventLog {
                 total -= segment.size
                 index += 1
             }
-            return (doomed, unread, total - Int64(cap))
+            return (doomed, unread, rewriteGrowingTo == nil ? total - cap : 0)
         }
         if over > 0 {
             // Nothing sealed is left to drop: the active segment and this write alone pass the

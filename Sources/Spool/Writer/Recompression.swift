@@ -186,11 +186,6 @@ extension EventLog {
     /// leftover temporary file is removed at the next open).
     private func rewrite(_ listed: SegmentInfo, end: UInt64, header old: SegmentHeader) throws -> RewriteEnd {
         guard let cold = configuration.coldCompression else { return .later }
-        let cap = configuration.maxBytes.map(Int64.init)
-        if configuration.capPolicy == .rejectNew, let cap,
-           lock.withLock({ state.diskBytes + Int64(state.pendingBytes) + listed.size > cap }) {
-            return .later  // appends would need the room
-        }
         guard let segment = lock.withLock({ state.beginRewrite(of: listed) }) else { return .later }
         var replacedSize: Int64?
         defer {
@@ -211,8 +206,9 @@ extension EventLog {
         }
         let newHeader = SegmentHeader(baseSeq: segment.baseSeq, createdMillis: old.createdMillis, logID: id,
                                       version: Format.segmentVersion, flags: SegmentHeader.recompressedFlag)
-        try file.write(newHeader.encoded(), at: 0)
         var size = Int64(Format.segmentHeaderSize)
+        guard makeRoomForRewrite(growingTo: size) else { return .later }
+        try file.write(newHeader.encoded(), at: 0)
         let context = SegmentContext(baseSeq: segment.baseSeq, createdMillis: old.createdMillis, version: Format.segmentVersion)
         let encoder = BlockEncoder(level: cold.level)
         codec.prepareForRewrite(encoder)
@@ -231,7 +227,7 @@ extension EventLog {
                 ending = .settled  // not smaller: keep the file the writer made
                 return false
             }
-            guard waitForRewriteRoom(upTo: size + Int64(out.count), cap: cap) else {
+            guard makeRoomForRewrite(growingTo: size + Int64(out.count)) else {
                 ending = .later
                 return false
             }
@@ -292,21 +288,6 @@ extension EventLog {
         return .replaced(before: segment.size, after: size)
     }
 
-    /// Waits until the rewrite's file may grow to `bytes` under the cap (the writer makes room
-    /// for it at its next write, the reservation counting), for at most two seconds; false
-    /// when it must stop: cancelled, the files let go, or no room came.
-    private func waitForRewriteRoom(upTo bytes: Int64, cap: Int64?) -> Bool {
-        lock.withLock {
-            let deadline = monotonicNanos() + 2_000_000_000
-            while true {
-                guard state.rewriteMayContinue else { return false }
-                guard let cap, state.diskBytes + bytes > cap else { return true }
-                let now = monotonicNanos()
-                if now >= deadline { return false }
-                lock.progressWait(until: min(deadline, now + 50_000_000))
-            }
-        }
-    }
 }
 
 /// Puts the calling thread at the lowest scheduling priority (`nice` 19): cold recompression
