@@ -10,7 +10,7 @@ struct SpoolCommand: AsyncParsableCommand {
         abstract: "An embedded, durable, append-only event log with a sync worker.",
         subcommands: [
             AppendCommand.self, DumpCommand.self, VerifyCommand.self, StatCommand.self,
-            CommitCommand.self, SyncCommand.self, CollectorCommand.self, DemoCommand.self,
+            CommitCommand.self, CompactCommand.self, SyncCommand.self, CollectorCommand.self, DemoCommand.self,
             BenchCommand.self, CrashTestCommand.self,
         ]
     )
