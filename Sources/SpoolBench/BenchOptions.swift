@@ -33,6 +33,8 @@ public struct BenchOptions: Sendable {
     public var syncedProducers: [Int] = [1, 16, 64]
     /// `Configuration.sealingThreads` of every Spool log; nil for the library's default.
     public var sealingThreads: Int? = nil
+    /// Whether every Spool log has `Configuration.coldCompression` on (its defaults).
+    public var coldCompression = false
     /// Events per acknowledgement of the pipelined producer (which keeps 4 in flight).
     /// The default is 1,024.
     public var pipelineWindow: Int = 1024
@@ -99,6 +101,7 @@ public struct BenchOptions: Sendable {
     var spoolConfiguration: Configuration {
         var configuration = Configuration()
         if let sealingThreads { configuration.sealingThreads = sealingThreads }
+        if coldCompression { configuration.coldCompression = ColdCompression() }
         return configuration
     }
 }

@@ -32,4 +32,20 @@ import Testing
         #expect(try metrics.expectGauge("spool_disk_bytes", dimensions).lastValue == Double(stats.diskBytes))
         try log.close()
     }
+
+    @Test func recompressionIsCounted() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let metrics = TestMetrics()
+        let log = try EventLog.open(directory: dir.path, configuration: RecompressionTests.configuration(), metricsFactory: metrics)
+        defer { try? log.close() }
+        try RecompressionTests.append(log, 0..<10_000)
+        let report = try log.recompressSealedSegments()
+        #expect(report.segmentsRewritten > 0)
+        let stats = log.stats()
+        let dimensions = [("log", dir.path)]
+        #expect(try metrics.expectCounter("spool_segments_recompressed", dimensions).totalValue == Int64(stats.segmentsRecompressed))
+        #expect(try metrics.expectCounter("spool_recompression_saved_bytes", dimensions).totalValue == Int64(stats.bytesSavedByRecompression))
+        #expect(try metrics.expectGauge("spool_disk_bytes", dimensions).lastValue == Double(stats.diskBytes))
+    }
 }

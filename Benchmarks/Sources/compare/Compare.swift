@@ -35,6 +35,9 @@ struct Compare: AsyncParsableCommand {
 
     @Option(name: .customLong("sealing-threads"), help: "Configuration.sealingThreads of Spool's logs (default: the library's, the active cores up to 4).")
     var sealingThreads: Int?
+
+    @Flag(name: .customLong("cold-compression"), help: "Turn on Configuration.coldCompression (its defaults, in the background) in Spool's logs: to see what the background rewrite costs the other rows.")
+    var coldCompression = false
     /// The adaptive maximum of the sync-window rows (to compare against another default).
     @Option(help: .hidden)
     var windowMax: Int?
@@ -79,6 +82,7 @@ struct Compare: AsyncParsableCommand {
         options.postgres = postgres
         if !producers.isEmpty { options.syncedProducers = producers }
         options.sealingThreads = sealingThreads
+        options.coldCompression = coldCompression
         if let windowMax { options.windowAdaptiveMax = windowMax }
         let report = try await BenchRunner(options: options, baseline: SQLiteBaseline()).run()
         print(report.table())

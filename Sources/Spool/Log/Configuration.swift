@@ -165,7 +165,7 @@ public struct Configuration: Sendable {
 ///   suspends when idle (``Configuration/suspendsWhenIdle``).
 ///
 /// Its work is counted in ``LogStats/segmentsRecompressed`` and
-/// ``LogStats/bytesSavedByRecompression``; ``EventLog/recompressSealedSegments()`` does it at
+/// ``LogStats/bytesSavedByRecompression``; `EventLog.recompressSealedSegments()` does it at
 /// once, on the caller's thread.
 public struct ColdCompression: Sendable, Hashable {
     /// The zstd level of rewritten blocks. The default is 9. Range: 1 ... 22.
@@ -174,7 +174,7 @@ public struct ColdCompression: Sendable, Hashable {
     /// Range: 64 KiB ... 16 MiB.
     public var blockSize: Int
     /// Whether a background thread rewrites segments as rolls seal them (and those found
-    /// at open). `false`: only ``EventLog/recompressSealedSegments()`` does, when the app
+    /// at open). `false`: only `EventLog.recompressSealedSegments()` does, when the app
     /// chooses (going to the background, charging). The default is `true`.
     public var inBackground: Bool
 

@@ -14,6 +14,9 @@ struct LogMetrics {
     let droppedRecords: Counter
     let expiredRecords: Counter
     let segmentsDeleted: Counter
+    /// Sealed segments cold recompression rewrote, and the bytes it saved.
+    let segmentsRecompressed: Counter
+    let recompressionSavedBytes: Counter
     let diskBytes: Gauge
     let segments: Gauge
 
@@ -32,6 +35,8 @@ struct LogMetrics {
         droppedRecords = counter("spool_dropped_records")
         expiredRecords = counter("spool_expired_records")
         segmentsDeleted = counter("spool_segments_deleted")
+        segmentsRecompressed = counter("spool_segments_recompressed")
+        recompressionSavedBytes = counter("spool_recompression_saved_bytes")
         diskBytes = gauge("spool_disk_bytes")
         segments = gauge("spool_segments")
     }

@@ -6,7 +6,7 @@ import Darwin
 import Foundation
 import Logging
 
-/// What ``EventLog/recompressSealedSegments()`` rewrote.
+/// What `EventLog.recompressSealedSegments()` rewrote.
 public struct RecompressionReport: Sendable, Equatable {
     /// Sealed segments rewritten by this call.
     public var segmentsRewritten = 0
@@ -123,7 +123,7 @@ extension EventLog {
         return try recompressCandidates()
     }
 
-    /// ``recompressSealedSegments()`` off Swift's cooperative pool.
+    /// `recompressSealedSegments()` off Swift's cooperative pool.
     @discardableResult
     public func recompressSealedSegments() async throws -> RecompressionReport {
         try await offload { try self.recompressSealedSegments() }
@@ -189,10 +189,16 @@ extension EventLog {
         guard let segment = lock.withLock({ state.beginRewrite(of: listed) }) else { return .later }
         var replacedSize: Int64?
         defer {
-            lock.withLock {
+            let (count, bytes) = lock.withLock {
                 state.finishRewrite(replacedBy: replacedSize)
                 if let replacedSize { state.countRecompressed(savedBytes: segment.size - replacedSize) }
                 lock.broadcastProgress()
+                return (state.segments.count, state.diskBytes)
+            }
+            if let replacedSize {
+                metrics.segmentsRecompressed.increment()
+                metrics.recompressionSavedBytes.increment(by: Int(segment.size - replacedSize))
+                metrics.recordSegments(count: count, diskBytes: bytes)
             }
         }
         let path = directory + "/" + segment.name
