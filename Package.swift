@@ -133,7 +133,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SpoolTests",
-            dependencies: ["Spool", "SpoolFuzzInput", .product(name: "MetricsTestKit", package: "swift-metrics")],
+            dependencies: ["Spool", "SpoolFuzzInput", "CZstd", .product(name: "MetricsTestKit", package: "swift-metrics")],
             resources: [.copy("Golden"), .copy("FuzzCorpus")]
         ),
         .testTarget(

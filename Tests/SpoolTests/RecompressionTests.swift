@@ -1,3 +1,4 @@
+import CZstd
 import Foundation
 import Testing
 @testable import Spool
@@ -346,6 +347,42 @@ import Testing
         #expect(closes)
         let afterClose = other.beginRewrite(of: SegmentInfo(baseSeq: 0, size: 3100))
         #expect(afterClose == nil, "none once close is asked")
+    }
+
+    /// A rewrite's block is compressed in steps, so close() or the cap stops it within a step:
+    /// the stepped frame is a frame like the one-call one (content size declared, the same
+    /// bytes back), an interruption throws at the step it is asked, and the context compresses
+    /// whole frames again after it.
+    @Test func steppedCompressionMakesTheSameFrameAndStopsWhenAsked() throws {
+        let raw = (0..<20_000).flatMap { Self.event($0) }
+        #expect(raw.count > 8 * ZstdCompressor.interruptionStep)
+        func compress(_ compressor: ZstdCompressor) throws -> [UInt8] {
+            var out = [UInt8](repeating: 0, count: ZstdCompressor.bound(raw.count))
+            let size = try raw.withUnsafeBytes { source in try out.withUnsafeMutableBytes { try compressor.compress(source, into: $0) } }
+            return Array(out.prefix(size))
+        }
+        func decompresses(_ frame: [UInt8]) -> Bool {
+            var back = [UInt8](repeating: 0, count: raw.count)
+            let ok = frame.withUnsafeBytes { f in back.withUnsafeMutableBytes { ZstdDecompressor().decompress(f, into: $0) } }
+            return ok && back == raw
+        }
+        let stepped = ZstdCompressor(level: 9)
+        var asked = 0
+        stepped.interruption = { asked += 1; return false }
+        let frame = try compress(stepped)
+        #expect(asked >= raw.count / ZstdCompressor.interruptionStep, "asked at every step")
+        #expect(decompresses(frame))
+        let declared = frame.withUnsafeBytes { ZSTD_getFrameContentSize($0.baseAddress, $0.count) }
+        #expect(declared == UInt64(raw.count), "the content size is in the frame header, as a full block's must be")
+        let whole = try compress(ZstdCompressor(level: 9))
+        #expect(decompresses(whole) && frame.count <= whole.count + whole.count / 20, "about as small as one call's: \(frame.count) against \(whole.count)")
+
+        asked = 0
+        stepped.interruption = { asked += 1; return asked == 4 }
+        #expect(throws: ZstdCompressor.Interrupted.self) { _ = try compress(stepped) }
+        #expect(asked == 4, "stopped at the step it was asked")
+        stepped.interruption = { false }
+        #expect(decompresses(try compress(stepped)), "the context makes whole frames again")
     }
 
     @Test func badSettingsAreRefusedNamingTheField() {

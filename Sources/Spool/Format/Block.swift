@@ -287,6 +287,12 @@ final class BlockEncoder {
 
     init(level: Int32) { compressor = ZstdCompressor(level: level) }
 
+    /// Asked while a block is compressed (``ZstdCompressor/interruption``); nil for none.
+    var interruption: (() -> Bool)? {
+        get { compressor.interruption }
+        set { compressor.interruption = newValue }
+    }
+
     /// Appends the stored block for `block` (header then payload) to `out` and returns its header.
     ///
     /// A block whose fields fit gets the compact header (FORMAT.md §3.2): its first timestamp

@@ -11,6 +11,15 @@ final class ZstdCompressor {
     /// The dictionary the context references (kept alive while referenced); nil for none.
     private var referenced: ZstdDictionary?
     private var contentSize = true
+    /// Asked between steps of ``interruptionStep`` input bytes, when set: true stops the
+    /// compression with ``Interrupted``. A cold rewrite's (a 1 MiB block at level 9 takes a
+    /// thread at the lowest priority long enough that `close()` should not wait for all of it);
+    /// the writer's compressor has none and compresses in one call.
+    var interruption: (() -> Bool)?
+    /// Input bytes compressed between two looks at ``interruption``.
+    static let interruptionStep = 32 * 1024
+    /// What an ``interruption`` stopped.
+    struct Interrupted: Error {}
 
     init(level: Int32) {
         guard let context = ZSTD_createCCtx() else { fatalError("ZSTD_createCCtx failed: out of memory") }
@@ -43,9 +52,34 @@ final class ZstdCompressor {
             try check(ZSTD_CCtx_setParameter(context, ZSTD_c_contentSizeFlag, contentSize ? 1 : 0))
             self.contentSize = contentSize
         }
+        if let interruption { return try compressInSteps(source, into: destination, interruption) }
         let result = ZSTD_compress2(context, destination.baseAddress, destination.count, source.baseAddress, source.count)
         try check(result)
         return result
+    }
+
+    /// The same frame as one `ZSTD_compress2` call makes (the content size pledged, so a frame
+    /// that declares it declares it), streamed ``interruptionStep`` bytes at a time.
+    private func compressInSteps(_ source: UnsafeRawBufferPointer, into destination: UnsafeMutableRawBufferPointer,
+                                 _ interrupted: () -> Bool) throws -> Int {
+        try check(ZSTD_CCtx_reset(context, ZSTD_reset_session_only))
+        try check(ZSTD_CCtx_setPledgedSrcSize(context, UInt64(source.count)))
+        var input = ZSTD_inBuffer(src: source.baseAddress, size: 0, pos: 0)
+        var output = ZSTD_outBuffer(dst: destination.baseAddress, size: destination.count, pos: 0)
+        while true {
+            if interrupted() {
+                _ = ZSTD_CCtx_reset(context, ZSTD_reset_session_only)
+                throw Interrupted()
+            }
+            input.size = min(source.count, input.size + Self.interruptionStep)
+            let last = input.size == source.count
+            // The destination holds the bound, so every call takes all the input it is given;
+            // the end is reached when the call says nothing is left to flush.
+            let left = ZSTD_compressStream2(context, &output, &input, last ? ZSTD_e_end : ZSTD_e_continue)
+            try check(left)
+            if last && left == 0 { return output.pos }
+            guard output.pos < output.size else { throw SpoolError(.io, "zstd compression overflowed its bound") }
+        }
     }
 
     private func check(_ result: Int) throws {

@@ -218,6 +218,8 @@ extension EventLog {
         let context = SegmentContext(baseSeq: segment.baseSeq, createdMillis: old.createdMillis, version: Format.segmentVersion)
         let encoder = BlockEncoder(level: cold.level)
         codec.prepareForRewrite(encoder)
+        // close(), suspend() and the cap stop it within a step of a block, not after the block.
+        encoder.interruption = { [self] in !lock.withLock { state.rewriteMayContinue } }
         var block = PendingBlock()
         block.reset(firstSeq: segment.baseSeq)
         var out = [UInt8]()
@@ -258,8 +260,14 @@ extension EventLog {
             }
         } catch let error as SpoolError where error.code == .missingKey || error.code == .corrupt {
             return .settled  // a block no key here opens, or a dictionary that is gone
+        } catch is ZstdCompressor.Interrupted {
+            return .later
         }
-        guard try flush() else { return ending ?? .later }
+        do {
+            guard try flush() else { return ending ?? .later }
+        } catch is ZstdCompressor.Interrupted {
+            return .later
+        }
         guard expected == end, expected > segment.baseSeq else { return .settled }
         try file.syncData()
 
