@@ -104,7 +104,12 @@ import Testing
         let sealed = UInt64(dir.segments().count - 1)
         #expect(sealed >= 2)
         #expect(eventually(seconds: 60) { log.stats().segmentsRecompressed >= sealed }, "\(log.stats())")
-        Self.expectEvents(try Self.allRecords(log).map(\.payload), 0..<10000)
+        // A call while the thread works waits for the thread's rewrite and leaves nothing undone.
+        try Self.append(log, 10000..<20000)
+        let nowSealed = UInt64(dir.segments().count - 1)
+        try log.recompressSealedSegments()
+        #expect(nowSealed > sealed && log.stats().segmentsRecompressed == nowSealed, "\(log.stats())")
+        Self.expectEvents(try Self.allRecords(log).map(\.payload), 0..<20000)
         #expect(try log.verify().isClean)
     }
 

@@ -393,6 +393,7 @@ struct LogState {
     mutating func finishWrite(_ outcome: SegmentWriter.Outcome, batch: inout [PendingBlock], activeSegment: SegmentInfo?,
                               syncFailed: Bool, now: UInt64) -> WriteVerdict {
         writing = false
+        activeSizeBeingWritten = nil
         // By index, not through a slice: a slice would share the batch's storage, and the
         // recycling below must find the batch sole owner of its blocks.
         let written = 0..<outcome.blocksWritten
@@ -643,6 +644,16 @@ struct LogState {
         if filesReleased { return false }
         if case .failed = status { return false }
         return true
+    }
+
+    /// The active segment's size once the write the cap just made room for is done (the
+    /// writer's `enforceCapBeforeWriting`), until that write is published: a cold rewrite
+    /// making room meanwhile counts the active segment at this size, not the listed one.
+    private(set) var activeSizeBeingWritten: Int64? = nil
+
+    /// The writer made room under the cap for a write that leaves the active segment at `size`.
+    mutating func noteActiveSizeBeingWritten(_ size: Int64) {
+        activeSizeBeingWritten = size
     }
 
     /// The bytes the cap counts for the rewrite in flight (0 when none, or cancelled).

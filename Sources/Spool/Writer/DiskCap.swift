@@ -48,9 +48,12 @@ extension EventLog {
     /// it must drop; the rewrite's call stops before its own segment. `capLock` held.
     private func dropOldest(toFit cap: Int64, activeSizeAfter: Int64?, rewriteGrowingTo: Int64?) {
         let (doomed, unread, over): ([SegmentInfo], [UInt64: Range<UInt64>], Int64) = lock.withLock {
-            // The shared state lists the writer's active segment last, at its size before this write.
+            // The shared state lists the writer's active segment last, at its size before this
+            // write; a rewrite counts it at the size the writer's write in flight leaves it.
             let listedActive = state.segments.last?.size ?? 0
-            var total = state.diskBytes - listedActive + (activeSizeAfter ?? listedActive) + (rewriteGrowingTo ?? state.rewriteReservation)
+            if let activeSizeAfter { state.noteActiveSizeBeingWritten(activeSizeAfter) }
+            let active = activeSizeAfter ?? max(listedActive, state.activeSizeBeingWritten ?? 0)
+            var total = state.diskBytes - listedActive + active + (rewriteGrowingTo ?? state.rewriteReservation)
             var doomed = [SegmentInfo]()
             var unread = [UInt64: Range<UInt64>]()
             let floor = state.retentionFloor

@@ -67,9 +67,11 @@ extension EventLog {
         case replaced(before: Int64, after: Int64)
         /// Left as it is for good (damaged, no key, not made smaller, already rewritten).
         case settled
-        /// Not now (another rewrite, no room under the cap, the cap or retention took it, the
-        /// files are being let go): a later run looks again.
+        /// Not now (no room under the cap, the cap or retention took it, the files are being
+        /// let go): a later run looks again.
         case later
+        /// Another thread's rewrite is in flight (the background one, or a call's).
+        case busy
     }
 
     /// Starts the background thread that rewrites cold segments, unless it runs already (it
@@ -90,7 +92,7 @@ extension EventLog {
             while true {
                 recompressor.state.withLock { $0.again = false }
                 do {
-                    _ = try recompressCandidates()
+                    _ = try recompressCandidates(waitingForOthers: false)
                 } catch {
                     logger.warning("cold recompression stopped; it looks again after the next roll", metadata: ["error": "\(error)"])
                 }
@@ -120,7 +122,7 @@ extension EventLog {
         if let error = lock.withLock({ state.closeRequested ? SpoolError(.closed, "the log is closed", path: directory) : nil }) {
             throw error
         }
-        return try recompressCandidates()
+        return try recompressCandidates(waitingForOthers: true)
     }
 
     /// `recompressSealedSegments()` off Swift's cooperative pool.
@@ -129,11 +131,20 @@ extension EventLog {
         try await offload { try self.recompressSealedSegments() }
     }
 
-    /// Rewrites the candidates oldest first until none is left or one must wait.
-    private func recompressCandidates() throws -> RecompressionReport {
+    /// Rewrites the candidates oldest first until none is left or one must wait. A rewrite of
+    /// another thread in flight ends the background thread's run (the other does the work), and
+    /// holds a caller's (`waitingForOthers`) until it ends: the call returns with nothing left.
+    private func recompressCandidates(waitingForOthers: Bool) throws -> RecompressionReport {
         var report = RecompressionReport()
         while let (segment, end, header) = try nextCandidate() {
             switch try rewrite(segment, end: end, header: header) {
+            case .busy:
+                guard waitingForOthers else { return report }
+                lock.withLock {
+                    while state.rewrite != nil && !state.filesReleased {
+                        lock.progressWait(until: monotonicNanos() + 50_000_000)
+                    }
+                }
             case .replaced(let before, let after):
                 report.segmentsRewritten += 1
                 report.bytesBefore += before
@@ -186,7 +197,9 @@ extension EventLog {
     /// leftover temporary file is removed at the next open).
     private func rewrite(_ listed: SegmentInfo, end: UInt64, header old: SegmentHeader) throws -> RewriteEnd {
         guard let cold = configuration.coldCompression else { return .later }
-        guard let segment = lock.withLock({ state.beginRewrite(of: listed) }) else { return .later }
+        guard let segment = lock.withLock({ state.beginRewrite(of: listed) }) else {
+            return lock.withLock { state.rewrite != nil } ? .busy : .later
+        }
         var replacedSize: Int64?
         defer {
             let (count, bytes) = lock.withLock {
