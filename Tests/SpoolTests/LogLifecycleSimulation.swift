@@ -74,6 +74,9 @@ struct LogLifecycleSimulation {
     /// A cold rewrite in flight (the segment as it began), and what one broke.
     private var rewriting: SegmentInfo?
     private var rewriteBroken: String?
+    /// How the rewrites ended: replaced, abandoned (cancelled or refused at the check).
+    private(set) var rewritesReplaced = 0
+    private(set) var rewritesAbandoned = 0
     private var suspension = Suspension.none
     private var idleQueued = false
     private var closing = false
@@ -342,9 +345,11 @@ struct LogLifecycleSimulation {
                 if segment.baseSeq == state.segments.last?.baseSeq { rewriteBroken = "a rewrite replaced the active segment" }
                 let size = max(Self.header, segment.size / 2)
                 state.finishRewrite(replacedBy: size)
+                rewritesReplaced += 1
                 log("rewrite of \(segment.baseSeq) replaces it (\(size) bytes)")
             } else {
                 state.finishRewrite(replacedBy: nil)
+                rewritesAbandoned += 1
                 log("rewrite of \(segment.baseSeq) abandoned")
             }
             rewriting = nil

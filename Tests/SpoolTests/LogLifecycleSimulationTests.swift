@@ -17,6 +17,8 @@ import Testing
             let count = environment["SPOOL_LOG_SIMULATION_SEEDS"].flatMap(UInt64.init) ?? 3_000
             seeds = 1...count
         }
+        var replaced = 0
+        var abandoned = 0
         for seed in seeds {
             var simulation = LogLifecycleSimulation(seed: seed)
             do {
@@ -25,7 +27,11 @@ import Testing
                 Issue.record("\(error)")
                 return
             }
+            replaced += simulation.rewritesReplaced
+            abandoned += simulation.rewritesAbandoned
         }
+        // Cold rewrites took part: some replaced their segment, some were stopped.
+        if seeds.count >= 1000 { #expect(replaced > 0 && abandoned > 0, "replaced \(replaced), abandoned \(abandoned)") }
     }
 
     /// One seed's run is a function of its seed: two runs of it agree step for step.
