@@ -26,8 +26,12 @@ extension EventLog {
             lock.withLock {
                 guard state.rewriteMayContinue else { return false }
                 if let cap = configuration.maxBytes {
+                    // As `dropOldest(toFit:…)` counts: the active segment at the size a write in
+                    // flight leaves it, and under `rejectNew` what appends hold pending.
+                    let listedActive = state.segments.last?.size ?? 0
+                    let active = max(listedActive, state.activeSizeBeingWritten ?? 0)
                     let pending = configuration.capPolicy == .rejectNew ? Int64(state.pendingBytes) : 0
-                    guard state.diskBytes + pending + bytes <= Int64(cap) else { return false }
+                    guard state.diskBytes - listedActive + active + pending + bytes <= Int64(cap) else { return false }
                 }
                 state.noteRewriteWritten(bytes)
                 return true
