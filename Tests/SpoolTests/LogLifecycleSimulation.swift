@@ -77,6 +77,7 @@ struct LogLifecycleSimulation {
     /// How the rewrites ended: replaced, abandoned (cancelled or refused at the check).
     private(set) var rewritesReplaced = 0
     private(set) var rewritesAbandoned = 0
+    private var bytesSavedByRewrites: UInt64 = 0
     private var suspension = Suspension.none
     private var idleQueued = false
     private var closing = false
@@ -346,6 +347,7 @@ struct LogLifecycleSimulation {
                 let size = max(Self.header, segment.size / 2)
                 state.finishRewrite(replacedBy: size)
                 rewritesReplaced += 1
+                bytesSavedByRewrites += UInt64(segment.size - size)
                 log("rewrite of \(segment.baseSeq) replaces it (\(size) bytes)")
             } else {
                 state.finishRewrite(replacedBy: nil)
@@ -467,6 +469,9 @@ struct LogLifecycleSimulation {
         if let rewriteBroken { throw failure(rewriteBroken) }
         if (state.rewrite != nil) != (rewriting != nil) { throw failure("the state's rewrite \(String(describing: state.rewrite)) is not the model's") }
         if state.rewriteReservation < 0 { throw failure("a negative rewrite reservation") }
+        if state.counters.segmentsRecompressed != UInt64(rewritesReplaced) || state.counters.bytesSavedByRecompression != bytesSavedByRewrites {
+            throw failure("the counters say \(state.counters.segmentsRecompressed) rewrites saving \(state.counters.bytesSavedByRecompression) bytes, the model \(rewritesReplaced) saving \(bytesSavedByRewrites)")
+        }
         let synced = state.waiters.filter { $0.level == .synced }.count
         if synced != state.syncedWaiters { throw failure("syncedWaiters \(state.syncedWaiters), counted \(synced)") }
         if state.closeFinished && !state.waiters.isEmpty { throw failure("closed with \(state.waiters.count) callers waiting") }

@@ -250,11 +250,17 @@ import Testing
             let sealed = dir.segments().count - 1
             FaultInjection.arm(.sync, under: dir.path + "/", after: 2 * sealed - 1, times: 1, fault: .error(.ioError))
         }
+        let sealed = Array(dir.segments().dropLast())
         let report = try log.recompressSealedSegments()
-        #expect(report.segmentsRewritten > 0)
+        #expect(report.segmentsRewritten == sealed.count)
         FaultInjection.disarm(under: dir.path + "/")
         try log.append(Self.event(10000))  // written, never synced
         try cutPower(closing: log, in: dir, unsynced: .pagesKept, seed: UInt64(seed))
+        // Which copy the cut left: every rewritten one whose rename a directory fsync made
+        // durable, and the old file where the last fsync failed.
+        let rewritten = try sealed.map { try Self.header(of: dir.file($0)).isRecompressed }
+        #expect(rewritten.dropLast().allSatisfy { $0 })
+        #expect(rewritten.last == (seed % 2 == 0), "the last segment's \(seed % 2 == 0 ? "new" : "old") file")
         log = try EventLog.open(directory: dir.path, configuration: Self.configuration())
         defer { try? log.close() }
         let items = try log.readAll()

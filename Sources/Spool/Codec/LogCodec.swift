@@ -77,9 +77,7 @@ final class LogCodec: Sendable {
     func prepare(_ encoder: BlockEncoder) {
         let dictionary = dictionaries.forWriter()
         if encoder.dictionary !== dictionary { encoder.dictionary = dictionary }
-        if encoder.sealer == nil, let current = encryption?.current, let key = keys[current] {
-            encoder.sealer = BlockSealer(keyID: current, key: key, logID: logID)
-        }
+        if encoder.sealer == nil { encoder.sealer = currentSealer() }
     }
 
     /// Sets a cold rewrite's encoder: no dictionary (a 1 MiB block gains little from one, and
@@ -87,9 +85,13 @@ final class LogCodec: Sendable {
     /// encrypts. Any thread (the encoder is the rewrite's own).
     func prepareForRewrite(_ encoder: BlockEncoder) {
         encoder.dictionary = nil
-        if let current = encryption?.current, let key = keys[current] {
-            encoder.sealer = BlockSealer(keyID: current, key: key, logID: logID)
-        }
+        encoder.sealer = currentSealer()
+    }
+
+    /// A sealer for the current encryption key; nil when the log does not encrypt.
+    private func currentSealer() -> BlockSealer? {
+        guard let current = encryption?.current, let key = keys[current] else { return nil }
+        return BlockSealer(keyID: current, key: key, logID: logID)
     }
 
     /// Notes the dictionary a just-encoded block uses, and samples its records while a

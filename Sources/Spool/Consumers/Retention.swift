@@ -68,12 +68,7 @@ extension EventLog {
     /// listed file missing knows it was removed outside Spool. A segment that could not be
     /// unlinked is listed again; every one unlinked has its base added to `removed`.
     func deleteSegments(_ doomed: [SegmentInfo], removed: inout Set<UInt64>) throws {
-        // Held from the forgetting to the last unlink: a cold rewrite that checked its segment
-        // is listed renames before all of this or after (and then finds it gone).
-        segmentFiles.lock()
-        var segmentFilesHeld = true
-        defer { if segmentFilesHeld { segmentFiles.unlock() } }
-        let forgotten = lock.withLock { state.forgetSegments(doomed) }
+        var forgotten = [SegmentInfo]()
         do {
             defer {
                 let kept = forgotten.filter { !removed.contains($0.baseSeq) }
@@ -83,12 +78,15 @@ extension EventLog {
                 }
                 metrics.recordSegments(count: count, diskBytes: bytes)
             }
-            for segment in forgotten {
-                try DirectoryIO.remove(directory + "/" + segment.name)
-                removed.insert(segment.baseSeq)
+            // Held from the forgetting to the last unlink: a cold rewrite that checked its
+            // segment is listed renames before all of this or after (and then finds it gone).
+            try segmentFiles.withLock {
+                forgotten = lock.withLock { state.forgetSegments(doomed) }
+                for segment in forgotten {
+                    try DirectoryIO.remove(directory + "/" + segment.name)
+                    removed.insert(segment.baseSeq)
+                }
             }
-            segmentFiles.unlock()
-            segmentFilesHeld = false
             try DirectoryIO.sync(directory)
         }
         try codec.dictionaries.removeUnused { lock.withLock { state.segments } }

@@ -656,6 +656,15 @@ struct LogState {
         activeSizeBeingWritten = size
     }
 
+    /// What the cap counts: the segments, the active one at `activeSizeAfter` (the writer's
+    /// write about to be made) or else at the size a write in flight leaves it, and a cold
+    /// rewrite's file at `rewriteBytes` (the rewrite asking for room) or else as far as it got.
+    func bytesUnderCap(activeSizeAfter: Int64? = nil, rewriteBytes: Int64? = nil) -> Int64 {
+        let listedActive = segments.last?.size ?? 0
+        let active = activeSizeAfter ?? max(listedActive, activeSizeBeingWritten ?? 0)
+        return diskBytes - listedActive + active + (rewriteBytes ?? rewriteReservation)
+    }
+
     /// The bytes the cap counts for the rewrite in flight (0 when none, or cancelled).
     var rewriteReservation: Int64 {
         guard let rewrite, !rewrite.cancelled else { return 0 }
@@ -674,18 +683,15 @@ struct LogState {
     }
 
     /// Ends the rewrite in flight. With `replacedBy`, the new file took the segment's name
-    /// (under the segment-files lock, while the segment was listed): the list takes its size.
+    /// (under the segment-files lock, while the segment was listed): the list takes its size,
+    /// and the counters the rewrite and the bytes it saved.
     mutating func finishRewrite(replacedBy size: Int64?) {
         if let rewrite, let size, let index = segments.firstIndex(where: { $0.baseSeq == rewrite.baseSeq }) {
-            segments[index].size = size
             counters.segmentsRecompressed += 1
+            counters.bytesSavedByRecompression += UInt64(max(0, segments[index].size - size))
+            segments[index].size = size
         }
         rewrite = nil
-    }
-
-    /// Counts the bytes one rewrite saved (the old size less the new).
-    mutating func countRecompressed(savedBytes: Int64) {
-        counters.bytesSavedByRecompression += UInt64(max(0, savedBytes))
     }
 
     /// The cap dropped `segments` segments holding `records` records no consumer had read.

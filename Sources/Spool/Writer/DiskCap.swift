@@ -26,12 +26,9 @@ extension EventLog {
             lock.withLock {
                 guard state.rewriteMayContinue else { return false }
                 if let cap = configuration.maxBytes {
-                    // As `dropOldest(toFit:…)` counts: the active segment at the size a write in
-                    // flight leaves it, and under `rejectNew` what appends hold pending.
-                    let listedActive = state.segments.last?.size ?? 0
-                    let active = max(listedActive, state.activeSizeBeingWritten ?? 0)
+                    // Under `rejectNew`, what appends hold pending comes first.
                     let pending = configuration.capPolicy == .rejectNew ? Int64(state.pendingBytes) : 0
-                    guard state.diskBytes - listedActive + active + pending + bytes <= Int64(cap) else { return false }
+                    guard state.bytesUnderCap(rewriteBytes: bytes) + pending <= Int64(cap) else { return false }
                 }
                 state.noteRewriteWritten(bytes)
                 return true
@@ -52,12 +49,12 @@ extension EventLog {
     /// it must drop; the rewrite's call stops before its own segment. `capLock` held.
     private func dropOldest(toFit cap: Int64, activeSizeAfter: Int64?, rewriteGrowingTo: Int64?) {
         let (doomed, unread, over): ([SegmentInfo], [UInt64: Range<UInt64>], Int64) = lock.withLock {
+            // A rewrite that must stop drops nothing for a file it will not write.
+            if rewriteGrowingTo != nil && !state.rewriteMayContinue { return ([], [:], 0) }
             // The shared state lists the writer's active segment last, at its size before this
             // write; a rewrite counts it at the size the writer's write in flight leaves it.
-            let listedActive = state.segments.last?.size ?? 0
             if let activeSizeAfter { state.noteActiveSizeBeingWritten(activeSizeAfter) }
-            let active = activeSizeAfter ?? max(listedActive, state.activeSizeBeingWritten ?? 0)
-            var total = state.diskBytes - listedActive + active + (rewriteGrowingTo ?? state.rewriteReservation)
+            var total = state.bytesUnderCap(activeSizeAfter: activeSizeAfter, rewriteBytes: rewriteGrowingTo)
             var doomed = [SegmentInfo]()
             var unread = [UInt64: Range<UInt64>]()
             let floor = state.retentionFloor

@@ -28,8 +28,9 @@ final class Recompressor: Sendable {
         var running = false
         /// A run was asked for while it worked: it looks once more before it ends.
         var again = false
-        /// Bases of segments never to look at again in this process: rewritten (the header
-        /// says so), damaged, holding a block no key here opens, or not made smaller.
+        /// Bases of segments never to look at again in this process: rewritten (here, or by
+        /// an earlier process: the header says so), damaged, holding a block no key here
+        /// opens, or not made smaller.
         var settled: Set<UInt64> = []
     }
     let state = RankedMutex(.recompressor, State())
@@ -65,7 +66,7 @@ extension EventLog {
     private enum RewriteEnd {
         /// The new file took the segment's name.
         case replaced(before: Int64, after: Int64)
-        /// Left as it is for good (damaged, no key, not made smaller, already rewritten).
+        /// Left as it is for good (damaged, missing seqs, no key, not made smaller).
         case settled
         /// Not now (no room under the cap, the cap or retention took it, the files are being
         /// let go): a later run looks again.
@@ -75,7 +76,8 @@ extension EventLog {
     }
 
     /// Starts the background thread that rewrites cold segments, unless it runs already (it
-    /// then looks once more before it ends). After open and after each roll; lock may be held.
+    /// then looks once more before it ends). After open and after each roll; the log's lock
+    /// may be held: the thread is made on the retention queue, not under it.
     func scheduleRecompression() {
         guard configuration.coldCompression?.inBackground == true, !configuration.suspendsWhenIdle else { return }
         let start = recompressor.state.withLock { state -> Bool in
@@ -87,6 +89,11 @@ extension EventLog {
             return true
         }
         guard start else { return }
+        retentionQueue.async { [self] in startRecompressionThread() }
+    }
+
+    /// The background thread of ``scheduleRecompression()``, at `nice` 19.
+    private func startRecompressionThread() {
         let thread = Thread { [self] in
             lowerThreadPriority()
             while true {
@@ -149,8 +156,9 @@ extension EventLog {
                 report.segmentsRewritten += 1
                 report.bytesBefore += before
                 report.bytesAfter += after
+                settle(segment)
             case .settled:
-                recompressor.state.withLock { _ = $0.settled.insert(segment.baseSeq) }
+                settle(segment)
             case .later:
                 return report
             }
@@ -169,25 +177,28 @@ extension EventLog {
             let end = segments[index + 1].baseSeq
             if settled.contains(segment.baseSeq) { continue }
             if let floor, end <= floor { continue }  // every consumer passed it: retention deletes it
-            let header: SegmentHeader
+            let header: SegmentHeader?
             do {
                 let reader = try SegmentReader(path: directory + "/" + segment.name, baseSeq: segment.baseSeq, limit: segment.size)
-                if try reader.checkHeader(logID: id) != nil { throw SpoolError(.corrupt, "damaged segment header") }
-                guard let parsed = reader.header else { throw SpoolError(.corrupt, "damaged segment header") }
-                header = parsed
+                header = try reader.checkHeader(logID: id) == nil ? reader.header : nil
             } catch let error as SpoolError where error.errno == .noSuchFileOrDirectory {
                 continue  // deleted since the list was taken
             } catch {
-                recompressor.state.withLock { _ = $0.settled.insert(segment.baseSeq) }
-                continue
+                header = nil
             }
-            if header.isRecompressed {
-                recompressor.state.withLock { _ = $0.settled.insert(segment.baseSeq) }
+            // A damaged or unreadable header is left for recovery; a rewritten one is done.
+            guard let header, !header.isRecompressed else {
+                settle(segment)
                 continue
             }
             return (segment, end, header)
         }
         return nil
+    }
+
+    /// Never looks at `segment` again in this process.
+    private func settle(_ segment: SegmentInfo) {
+        recompressor.state.withLock { _ = $0.settled.insert(segment.baseSeq) }
     }
 
     /// Rewrites one sealed segment into `<name>.tmp` (its own header with the recompressed
@@ -204,7 +215,6 @@ extension EventLog {
         defer {
             let (count, bytes) = lock.withLock {
                 state.finishRewrite(replacedBy: replacedSize)
-                if let replacedSize { state.countRecompressed(savedBytes: segment.size - replacedSize) }
                 lock.broadcastProgress()
                 return (state.segments.count, state.diskBytes)
             }
