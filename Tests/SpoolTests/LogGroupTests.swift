@@ -184,6 +184,28 @@ import Testing
         return try condition()
     }
 
+    /// The idle suspension checks that nothing is pending under the same lock as it starts:
+    /// an append that came after the writer found the log idle keeps it open (before, the
+    /// check and the start were two steps, and an append between them was flushed and the
+    /// lock let go at once, while the caller expected the log to hold it).
+    @Test func anIdleSuspensionThatFindsARecordPendingKeepsTheLogOpen() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        var configuration = Configuration()
+        configuration.linger = .seconds(30)
+        let log = try EventLog.open(directory: dir.path, configuration: configuration)
+        let lock = dir.path + "/LOCK"
+        _ = log.lock.withLock { log.state.queueIdleSuspension() }  // the writer found it idle
+        _ = try log.append("pending for the linger")               // then an append came
+        try log.suspend(onlyIfIdle: true)                          // the queued suspension runs
+        #expect(!log.isSuspended, "a record is pending: the log is not idle")
+        #expect(try !group.anotherProcessCanLock(lock))
+        #expect(log.syncedEnd == 0, "nothing was flushed for a suspension that did not happen")
+        try log.suspend(onlyIfIdle: false)
+        #expect(log.isSuspended && log.syncedEnd == 1)
+        try log.close()
+    }
+
     @Test func anIdleLogLetsGoOfItsLockAndEveryAppendTakesItBack() async throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }

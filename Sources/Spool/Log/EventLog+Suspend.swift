@@ -20,9 +20,19 @@ extension EventLog {
     ///   be made durable: the log then stays open, holding its lock, and takes appends again;
     ///   `.closed` once closed.
     public func suspend() throws {
+        try suspend(onlyIfIdle: false)
+    }
+
+    /// ``suspend()``; with `onlyIfIdle` (an idle suspension), only if nothing is pending when it
+    /// begins, checked under the same lock as the suspension starts: an append between the
+    /// idle check and the start would otherwise be flushed and the log let go at once.
+    func suspend(onlyIfIdle: Bool) throws {
         lifecycle.lock()
         defer { lifecycle.unlock() }
-        let target = try lock.withLock { try state.beginSuspend() }
+        let target = try lock.withLock { () throws -> UInt64? in
+            if onlyIfIdle && !state.idleSuspensionStarts() { return nil }
+            return try state.beginSuspend()
+        }
         guard let target else { return }
         do {
             try waitUntilBlocking(before: target, is: .synced)
@@ -103,10 +113,9 @@ extension EventLog {
     func scheduleIdleSuspensionIfIdle() {
         guard configuration.suspendsWhenIdle, state.queueIdleSuspension() else { return }
         lifecycleQueue.async { [self] in
-            let idle = lock.withLock { state.idleSuspensionStarts() }
-            guard idle else { return }  // appends came meanwhile: the writer looks again once they are written
             do {
-                try suspend()
+                // Appends that came meanwhile keep it open: the writer looks again once they are written.
+                try suspend(onlyIfIdle: true)
             } catch {
                 logger.warning("could not suspend the idle log; it holds its lock until the next idle spell", metadata: ["error": "\(error)"])
             }
