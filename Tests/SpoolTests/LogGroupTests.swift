@@ -195,7 +195,8 @@ import Testing
         configuration.linger = .seconds(30)
         let log = try EventLog.open(directory: dir.path, configuration: configuration)
         let lock = dir.path + "/LOCK"
-        _ = log.lock.withLock { log.state.queueIdleSuspension() }  // the writer found it idle
+        let queued = log.lock.withLock { log.state.queueIdleSuspension() }  // the writer found it idle
+        #expect(queued)
         _ = try log.append("pending for the linger")               // then an append came
         try log.suspend(onlyIfIdle: true)                          // the queued suspension runs
         #expect(!log.isSuspended, "a record is pending: the log is not idle")

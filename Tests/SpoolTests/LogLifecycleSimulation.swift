@@ -74,6 +74,8 @@ struct LogLifecycleSimulation {
     /// A cold rewrite in flight (the segment as it began), and what one broke.
     private var rewriting: SegmentInfo?
     private var rewriteBroken: String?
+    /// What a suspension broke when it began.
+    private var suspendBroken: String?
     /// How the rewrites ended: replaced, abandoned (cancelled or refused at the check).
     private(set) var rewritesReplaced = 0
     private(set) var rewritesAbandoned = 0
@@ -358,12 +360,16 @@ struct LogLifecycleSimulation {
         }
     }
 
-    private mutating func suspendStep() {
+    /// `suspend()`, one step at a time; `onlyIfIdle`: the queued idle suspension's.
+    private mutating func suspendStep(onlyIfIdle: Bool = false) {
         switch suspension {
         case .none:
             guard !closing else { return }
             do {
-                guard let target = try state.beginSuspend() else { return }
+                guard let target = try state.beginSuspend(onlyIfIdle: onlyIfIdle) else {
+                    return log(onlyIfIdle ? "idle suspension: no longer idle" : "suspend: nothing to do")
+                }
+                if onlyIfIdle && !state.hasNothingPending { suspendBroken = "an idle suspension began with records pending" }
                 if target <= state.syncedEnd {
                     suspension = .flushing(id: nil)
                 } else {
@@ -408,10 +414,16 @@ struct LogLifecycleSimulation {
 
     private mutating func idleSuspension() {
         if idleQueued {
+            // It takes the lifecycle lock a suspend() in progress holds: it runs after that one.
+            if case .flushing = suspension { return }
             idleQueued = false
-            guard state.idleSuspensionStarts() else { return log("idle suspension: no longer idle") }
             log("idle suspension runs")
-            return suspendStep()
+            if case .suspended = suspension {
+                let target = try? state.beginSuspend(onlyIfIdle: true)
+                if target != nil { suspendBroken = "an idle suspension began on a suspended log" }
+                return
+            }
+            return suspendStep(onlyIfIdle: true)
         }
         guard inFlight == nil, syncing == nil, state.queueIdleSuspension() else { return }
         idleQueued = true
@@ -467,6 +479,7 @@ struct LogLifecycleSimulation {
         if bases != bases.sorted() || Set(bases).count != bases.count { throw failure("segment list \(bases) is not sorted and unique") }
         if let retentionBroken { throw failure(retentionBroken) }
         if let rewriteBroken { throw failure(rewriteBroken) }
+        if let suspendBroken { throw failure(suspendBroken) }
         if (state.rewrite != nil) != (rewriting != nil) { throw failure("the state's rewrite \(String(describing: state.rewrite)) is not the model's") }
         if state.rewriteReservation < 0 { throw failure("a negative rewrite reservation") }
         if state.counters.segmentsRecompressed != UInt64(rewritesReplaced) || state.counters.bytesSavedByRecompression != bytesSavedByRewrites {

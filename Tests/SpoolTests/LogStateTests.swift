@@ -24,6 +24,26 @@ import Testing
         return state.finishWrite(outcome, batch: &batch, activeSegment: SegmentInfo(baseSeq: 0, size: 100), syncFailed: syncFailed, now: 0)
     }
 
+    /// The queued idle suspension begins only if nothing is pending at that very step; either
+    /// way it is no longer queued, so the next idle spell can queue one again.
+    @Test func anIdleSuspensionBeginsOnlyWithNothingPending() throws {
+        var state = state(appending: 0)
+        let queued = state.queueIdleSuspension()
+        let again = state.queueIdleSuspension()
+        #expect(queued && !again, "one at a time")
+        let payload = [UInt8](repeating: 7, count: 10)
+        _ = payload.withUnsafeBytes { state.append($0, timestamp: 1, blockSize: 1024, now: 0) }
+        let pending = try state.beginSuspend(onlyIfIdle: true)
+        #expect(pending == nil, "a record came after the queueing")
+        #expect(state.isOpen && state.error == nil)
+        _ = writeAll(&state, sync: true)
+        let requeued = state.queueIdleSuspension()
+        #expect(requeued, "no longer queued: the next idle spell queues again")
+        let idle = try state.beginSuspend(onlyIfIdle: true)
+        #expect(idle == 1)
+        #expect(state.filesReleased)
+    }
+
     @Test func suspendRefusesAppendsUntilResumed() throws {
         var state = state(appending: 3)
         let target = try state.beginSuspend()

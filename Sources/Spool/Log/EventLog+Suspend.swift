@@ -23,16 +23,12 @@ extension EventLog {
         try suspend(onlyIfIdle: false)
     }
 
-    /// ``suspend()``; with `onlyIfIdle` (an idle suspension), only if nothing is pending when it
-    /// begins, checked under the same lock as the suspension starts: an append between the
-    /// idle check and the start would otherwise be flushed and the log let go at once.
+    /// ``suspend()``; with `onlyIfIdle` (an idle suspension), only if nothing is pending as it
+    /// begins (`LogState.beginSuspend(onlyIfIdle:)`).
     func suspend(onlyIfIdle: Bool) throws {
         lifecycle.lock()
         defer { lifecycle.unlock() }
-        let target = try lock.withLock { () throws -> UInt64? in
-            if onlyIfIdle && !state.idleSuspensionStarts() { return nil }
-            return try state.beginSuspend()
-        }
+        let target = try lock.withLock { try state.beginSuspend(onlyIfIdle: onlyIfIdle) }
         guard let target else { return }
         do {
             try waitUntilBlocking(before: target, is: .synced)

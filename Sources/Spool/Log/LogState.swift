@@ -523,9 +523,16 @@ struct LogState {
     mutating func markCloseFinished() { status = .closed(finished: true) }
 
     /// `suspend()`: refuses appends from now on and returns the end of what must be made
-    /// durable before the files are let go; nil when already suspended.
+    /// durable before the files are let go; nil when already suspended. With `onlyIfIdle`, the
+    /// queued idle suspension (``queueIdleSuspension()``) runs: it is no longer queued, and it
+    /// begins only if nothing is pending, checked in this same step (an append between a check
+    /// and the start would be flushed and the lock let go at once).
     /// - Throws: the log's error (a suspended log would hide it).
-    mutating func beginSuspend() throws -> UInt64? {
+    mutating func beginSuspend(onlyIfIdle: Bool = false) throws -> UInt64? {
+        if onlyIfIdle {
+            idleSuspendQueued = false
+            guard hasNothingPending else { return nil }
+        }
         if suspendingOrSuspended { return nil }
         if let error { throw error }
         status = .suspending
@@ -550,12 +557,6 @@ struct LogState {
         guard !idleSuspendQueued, case .open = status, hasNothingPending else { return false }
         idleSuspendQueued = true
         return true
-    }
-
-    /// The queued idle suspension runs: whether the log is still idle.
-    mutating func idleSuspensionStarts() -> Bool {
-        idleSuspendQueued = false
-        return hasNothingPending
     }
 
     // MARK: Segments, retention and the cap

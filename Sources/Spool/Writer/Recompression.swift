@@ -248,12 +248,18 @@ extension EventLog {
         var out = [UInt8]()
         out.reserveCapacity(ZstdCompressor.bound(cold.blockSize) + Format.blockHeaderSize)
 
-        /// Seals `block`, waits for room under the cap, writes it. False: stop (settled or later in `end`).
+        /// Seals `block`, waits for room under the cap, writes it. False: stop (settled or later
+        /// in `ending`; later too when close(), suspend() or the cap stopped the compression).
         var ending: RewriteEnd?
         func flush() throws -> Bool {
             guard !block.isEmpty else { return true }
             out.removeAll(keepingCapacity: true)
-            try encoder.encode(block, in: context, into: &out)
+            do {
+                try encoder.encode(block, in: context, into: &out)
+            } catch is ZstdCompressor.Interrupted {
+                ending = .later
+                return false
+            }
             if size + Int64(out.count) >= segment.size {
                 ending = .settled  // not smaller: keep the file the writer made
                 return false
@@ -283,14 +289,8 @@ extension EventLog {
             }
         } catch let error as SpoolError where error.code == .missingKey || error.code == .corrupt {
             return .settled  // a block no key here opens, or a dictionary that is gone
-        } catch is ZstdCompressor.Interrupted {
-            return .later
         }
-        do {
-            guard try flush() else { return ending ?? .later }
-        } catch is ZstdCompressor.Interrupted {
-            return .later
-        }
+        guard try flush() else { return ending ?? .later }
         guard expected == end, expected > segment.baseSeq else { return .settled }
         try file.syncData()
 
