@@ -2,7 +2,8 @@ extension Context {
     /// Opening a log whose last block is torn, at growing sizes: the time must stay flat
     /// (recovery reads the active segment, not the whole log). Each size is compared with the
     /// smallest. Every log's active segment holds the same ~1 MiB, since its size, not the log's,
-    /// sets the time; a last row opens a full active segment, the most any open reads.
+    /// sets the time; a last row opens a full active segment, the most any open reads
+    /// (``BenchOptions/openFullActiveSegment``).
     func openRows() async throws -> [Row] {
         let spool = self.spool
         var rows = [Row]()
@@ -12,7 +13,8 @@ extension Context {
         let slack = min(256 << 10, segmentSize / 8)
         let activeBytes = min(Int64(min(1 << 20, options.openSizes.min() ?? (1 << 20))), segmentSize / 2)
         let fullActive = (bytes: Int(segmentSize), active: segmentSize - slack)
-        let cases = options.openSizes.sorted().map { (bytes: $0, active: activeBytes) } + [fullActive]
+        let cases = options.openSizes.sorted().map { (bytes: $0, active: activeBytes) }
+            + (options.openFullActiveSegment ? [fullActive] : [])
         for (index, (size, activeTarget)) in cases.enumerated() {
             let directory = try scratch.fresh("open")
             let (nanos, bytes, active) = try await blocking {
@@ -25,7 +27,7 @@ extension Context {
             let figure = Figure(Double(nanos.sorted()[nanos.count / 2]) / 1e6, "ms", note: "active segment \(activeMiB) MiB")
             progress("  open after a torn tail, \(format(Double(bytes) / 1_048_576)) MiB (active segment \(activeMiB) MiB): \(format(figure.value)) ms "
                 + "(each open: \(nanos.map { format(Double($0) / 1e6) }.joined(separator: ", ")) ms)")
-            let worst = index == cases.count - 1
+            let worst = options.openFullActiveSegment && index == cases.count - 1
             let scenario = worst ? "open, torn tail, full active segment" : "open, torn tail, \(format(Double(bytes) / 1_048_576)) MiB"
             if let smallest {
                 rows.append(Row(group: "open", scenario: scenario, spool: figure, baseline: "the smallest log", baselineFigure: smallest))
