@@ -95,6 +95,43 @@ import Testing
 
     static let firstSeqs = unevenBlocks(count: 5, firstSeq: 1000).map(\.firstSeq)
 
+    /// A lane seals into the buffer of a block the writer already copied out (`recycle`), not a
+    /// new one: the same storage comes back, and what it held before (copied out, as the
+    /// writer's stage does) and what it holds now are each byte for byte one encoder's blocks.
+    @Test func aLaneSealsIntoARecycledBufferAndNoTakenBlockChanges() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.cleanup() }
+        let codec = try LogCodec(directory: dir.path, configuration: Configuration(), logID: LogID.random(),
+                                 inheritedThrough: nil, logger: Logger(label: "test"))
+        let sealAhead = SealAhead(sealingThreads: 2, level: 1, codec: codec, spawn: { _ in })
+        let segment = SegmentContext(baseSeq: 1000, createdMillis: 1_767_225_600_000)
+        sealAhead.setSegment(segment)
+        let blocks = Self.unevenBlocks(count: 3, firstSeq: 1000)
+        for block in blocks { sealAhead.offer(block) }
+        let serial = BlockEncoder(level: 1)
+        func expected(_ block: PendingBlock) throws -> [UInt8] {
+            var bytes: [UInt8] = []
+            try serial.encode(block, in: segment, into: &bytes)
+            return bytes
+        }
+        #expect(sealAhead.sealNext())
+        var first = try #require(sealAhead.take(blocks[0], for: segment))
+        var out: [UInt8] = []
+        out.append(contentsOf: first.bytes)
+        let storage = first.bytes.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+        sealAhead.recycle(&first.bytes)
+        #expect(first.bytes.isEmpty, "recycle moves the buffer out")
+        #expect(sealAhead.sealNext())
+        let second = try #require(sealAhead.take(blocks[1], for: segment))
+        #expect(second.bytes.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) } == storage,
+                "the lane sealed block 1 into a new buffer, not the recycled one")
+        #expect(out == (try expected(blocks[0])), "block 0, copied out before its buffer was reused, changed")
+        #expect(second.bytes == (try expected(blocks[1])))
+        #expect(sealAhead.take(blocks[2], for: segment) == nil, "block 2 was still queued: the writer seals it")
+        #expect(!sealAhead.sealNext())
+        #expect(sealAhead.held.blocks == 0)
+    }
+
     /// Makes every write under `dir` take a millisecond longer, so blocks queue behind the
     /// writer even in a debug build (whose appends cannot outrun zstd): lanes then seal them,
     /// whatever the machine's speed, and the tests below exercise them every run.

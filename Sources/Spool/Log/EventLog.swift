@@ -28,8 +28,10 @@ public final class EventLog: @unchecked Sendable {
 
     let logger: Logger
     let lock = ConditionLock()
-    /// Guarded by `lock`.
-    var state: LogState
+    /// Guarded by `lock`, which already makes every access exclusive: Swift's dynamic
+    /// exclusivity check on this property (a thread-local access set, on each of the several
+    /// accesses an append makes) is left out, as it cost about 3% of a sealing run's time.
+    @exclusivity(unchecked) var state: LogState
     let metrics: LogMetrics
     let directoryLock: DirectoryLock
     /// Serialises ``close()``, ``suspend()`` and ``resume()``: each releases or takes the

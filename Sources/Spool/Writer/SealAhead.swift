@@ -72,6 +72,11 @@ final class SealAhead: @unchecked Sendable {
     private var runningLanes = 0
     /// Encoders (zstd contexts) of lanes not running, reused.
     private var idleEncoders: [BlockEncoder] = []
+    /// Buffers of sealed blocks the writer has copied out (``recycle(_:)``), reused by lanes:
+    /// a new buffer per block was a fresh heap page to fault in and zero, every block. At
+    /// most ``maxIdleBuffers`` are kept.
+    private var idleBuffers: [[UInt8]] = []
+    private var maxIdleBuffers: Int { lanes + 2 }
     private let level: Int32
     /// Set by ``close()``: nothing more is queued, and lanes end.
     private var closed = false
@@ -152,6 +157,7 @@ final class SealAhead: @unchecked Sendable {
         var block: PendingBlock
         var segment: SegmentContext
         var encoder: BlockEncoder
+        var buffer: [UInt8]
     }
 
     /// Marks the oldest queued block as being sealed and hands it out. Lock held.
@@ -173,14 +179,18 @@ final class SealAhead: @unchecked Sendable {
         }
         guard let (seq, block) = next, !closed, let segment else { return nil }
         entries[seq] = .sealing
-        return Claim(seq: seq, block: block, segment: segment, encoder: idleEncoders.popLast() ?? BlockEncoder(level: level))
+        return Claim(seq: seq, block: block, segment: segment, encoder: idleEncoders.popLast() ?? BlockEncoder(level: level),
+                     buffer: idleBuffers.popLast() ?? [])
     }
 
     /// Seals a claimed block (lock not held), then stores it for the writer and wakes it.
-    private func seal(_ claim: Claim) {
+    private func seal(_ claim: consuming Claim) {
         willSeal(claim.seq)
         codec.prepare(claim.encoder)
+        // Moved out, not copied: a second reference would make the emptying below allocate.
         var bytes: [UInt8] = []
+        swap(&bytes, &claim.buffer)
+        bytes.removeAll(keepingCapacity: true)
         let header = try? claim.encoder.encode(claim.block, in: claim.segment, into: &bytes)
         lock()
         idleEncoders.append(claim.encoder)
@@ -224,6 +234,17 @@ final class SealAhead: @unchecked Sendable {
                 return sealed
             }
         }
+    }
+
+    /// Takes the buffer of a sealed block the writer took and copied (leaving `buffer` empty),
+    /// for a lane's next block. Moved, not copied: a reference left behind would make the
+    /// lane's reuse allocate anyway.
+    func recycle(_ buffer: inout [UInt8]) {
+        var taken: [UInt8] = []
+        swap(&taken, &buffer)
+        lock()
+        if idleBuffers.count < maxIdleBuffers { idleBuffers.append(taken) }
+        unlock()
     }
 
     /// Forgets every queued and sealed block and takes no more; lanes end after the block they

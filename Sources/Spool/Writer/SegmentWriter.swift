@@ -220,10 +220,11 @@ final class SegmentWriter {
             if staged.blocks > 0 && needsRoll(before: block) { break }
             // A block a sealing lane sealed for this segment is copied; any other is sealed here.
             let header: BlockHeader
-            if let sealed = sealAhead?.take(block, for: segment) {
+            if var sealed = sealAhead?.take(block, for: segment) {
                 out.append(contentsOf: sealed.bytes)
                 header = sealed.header
                 staged.sealedAhead += 1
+                sealAhead?.recycle(&sealed.bytes)
             } else {
                 header = try encoder.encode(block, in: segment, into: &out)
             }
