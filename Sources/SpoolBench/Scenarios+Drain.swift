@@ -80,6 +80,23 @@ extension Context {
                             baseline: baseline.name, baselineFigure: Figure(Double(baseBytes) / Double(count), "B/event"),
                             percent: true, goal: .atMost(0.08)))
         }
+        // A harder level for segments that stay cold long (`ColdCompression(level: 15)`): fewer
+        // bytes, for more of the background thread's time, shown against the default's.
+        let harderLevel: Int32 = 15
+        let harderDirectory = try scratch.fresh("cold-\(harderLevel)")
+        defer { scratch.remove(harderDirectory) }
+        let harder = try await blocking { try spool.coldBytes(count: count, level: harderLevel, directory: harderDirectory) }
+        let harderPerEvent = Figure(Double(harder.total) / Double(count), "B/event")
+        if let baseline, let baseBytes = best["\(baseline.name) drain \(BaselineDrain.full.label)"]?.storedBytes {
+            rows.append(Row(group: "footprint", scenario: "bytes on disk, cold-recompressed at level \(harderLevel)", spool: harderPerEvent,
+                            baseline: baseline.name, baselineFigure: Figure(Double(baseBytes) / Double(count), "B/event"),
+                            percent: true, goal: .atMost(0.06)))
+        }
+        let level = ColdCompression().level
+        progress("  cold rewrite of \(count) events: level \(level) \(format(coldPerEvent.value)) B/event in \(format(Double(cold.rewriteNanos) / 1e6)) ms, "
+            + "level \(harderLevel) \(format(harderPerEvent.value)) B/event in \(format(Double(harder.rewriteNanos) / 1e6)) ms")
+        rows.append(Row(group: "footprint", scenario: "cold rewrite's time at level \(harderLevel)", spool: Figure(Double(harder.rewriteNanos) / 1e6, "ms"),
+                        baseline: "the same at level \(level) (the default)", baselineFigure: Figure(Double(cold.rewriteNanos) / 1e6, "ms")))
         rows.append(try await keptUnderCapRow(cold: false))
         rows.append(try await keptUnderCapRow(cold: true))
         return rows

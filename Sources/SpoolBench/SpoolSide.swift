@@ -218,17 +218,19 @@ public struct SpoolSide: Sendable {
     /// Appends `count` events (buffered) into segments of 1 MiB, has cold recompression
     /// rewrite every sealed one (at its defaults: level 9, 1 MiB blocks), closes the log and
     /// returns its bytes on disk and how many of them the active (never rewritten) segment holds.
-    public func coldBytes(count: Int, directory: String) throws -> (total: Int, active: Int) {
+    public func coldBytes(count: Int, level: Int32 = ColdCompression().level, directory: String) throws -> (total: Int, active: Int, rewriteNanos: UInt64) {
         var cold = configuration
         cold.segmentSize = 1 << 20
-        cold.coldCompression = ColdCompression(inBackground: false)
+        cold.coldCompression = ColdCompression(level: level, inBackground: false)
         let log = try EventLog.open(directory: directory, configuration: cold, logger: quietLogger)
         for index in 0..<count { try log.append(events[cycling: index]) }
         try log.syncBlocking()
+        let start = monotonicNanos()
         try log.recompressSealedSegments()
+        let rewriteNanos = monotonicNanos() - start
         try log.close()
         let active = try newestSegment(in: directory).size
-        return (bytesOnDisk(directory), Int(active))
+        return (bytesOnDisk(directory), Int(active), rewriteNanos)
     }
 
     /// Fills a log with at least `bytes` of segments and an active (newest) segment of
