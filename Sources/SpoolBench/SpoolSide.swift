@@ -216,8 +216,9 @@ public struct SpoolSide: Sendable {
     }
 
     /// Appends `count` events (buffered) into segments of 1 MiB, has cold recompression
-    /// rewrite every sealed one (at its defaults: level 9, 1 MiB blocks), closes the log and
-    /// returns its bytes on disk and how many of them the active (never rewritten) segment holds.
+    /// rewrite every sealed one (in 1 MiB blocks at `level`, by default the library's), closes
+    /// the log and returns its bytes on disk, how many of them the active (never rewritten)
+    /// segment holds, and how long the rewrite took.
     public func coldBytes(count: Int, level: Int32 = ColdCompression().level, directory: String) throws -> (total: Int, active: Int, rewriteNanos: UInt64) {
         var cold = configuration
         cold.segmentSize = 1 << 20

@@ -36,8 +36,7 @@ import Testing
     @Test func theWriterTakesBlocksInSeqOrderWhicheverLaneFinishedFirst() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
-        let codec = try LogCodec(directory: dir.path, configuration: Configuration(), logID: LogID.random(),
-                                 inheritedThrough: nil, logger: Logger(label: "test"))
+        let codec = try Self.plainCodec(in: dir)
         let spawned = Mutex(0)
         let holdLaneA = DispatchSemaphore(value: 0)
         let laneAHolds = DispatchSemaphore(value: 0)
@@ -49,7 +48,7 @@ import Testing
                                           holdLaneA.wait()
                                       }
                                   })
-        let segment = SegmentContext(baseSeq: 1000, createdMillis: 1_767_225_600_000)
+        let segment = Self.firstSegment
         let blocks = Self.unevenBlocks(count: 5, firstSeq: 1000)
         sealAhead.setSegment(segment)
         for block in blocks.prefix(4) { sealAhead.offer(block) }
@@ -77,10 +76,9 @@ import Testing
         let serial = BlockEncoder(level: 1)
         for (index, sealed) in taken.withLock({ $0 }).enumerated() {
             let block = blocks[1 + index]
-            var expected: [UInt8] = []
-            let header = try serial.encode(block, in: segment, into: &expected)
-            #expect(sealed?.bytes == expected, "block \(1 + index)")
-            #expect(sealed?.header == header && sealed?.header.firstSeq == block.firstSeq)
+            let expected = try Self.serialEncoding(block, in: segment, by: serial)
+            #expect(sealed?.bytes == expected.bytes, "block \(1 + index)")
+            #expect(sealed?.header == expected.header && sealed?.header.firstSeq == block.firstSeq)
         }
         #expect(taken.withLock { $0 }.allSatisfy { $0 != nil }, "blocks 1-3 are the lanes'")
         // A roll: block 4 was sealed for the old segment, so the writer seals it again.
@@ -95,25 +93,35 @@ import Testing
 
     static let firstSeqs = unevenBlocks(count: 5, firstSeq: 1000).map(\.firstSeq)
 
+    /// The segment the blocks of ``unevenBlocks(count:firstSeq:)`` from seq 1000 go into.
+    static let firstSegment = SegmentContext(baseSeq: 1000, createdMillis: 1_767_225_600_000)
+
+    /// A codec with neither dictionary nor key, for a `SealAhead` driven by hand.
+    static func plainCodec(in dir: TemporaryDirectory) throws -> LogCodec {
+        try LogCodec(directory: dir.path, configuration: Configuration(), logID: LogID.random(),
+                     inheritedThrough: nil, logger: Logger(label: "test"))
+    }
+
+    /// What one encoder makes of `block` in `segment`: what a lane's sealed form must equal.
+    static func serialEncoding(_ block: PendingBlock, in segment: SegmentContext,
+                               by encoder: BlockEncoder = BlockEncoder(level: 1)) throws -> (bytes: [UInt8], header: BlockHeader) {
+        var bytes: [UInt8] = []
+        let header = try encoder.encode(block, in: segment, into: &bytes)
+        return (bytes, header)
+    }
+
     /// A lane seals into the buffer of a block the writer already copied out (`recycle`), not a
     /// new one: the same storage comes back, and what it held before (copied out, as the
     /// writer's stage does) and what it holds now are each byte for byte one encoder's blocks.
     @Test func aLaneSealsIntoARecycledBufferAndNoTakenBlockChanges() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
-        let codec = try LogCodec(directory: dir.path, configuration: Configuration(), logID: LogID.random(),
-                                 inheritedThrough: nil, logger: Logger(label: "test"))
+        let codec = try Self.plainCodec(in: dir)
         let sealAhead = SealAhead(sealingThreads: 2, level: 1, codec: codec, spawn: { _ in })
-        let segment = SegmentContext(baseSeq: 1000, createdMillis: 1_767_225_600_000)
+        let segment = Self.firstSegment
         sealAhead.setSegment(segment)
         let blocks = Self.unevenBlocks(count: 3, firstSeq: 1000)
         for block in blocks { sealAhead.offer(block) }
-        let serial = BlockEncoder(level: 1)
-        func expected(_ block: PendingBlock) throws -> [UInt8] {
-            var bytes: [UInt8] = []
-            try serial.encode(block, in: segment, into: &bytes)
-            return bytes
-        }
         #expect(sealAhead.sealNext())
         var first = try #require(sealAhead.take(blocks[0], for: segment))
         var out: [UInt8] = []
@@ -125,8 +133,8 @@ import Testing
         let second = try #require(sealAhead.take(blocks[1], for: segment))
         #expect(second.bytes.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) } == storage,
                 "the lane sealed block 1 into a new buffer, not the recycled one")
-        #expect(out == (try expected(blocks[0])), "block 0, copied out before its buffer was reused, changed")
-        #expect(second.bytes == (try expected(blocks[1])))
+        #expect(out == (try Self.serialEncoding(blocks[0], in: segment).bytes), "block 0, copied out before its buffer was reused, changed")
+        #expect(second.bytes == (try Self.serialEncoding(blocks[1], in: segment).bytes))
         #expect(sealAhead.take(blocks[2], for: segment) == nil, "block 2 was still queued: the writer seals it")
         #expect(!sealAhead.sealNext())
         #expect(sealAhead.held.blocks == 0)
@@ -252,8 +260,7 @@ import Testing
         var random = SplitMix64(seed: UInt64(seed) &+ 3600)
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
-        let codec = try LogCodec(directory: dir.path, configuration: Configuration(), logID: LogID.random(),
-                                 inheritedThrough: nil, logger: Logger(label: "test"))
+        let codec = try Self.plainCodec(in: dir)
         let spawned = Mutex(0)
         let sealAhead = SealAhead(sealingThreads: 2 + Int(random.next() % 3), level: 1, codec: codec,
                                   spawn: { _ in spawned.withLock { $0 += 1 } })
@@ -261,7 +268,7 @@ import Testing
         // Which blocks an append fills (offered); the others the writer seals at its linger
         // deadline or for a waiting caller (never offered).
         let filledByAppend = blocks.map { _ in random.next() % 4 != 0 }
-        var segment = SegmentContext(baseSeq: 1000, createdMillis: 1_767_225_600_000)
+        var segment = Self.firstSegment
         sealAhead.setSegment(segment)
         var sealedIntoQueue = 0  // blocks in the writer's queue (offered under the same lock)
         var taken = 0
@@ -295,9 +302,8 @@ import Testing
                 let sealed = sealAhead.take(block, for: segment)
                 trace.append("take \(taken) -> \(sealed == nil ? "sealed here" : "a lane's")")
                 if let sealed {
-                    var expected: [UInt8] = []
-                    let header = try serial.encode(block, in: segment, into: &expected)
-                    #expect(sealed.bytes == expected && sealed.header == header && sealed.segment == segment,
+                    let expected = try Self.serialEncoding(block, in: segment, by: serial)
+                    #expect(sealed.bytes == expected.bytes && sealed.header == expected.header && sealed.segment == segment,
                             "seed \(seed): \(trace.joined(separator: ", "))")
                 }
                 #expect(sealAhead.take(block, for: segment) == nil, "seed \(seed): block \(taken) handed back twice")
@@ -319,10 +325,9 @@ import Testing
     @Test func aQueueThatNeverEmptiesStillHandsBackEveryBlock() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
-        let codec = try LogCodec(directory: dir.path, configuration: Configuration(), logID: LogID.random(),
-                                 inheritedThrough: nil, logger: Logger(label: "test"))
+        let codec = try Self.plainCodec(in: dir)
         let sealAhead = SealAhead(sealingThreads: 2, level: 1, codec: codec, spawn: { _ in })
-        let segment = SegmentContext(baseSeq: 1000, createdMillis: 1_767_225_600_000)
+        let segment = Self.firstSegment
         sealAhead.setSegment(segment)
         let blocks = Self.unevenBlocks(count: 400, firstSeq: 1000).map { block -> PendingBlock in
             var small = block

@@ -295,7 +295,7 @@ final class BlockEncoder {
     deinit { scratch.deallocate() }
 
     /// ``scratch``, at least `count` bytes long.
-    private func scratch(_ count: Int) -> UnsafeMutableRawBufferPointer {
+    private func scratch(atLeast count: Int) -> UnsafeMutableRawBufferPointer {
         if scratch.count < count {
             scratch.deallocate()
             scratch = .allocate(byteCount: count, alignment: 16)
@@ -332,24 +332,22 @@ final class BlockEncoder {
         let headerStart = out.count
         let headerSize = form == .full ? Format.blockHeaderSize : Format.compactBlockHeaderSize
         let payloadStart = headerStart + headerSize
-        let frame = scratch(ZstdCompressor.bound(raw.count))
-        var compressedSize = try compressor.compress(raw, into: frame, dictionary: dictionary, contentSize: form == .full)
-        // Every frame starts with the same 4 bytes: a compact block does not store them.
-        var payload = UnsafeRawBufferPointer(rebasing: frame[..<compressedSize])
+        let frame = scratch(atLeast: ZstdCompressor.bound(raw.count))
+        let frameSize = try compressor.compress(raw, into: frame, dictionary: dictionary, contentSize: form == .full)
+        var payload = UnsafeRawBufferPointer(rebasing: frame[..<frameSize])
         if form == .compact {
+            // Every frame starts with the same 4 bytes: a compact block does not store them.
             assert(payload.prefix(4).elementsEqual(Format.zstdFrameMagic))
             payload = UnsafeRawBufferPointer(rebasing: payload[Format.zstdFrameMagic.count...])
-            compressedSize -= Format.zstdFrameMagic.count
         }
         var codec = Format.codecZstd
         var dictionaryID = dictionary?.id ?? 0
-        var storedSize = compressedSize
-        if compressedSize >= raw.count {
+        if payload.count >= raw.count {
             codec = Format.codecNone
             dictionaryID = 0
-            storedSize = raw.count
             payload = raw
         }
+        var storedSize = payload.count
         out.append(contentsOf: repeatElement(0, count: headerSize))
         out.append(contentsOf: payload)
         var header = BlockHeader(
