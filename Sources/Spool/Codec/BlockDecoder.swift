@@ -37,7 +37,7 @@ final class BlockDecoder {
     /// Decodes `payload` (the stored payload of a block with `header`, checksum verified).
     /// `timestampBase` comes from `SegmentReader.timestampBase(for:)`; `location` names the
     /// segment and offset in errors and notices.
-    func decode(_ header: BlockHeader, payload: [UInt8], timestampBase: Int64, location: @autoclosure () -> String) throws -> Outcome {
+    func decode(_ header: BlockHeader, payload: ArraySlice<UInt8>, timestampBase: Int64, location: @autoclosure () -> String) throws -> Outcome {
         walk = nil
         beforeLast = nil
         let outcome = try areaOf(header, payload: payload, location: location)
@@ -78,26 +78,26 @@ final class BlockDecoder {
     }
 
     /// Decrypts and decompresses `payload` into `raw[0..<length]`.
-    private func areaOf(_ header: BlockHeader, payload: [UInt8], location: () -> String) throws -> Outcome {
-        guard header.isEncrypted else { return try decompress(header, stored: payload, location: location) }
+    private func areaOf(_ header: BlockHeader, payload: ArraySlice<UInt8>, location: () -> String) throws -> Outcome {
+        guard header.isEncrypted else { return try payload.withUnsafeBytes { try decompress(header, stored: $0, location: location) } }
         let opened = try payload.withUnsafeBytes {
             try BlockCipher.open($0, header: header, logID: codec.logID, keys: codec.keys, location: location())
         }
         switch opened {
         case .plaintext(let plaintext):
-            return try decompress(header, stored: plaintext, location: location)
+            return try plaintext.withUnsafeBytes { try decompress(header, stored: $0, location: location) }
         case .authenticationFailed(let keyID):
             return .corrupt("\(location()): the encrypted payload failed authentication with key \(keyID) (the block was altered)")
         }
     }
 
-    private func decompress(_ header: BlockHeader, stored: [UInt8], location: () -> String) throws -> Outcome {
+    private func decompress(_ header: BlockHeader, stored: UnsafeRawBufferPointer, location: () -> String) throws -> Outcome {
         let failure = Outcome.corrupt("\(location()): the block's records do not decode")
         length = Int(header.rawLength)
         if raw.count < length { raw = [UInt8](repeating: 0, count: length) }
         if header.codec == Format.codecNone {
             guard stored.count == length else { return failure }
-            stored.withUnsafeBytes { source in raw.withUnsafeMutableBytes { $0.copyMemory(from: source) } }
+            raw.withUnsafeMutableBytes { $0.copyMemory(from: stored) }
             return .valid
         }
         var dictionary: ZstdDictionary?
@@ -113,18 +113,16 @@ final class BlockDecoder {
             dictionary = self.dictionary
         }
         let length = self.length
-        func decompress(_ frame: [UInt8]) -> Bool {
-            frame.withUnsafeBytes { source in
-                raw.withUnsafeMutableBytes { destination in
-                    decompressor.decompress(source, into: UnsafeMutableRawBufferPointer(rebasing: destination[0..<length]), dictionary: dictionary)
-                }
+        func decompress(_ frame: UnsafeRawBufferPointer) -> Bool {
+            raw.withUnsafeMutableBytes { destination in
+                decompressor.decompress(frame, into: UnsafeMutableRawBufferPointer(rebasing: destination[0..<length]), dictionary: dictionary)
             }
         }
         if header.form == .compact {
             framed.removeAll(keepingCapacity: true)
             framed.append(contentsOf: Format.zstdFrameMagic)
             framed.append(contentsOf: stored)
-            guard decompress(framed) else { return failure }
+            guard framed.withUnsafeBytes({ decompress($0) }) else { return failure }
         } else {
             guard decompress(stored) else { return failure }
         }

@@ -277,6 +277,9 @@ struct SegmentContext: Equatable {
 /// current dictionary if any), encrypt (if a key is set), checksum, header. Owns a reusable
 /// compression context and scratch buffer. Not thread-safe: the writer thread's.
 final class BlockEncoder {
+    /// Zeros that hold a header's place until it is written: appended from an array, not
+    /// `repeatElement`, which unspecialized (a debug build) is a generic loop per byte.
+    private static let headerSpace = [UInt8](repeating: 0, count: Format.blockHeaderSize)
     private let compressor: ZstdCompressor
     /// The dictionary new blocks are compressed with; nil for none. Set between blocks.
     var dictionary: ZstdDictionary?
@@ -348,7 +351,7 @@ final class BlockEncoder {
             payload = raw
         }
         var storedSize = payload.count
-        out.append(contentsOf: repeatElement(0, count: headerSize))
+        out.append(contentsOf: Self.headerSpace[0..<headerSize])
         out.append(contentsOf: payload)
         var header = BlockHeader(
             codec: codec, flags: 0, firstSeq: block.firstSeq, recordCount: UInt32(block.count),
