@@ -20,19 +20,23 @@ struct FileIO {
             throw SpoolError.system("open", path: path, errno)
         }
         do {
-            let fd: FileDescriptor
             // Non-blocking: opening a FIFO someone left under a log file's name would otherwise
             // wait for a writer for ever (it has no effect on a regular file's I/O). No link is
             // followed: a symbolic link planted under a log file's name must not make Spool
-            // read, cut or rewrite a file outside the log directory.
-            switch mode {
-            case .readOnly:
-                fd = try FileDescriptor.open(FilePath(path), .readOnly, options: [.closeOnExec, .nonBlocking, .noFollow], retryOnInterrupt: true)
-            case .readWrite:
-                fd = try FileDescriptor.open(FilePath(path), .readWrite, options: [.closeOnExec, .nonBlocking, .noFollow], retryOnInterrupt: true)
-            case .createNew(let permissions):
-                fd = try FileDescriptor.open(FilePath(path), .readWrite, options: [.create, .exclusiveCreate, .closeOnExec, .noFollow],
-                                             permissions: FilePermissions(rawValue: CModeT(permissions)), retryOnInterrupt: true)
+            // read, cut or rewrite a file outside the log directory. The path goes to `open` as
+            // a C string, not a `FilePath`: building one normalises the string character by
+            // character, which unspecialized (a debug build) cost live readers, which open a
+            // segment per refresh, a twentieth of a test run's CPU.
+            let fd = try path.withCString { cPath in
+                switch mode {
+                case .readOnly:
+                    try FileDescriptor.open(cPath, .readOnly, options: [.closeOnExec, .nonBlocking, .noFollow], retryOnInterrupt: true)
+                case .readWrite:
+                    try FileDescriptor.open(cPath, .readWrite, options: [.closeOnExec, .nonBlocking, .noFollow], retryOnInterrupt: true)
+                case .createNew(let permissions):
+                    try FileDescriptor.open(cPath, .readWrite, options: [.create, .exclusiveCreate, .closeOnExec, .noFollow],
+                                            permissions: FilePermissions(rawValue: CModeT(permissions)), retryOnInterrupt: true)
+                }
             }
             var info = stat()
             guard fstat(fd.rawValue, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
