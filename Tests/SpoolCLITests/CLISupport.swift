@@ -67,7 +67,6 @@ struct SpoolBinary {
     }
 }
 
-/// A fresh temporary directory for one test.
 /// What a child printed up to and including its next line break (the rest of the chunk that
 /// held it too), or all it printed before it ended without one. Blocks until then.
 func nextLine(of output: Pipe) -> String {
@@ -80,6 +79,28 @@ func nextLine(of output: Pipe) -> String {
     return String(decoding: printed, as: UTF8.self)
 }
 
+/// The lines of `text`, split at "\n" with empty ones dropped (as `split(separator: "\n")`),
+/// as substrings of it: found with `memchr` over its UTF-8, since `split` walks Characters
+/// grapheme by grapheme, which unspecialized (these tests build in debug) costs seconds for
+/// the megabytes a dump or a collector's file holds.
+func lines(of text: String) -> [Substring] {
+    var text = text
+    let offsets: [Range<Int>] = text.withUTF8 { bytes in
+        var found: [Range<Int>] = []
+        guard let base = bytes.baseAddress else { return found }
+        var start = 0
+        while start < bytes.count {
+            let end = memchr(base + start, 0x0A, bytes.count - start).map { base.distance(to: $0.assumingMemoryBound(to: UInt8.self)) } ?? bytes.count
+            if end > start { found.append(start..<end) }
+            start = end + 1
+        }
+        return found
+    }
+    let utf8 = text.utf8
+    return offsets.map { text[utf8.index(utf8.startIndex, offsetBy: $0.lowerBound)..<utf8.index(utf8.startIndex, offsetBy: $0.upperBound)] }
+}
+
+/// A fresh temporary directory for one test.
 func temporaryDirectory(_ name: String = #function) -> String {
     let path = NSTemporaryDirectory() + "spool-cli-tests/\(name.filter { $0.isLetter })-\(UUID().uuidString.prefix(8))"
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)

@@ -10,7 +10,7 @@ import Testing
     func delivered(_ path: String) throws -> [String: [UInt64: [String]]] {
         var records = [String: [UInt64: [String]]]()
         let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
-        for line in text.split(separator: "\n") {
+        for line in lines(of: text) {
             let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
             guard let id = object?["id"] as? String, let dash = id.firstIndex(of: "-"),
                   let seq = UInt64(id[id.index(after: dash)...]), let data = object?["data"] as? String else {

@@ -49,7 +49,7 @@ import Testing
         var records = [UInt64: String]()
         let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
         let whole = text.hasSuffix("\n") ? text[...] : text[..<(text.lastIndex(of: "\n").map { text.index(after: $0) } ?? text.startIndex)]
-        for line in whole.split(separator: "\n") {
+        for line in lines(of: String(whole)) {
             let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
             if let seq = (object?["seq"] as? NSNumber)?.uint64Value, let data = object?["data"] as? String { records[seq] = data }
         }
