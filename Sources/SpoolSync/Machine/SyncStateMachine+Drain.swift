@@ -223,23 +223,29 @@ extension SyncStateMachine {
     /// where the one before ends (the first at `from`), and holds only records of its own
     /// range, in seq order. Nil when they are. A run that is not contiguous would commit past
     /// records never sent, so the machine never commits one (``internalFailure(_:)``).
-    package func contiguityViolation(_ batches: some Collection<SyncBatch>, from: UInt64) -> String? {
+    ///
+    /// It runs at every read and every answer, over every record in the window, so it reads
+    /// the seqs in place (by index, not through ``SyncBatch/records``, which copies each
+    /// record, nor over a generic collection of batches, which copies each batch).
+    package func contiguityViolation(_ batches: [SyncBatch], from: UInt64) -> String? {
         var expected = from
-        for batch in batches {
-            guard batch.start == expected else {
-                return batch.start > expected
-                    ? "records \(expected)..<\(batch.start) are missing from the window (a batch starts at \(batch.start))"
-                    : "a batch starts at \(batch.start), inside records already in the window (up to \(expected))"
+        for index in batches.indices {
+            let (start, end) = (batches[index].start, batches[index].end)
+            guard start == expected else {
+                return start > expected
+                    ? "records \(expected)..<\(start) are missing from the window (a batch starts at \(start))"
+                    : "a batch starts at \(start), inside records already in the window (up to \(expected))"
             }
-            var next = batch.start
-            for record in batch.records {
-                guard record.seq >= next, record.seq < batch.end else {
-                    return "record \(record.seq) is out of its batch's range \(batch.start)..<\(batch.end) or out of order"
+            var next = start
+            for record in batches[index].outgoing.indices {
+                let seq = batches[index].outgoing[record].stored.seq
+                guard seq >= next, seq < end else {
+                    return "record \(seq) is out of its batch's range \(start)..<\(end) or out of order"
                 }
-                next = record.seq + 1
+                next = seq + 1
             }
-            guard batch.end >= batch.start else { return "a batch ends at \(batch.end), before its start \(batch.start)" }
-            expected = batch.end
+            guard end >= start else { return "a batch ends at \(end), before its start \(start)" }
+            expected = end
         }
         return nil
     }
