@@ -2,7 +2,6 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import SpoolSimulation
-import Synchronization
 
 /// Runs the deterministic simulator of the sync state machine over many seeds, on every core;
 /// a failing seed is replayed with its trace.
@@ -56,28 +55,10 @@ struct SimulateCommand: ParsableCommand {
             return
         }
         let started = ContinuousClock.now
-        let firstFailure = Mutex<UInt64?>(nil)
-        let steps = Atomic<Int>(0)
-        let hedges = Atomic<Int>(0)
-        let count = seeds
-        let start = first
-        let threads = UInt64(self.threads)
-        DispatchQueue.concurrentPerform(iterations: Int(threads)) { lane in
-            var seed = start + UInt64(lane)
-            while seed < start + count {
-                if let failed = firstFailure.withLock({ $0 }), failed < seed { return }
-                switch SyncSimulation.run(seed: seed) {
-                case .success(let summary):
-                    steps.add(summary.steps, ordering: .relaxed)
-                    hedges.add(summary.hedges, ordering: .relaxed)
-                case .failure: firstFailure.withLock { $0 = min($0 ?? seed, seed) }
-                }
-                seed += threads
-            }
-        }
+        let sweep = SyncSimulation.sweep(first ..< first + seeds, threads: threads)
         let elapsed = ContinuousClock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
-        if let failed = firstFailure.withLock({ $0 }) {
+        if let failed = sweep.firstFailure {
             guard case .failure(let failure) = SyncSimulation.run(seed: failed, trace: true) else {
                 print("seed \(failed) failed, but passed when replayed: the simulation is not deterministic (a defect)")
                 throw ExitCode(2)
@@ -86,6 +67,6 @@ struct SimulateCommand: ParsableCommand {
             print("replay: spool-simulate --seed \(failed) --trace")
             throw ExitCode(1)
         }
-        print("\(count) seeds from \(start) passed: \(steps.load(ordering: .relaxed)) steps (\(hedges.load(ordering: .relaxed)) hedged requests) in \(String(format: "%.1f", seconds)) s, \(Int(Double(count) / max(seconds, 1e-9))) seeds/s on \(threads) threads")
+        print("\(seeds) seeds from \(first) passed: \(sweep.steps) steps (\(sweep.hedges) hedged requests) in \(String(format: "%.1f", seconds)) s, \(Int(Double(seeds) / max(seconds, 1e-9))) seeds/s on \(threads) threads")
     }
 }

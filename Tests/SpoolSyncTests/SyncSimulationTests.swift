@@ -7,36 +7,30 @@ import Testing
 /// seeds draw keeps the invariants (`SyncSimulation`'s documentation lists them), and every
 /// run that ends calm commits the whole log.
 ///
-/// `SPOOL_SIMULATION_SEEDS` sets how many seeds run (2,000 by default, about 30 s in a debug
+/// `SPOOL_SIMULATION_SEEDS` sets how many seeds run (2,000 by default, on every core: about 35 s in a debug
 /// build on two cores); `swift run -c release spool-simulate --seeds 1000000` runs millions.
 @Suite struct SyncSimulationTests {
     static let seeds: UInt64 = ProcessInfo.processInfo.environment["SPOOL_SIMULATION_SEEDS"].flatMap(UInt64.init) ?? 2_000
 
     @Test func everySeedKeepsTheInvariants() {
-        var stopped = 0
-        var committed: UInt64 = 0
-        var hedged = 0
-        for seed in 0..<Self.seeds {
-            switch SyncSimulation.run(seed: seed) {
-            case .success(let summary):
-                if summary.stopped { stopped += 1 }
-                committed += summary.committed
-                if summary.hedges > 0 { hedged += 1 }
-            case .failure:
-                // Replayed with its trace, so the report says every step that led there.
-                guard case .failure(let failure) = SyncSimulation.run(seed: seed, trace: true) else {
-                    Issue.record("seed \(seed) failed, then passed when replayed: the simulation is not deterministic")
-                    return
-                }
-                Issue.record("\(failure)")
+        // On every core: a run depends on nothing but its seed, so the sweep finds the same
+        // lowest failing seed on any number of threads.
+        let sweep = SyncSimulation.sweep(0 ..< Self.seeds, threads: ProcessInfo.processInfo.activeProcessorCount)
+        if let seed = sweep.firstFailure {
+            // Replayed with its trace, so the report says every step that led there.
+            guard case .failure(let failure) = SyncSimulation.run(seed: seed, trace: true) else {
+                Issue.record("seed \(seed) failed, then passed when replayed: the simulation is not deterministic")
                 return
             }
+            Issue.record("\(failure)")
+            return
         }
+        #expect(sweep.runs == Int(Self.seeds))
         // The runs did work: most drained a log, some stopped (fatal answers, stop).
-        #expect(committed > Self.seeds * 100)
-        #expect(stopped > 0 && stopped < Int(Self.seeds) / 2)
+        #expect(sweep.committed > Self.seeds * 100)
+        #expect(sweep.stoppedRuns > 0 && sweep.stoppedRuns < Int(Self.seeds) / 2)
         // Slow answers made hedges in some runs: both copies answered in any order.
-        #expect(hedged > 0)
+        #expect(sweep.hedgedRuns > 0)
     }
 
     @Test func aSeedReplaysExactly() throws {
