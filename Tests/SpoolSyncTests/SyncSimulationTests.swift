@@ -7,8 +7,9 @@ import Testing
 /// seeds draw keeps the invariants (`SyncSimulation`'s documentation lists them), and every
 /// run that ends calm commits the whole log.
 ///
-/// `SPOOL_SIMULATION_SEEDS` sets how many seeds run (2,000 by default, on every core: about 35 s in a debug
-/// build on two cores); `swift run -c release spool-simulate --seeds 1000000` runs millions.
+/// `SPOOL_SIMULATION_SEEDS` sets how many seeds run (2,000 by default, on every core: about
+/// 40 s in a debug build on two cores); `swift run -c release spool-simulate --seeds 1000000`
+/// runs millions.
 @Suite struct SyncSimulationTests {
     static let seeds: UInt64 = ProcessInfo.processInfo.environment["SPOOL_SIMULATION_SEEDS"].flatMap(UInt64.init) ?? 2_000
 
