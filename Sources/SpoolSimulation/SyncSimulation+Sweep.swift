@@ -45,15 +45,14 @@ extension SyncSimulation {
             var found = Sweep()
             var seed = seeds.lowerBound + UInt64(lane)
             while seed < seeds.upperBound {
+                // Seeds above a failure another lane found are not worth starting; those below
+                // it still run, so the lowest failing seed is found.
                 if let failed = total.withLock({ $0.firstFailure }), failed < seed { break }
-                switch run(seed: seed) {
-                case .success(let summary):
-                    found.add(summary)
-                case .failure:
+                guard case .success(let summary) = run(seed: seed) else {
                     found.firstFailure = seed
-                    total.withLock { $0.firstFailure = min($0.firstFailure ?? seed, seed) }
+                    break
                 }
-                if found.firstFailure != nil { break }
+                found.add(summary)
                 seed += UInt64(lanes)
             }
             total.withLock { $0.add(found) }

@@ -237,8 +237,8 @@ extension SyncStateMachine {
                     : "a batch starts at \(start), inside records already in the window (up to \(expected))"
             }
             var next = start
-            for record in batches[index].outgoing.indices {
-                let seq = batches[index].outgoing[record].stored.seq
+            for position in batches[index].outgoing.indices {
+                let seq = batches[index].outgoing[position].stored.seq
                 guard seq >= next, seq < end else {
                     return "record \(seq) is out of its batch's range \(start)..<\(end) or out of order"
                 }
