@@ -136,9 +136,9 @@ extension EventLog {
                 continuation.resume()
                 return
             }
-            state.addWaiter(Waiter(wait: wait, level: durability, kind: .async(continuation)))
-            if state.shouldWakeWriter(for: durability) { lock.wakeWriter() }
+            let wake = state.addWaiter(Waiter(wait: wait, level: durability, kind: .async(continuation)))
             lock.unlock()
+            if wake { lock.wakeWriter() }
         }
     }
 

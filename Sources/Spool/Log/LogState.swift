@@ -272,9 +272,16 @@ struct LogState {
 
     // MARK: Waiters
 
-    mutating func addWaiter(_ waiter: Waiter) {
+    /// Adds a waiter; returns whether it should wake the writer (``shouldWakeWriter(for:)``).
+    ///
+    /// The answer comes from here, a mutating call, because asking ``shouldWakeWriter(for:)``
+    /// of the log's stored state from `EventLog` copies the whole state (449 bytes and a
+    /// retain and release of every buffer it holds), even inlined: on every durable append.
+    @discardableResult
+    mutating func addWaiter(_ waiter: Waiter) -> Bool {
         waiters.append(waiter)
         if waiter.level == .synced { syncedWaiters += 1 }
+        return shouldWakeWriter(for: waiter.level)
     }
 
     /// Adds a blocking caller's waiter; its result is collected with ``takeBlockingResult(_:)``.
