@@ -120,4 +120,30 @@ import Testing
         guard case .recovered = verdict else { Issue.record("got \(verdict)"); return }
         #expect(state.error == nil && state.writtenEnd == 2 && state.retryAt == nil)
     }
+
+    /// What a new waiter tells the append path (`LogState.addWaiter`): wake the writer, except
+    /// for synced callers while the writer gathers the group an fdatasync just served, until as
+    /// many of them are back as it served.
+    @Test func aWaiterWakesTheWriterUnlessItsGroupIsStillGathering() {
+        var state = state(appending: 2)
+        func waiter(_ seq: UInt64, _ level: Durability) -> Waiter {
+            Waiter(wait: Wait(end: seq + 1, record: seq), level: level, kind: .blocking(id: Int(seq)))
+        }
+        let first = state.addWaiter(waiter(0, .synced))
+        let second = state.addWaiter(waiter(1, .synced))
+        #expect(first && second, "no group is gathering")
+        _ = writeAll(&state, sync: true)
+        #expect(state.syncedEnd == 2 && state.syncedWaiters == 0)
+        state.startGather(served: 2, started: 0, finished: 100)
+        let payload = [UInt8](repeating: 7, count: 10)
+        for _ in 0..<3 {
+            _ = payload.withUnsafeBytes { state.append($0, timestamp: 1, blockSize: 1024, now: 0) }
+        }
+        let oneBack = state.addWaiter(waiter(2, .synced))
+        #expect(!oneBack, "one of the two served is back: the group still gathers")
+        let written = state.addWaiter(waiter(3, .written))
+        #expect(written, "a written caller never waits for a group")
+        let bothBack = state.addWaiter(waiter(4, .synced))
+        #expect(bothBack, "both are back: the group is complete")
+    }
 }

@@ -57,7 +57,10 @@ final class ConditionLock: @unchecked Sendable {
         return try body()
     }
 
-    /// Wakes the writer thread. Call with the lock held.
+    /// Wakes the writer thread. Call it after changing, under the lock, what the writer waits
+    /// for; it may be called once the lock is let go (the writer re-checks its state under the
+    /// lock before it waits, so no wake-up is lost), which spares the writer waking into a
+    /// held mutex.
     @inline(__always) func wakeWriter() { pthread_cond_signal(writerCondition) }
     /// Wakes every caller waiting for progress. Call with the lock held.
     @inline(__always) func broadcastProgress() { pthread_cond_broadcast(progressCondition) }
