@@ -4,8 +4,9 @@ import Foundation
 /// A seeded, deterministic simulator of the log's state machine (`LogState`), as the sync
 /// machine has one: a driver that, at every step, picks one of the events the log can receive
 /// (appends at every durability, seals, the writer's writes and syncs with injected write and
-/// `fdatasync` failures and segment rolls, suspend and resume, idle suspension, consumers'
-/// commits and retention, close) and checks the invariants after it. The I/O is a model (a
+/// `fdatasync` failures and segment rolls, the pipeline thread's writes while a sync runs and
+/// syncs ending in the middle of them, suspend and resume, idle suspension, consumers' commits
+/// and retention, close) and checks the invariants after it. The I/O is a model (a
 /// disk that knows what it holds and what is durable), so each seed runs in microseconds and a
 /// failing seed replays exactly: `SPOOL_LOG_SIMULATION_SEED=<seed> swift test --filter LogLifecycleSimulationTests`.
 ///
@@ -24,7 +25,10 @@ import Foundation
 /// - a cold rewrite replaces only a listed sealed segment, never the active one, never one
 ///   retention or the cap took while it ran, and never while the files are released; `close()`
 ///   and `suspend()` let go of the files only once it has ended;
-/// - once closed, no caller waits; at the end of every run every waiter has its answer.
+/// - once closed, no caller waits; at the end of every run every waiter has its answer;
+/// - the pipeline: at most one sync runs; a write during one never rolls a segment and never
+///   syncs; no waiter whose records reached its level is left waiting (unless the log failed),
+///   so a failed sync can only fail the waiters of its group and of the ones after it.
 struct LogLifecycleSimulation {
     struct Failure: Error, CustomStringConvertible {
         var seed: UInt64
@@ -62,8 +66,11 @@ struct LogLifecycleSimulation {
     private var activeBase: UInt64 = 0
     private var activeSize: Int64 = header
     private var filesOpen = true
-    /// A write in flight: the batch the writer took and whether it syncs.
-    private var inFlight: (batch: [PendingBlock], sync: Bool)?
+    /// A write in flight: the batch the writer took, whether it syncs after it, and whether it
+    /// began during a sync (the pipeline thread's: it neither rolls nor syncs).
+    private var inFlight: (batch: [PendingBlock], sync: Bool, duringSync: Bool)?
+    /// What a write during a sync broke, checked with the other invariants.
+    private var pipelineBroken: String?
     private var syncing: UInt64?
     private var waiting: [Int: (end: UInt64, level: Durability)] = [:]
     private var acknowledged: [(end: UInt64, level: Durability)] = []
@@ -213,15 +220,20 @@ struct LogLifecycleSimulation {
     /// The writer: takes the full blocks, or finishes the write it took, with an outcome from
     /// the model disk (rolls, a write error after some blocks, a failed `fdatasync`).
     private mutating func write() {
-        guard let (batch, sync) = inFlight else {
-            guard syncing == nil, !state.writing, !state.full.isEmpty else { return }
+        guard let (batch, sync, duringSync) = inFlight else {
+            guard !state.writing, !state.full.isEmpty else { return }
+            if syncing != nil {
+                // The pipeline thread: only when the state lets it.
+                guard state.pipelineCanWrite else { return }
+            }
             switch state.status {
             case .failed, .closed: return
             default: break
             }
+            let pipelined = syncing != nil
             let (taken, served) = state.beginWrite()
-            inFlight = (taken, served > 0 || state.syncedWaiters > 0)
-            log("write begins: \(taken.count) blocks")
+            inFlight = (taken, !pipelined && (served > 0 || state.syncedWaiters > 0), pipelined)
+            log("write begins: \(taken.count) blocks\(pipelined ? " (during a sync)" : "")")
             return
         }
         var batchCopy = batch
@@ -233,6 +245,8 @@ struct LogLifecycleSimulation {
             if index == failAt { break }
             let size = Int64(block.raw.count / 2 + 12)
             if activeSize > Self.header && activeSize + size > Self.segmentSize {
+                if duringSync { break }  // the rest waits for the sync's end
+                if syncing != nil { pipelineBroken = "a write rolled a segment while a sync held it" }
                 let sealed = SegmentInfo(baseSeq: activeBase, size: activeSize)
                 outcome.sealed.append(sealed)
                 outcome.fsyncs += 2
@@ -250,19 +264,20 @@ struct LogLifecycleSimulation {
         var syncFailed = false
         if let failAt, failAt < batch.count {
             outcome.error = SpoolError(.diskFull, "simulated ENOSPC")
-        } else if sync {
-            if roll < 5 {
-                syncFailed = true
-                outcome.error = SpoolError(.io, "simulated fdatasync failure")
-            } else {
-                outcome.synced = true
-                outcome.fsyncs += 1
-                durableEnd = diskEnd
-            }
+        } else if !outcome.sealed.isEmpty && roll < 5 {
+            // A roll's fdatasync (or the new segment's) failed.
+            syncFailed = true
+            outcome.error = SpoolError(.io, "simulated fdatasync failure")
         }
         let verdict = state.finishWrite(outcome, batch: &batchCopy, activeSegment: SegmentInfo(baseSeq: activeBase, size: activeSize),
                                         syncFailed: syncFailed, now: 0)
-        log("write ends: \(outcome.blocksWritten) of \(batch.count) blocks\(outcome.synced ? ", synced" : ""): \(verdict)")
+        log("write ends: \(outcome.blocksWritten) of \(batch.count) blocks: \(verdict)")
+        if sync && outcome.error == nil && !state.isFailed {
+            // The writer syncs in the same step, holding the sync token only.
+            if syncing != nil { pipelineBroken = "a second sync began while one ran" }
+            syncing = state.beginSync()
+            log("sync begins to \(syncing!)")
+        }
         switch verdict {
         case .written, .recovered: break
         case .stalled, .failed: failWaiters(nil)
@@ -284,7 +299,7 @@ struct LogLifecycleSimulation {
             if case .failed = verdict { failWaiters(nil) }
             return collect()
         }
-        guard inFlight == nil, !state.writing, state.syncedWaiters > 0, state.writtenEnd > state.syncedEnd else { return }
+        guard inFlight == nil, !state.writing, state.syncTarget == nil, state.syncedWaiters > 0, state.writtenEnd > state.syncedEnd else { return }
         switch state.status {
         case .failed, .closed: return
         default: break
@@ -480,6 +495,11 @@ struct LogLifecycleSimulation {
         if let retentionBroken { throw failure(retentionBroken) }
         if let rewriteBroken { throw failure(rewriteBroken) }
         if let suspendBroken { throw failure(suspendBroken) }
+        if let pipelineBroken { throw failure(pipelineBroken) }
+        if state.syncTarget != syncing { throw failure("the state's sync in flight \(String(describing: state.syncTarget)) is not the model's \(String(describing: syncing))") }
+        if !state.isFailed, let waiter = state.waiters.first(where: { $0.wait.end <= state.mark(for: $0.level) }) {
+            throw failure("a waiter for records below \(waiter.wait.end) at \(waiter.level) is still waiting, though they reached it")
+        }
         if (state.rewrite != nil) != (rewriting != nil) { throw failure("the state's rewrite \(String(describing: state.rewrite)) is not the model's") }
         if state.rewriteReservation < 0 { throw failure("a negative rewrite reservation") }
         if state.counters.segmentsRecompressed != UInt64(rewritesReplaced) || state.counters.bytesSavedByRecompression != bytesSavedByRewrites {

@@ -13,15 +13,17 @@ import Testing
         return state
     }
 
-    /// Writes everything pending: the writer's two steps, with a successful outcome.
+    /// Writes everything pending: the writer's steps (write, then sync when asked), with a successful outcome.
     private func writeAll(_ state: inout LogState, sync: Bool, error: SpoolError? = nil, syncFailed: Bool = false) -> WriteVerdict {
         state.sealCurrentBlock(blockSize: 1024)
         var (batch, _) = state.beginWrite()
         var outcome = SegmentWriter.Outcome()
         outcome.blocksWritten = error == nil ? batch.count : 0
-        outcome.synced = sync && error == nil
         outcome.error = error
-        return state.finishWrite(outcome, batch: &batch, activeSegment: SegmentInfo(baseSeq: 0, size: 100), syncFailed: syncFailed, now: 0)
+        let verdict = state.finishWrite(outcome, batch: &batch, activeSegment: SegmentInfo(baseSeq: 0, size: 100), syncFailed: syncFailed, now: 0)
+        guard sync, error == nil else { return verdict }
+        let target = state.beginSync()
+        return state.finishSync(upTo: target, failure: nil)
     }
 
     /// The queued idle suspension begins only if nothing is pending at that very step; either

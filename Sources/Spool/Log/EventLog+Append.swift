@@ -137,8 +137,11 @@ extension EventLog {
                 return
             }
             let wake = state.addWaiter(Waiter(wait: wait, level: durability, kind: .async(continuation)))
+            let duringSync = state.syncTarget != nil
             lock.unlock()
-            if wake { lock.wakeWriter() }
+            if wake {
+                if duringSync { lock.wakePipeline() } else { lock.wakeWriter() }
+            }
         }
     }
 
@@ -159,7 +162,7 @@ extension EventLog {
                 continue
             }
             if !wokeWriter && state.shouldWakeWriter(for: durability) {
-                lock.wakeWriter()
+                wakeForWork()
                 wokeWriter = true
             }
             lock.progressWait()
@@ -231,7 +234,7 @@ extension EventLog {
                 if needed + state.rewriteReservation > Int64(cap) { state.cancelRewrite() }
             }
             if state.pendingBytes + framed <= configuration.maxPendingBytes { break }
-            lock.wakeWriter()
+            wakeForWork()
             lock.progressWait()
         }
         // Opening refuses every stored seq past the ceiling, so only 2^62 appends get here;
@@ -246,7 +249,7 @@ extension EventLog {
         // A block this append filled is sealed on another core while the writer writes the
         // ones before it (`Configuration.sealingThreads`).
         if let filled, let sealAhead = writer.sealAhead { sealAhead.offer(filled) }
-        if wake { lock.wakeWriter() }
+        if wake { wakeForWork() }
         return seq
     }
 

@@ -120,6 +120,10 @@ public final class EventLog: @unchecked Sendable {
         thread.name = "spool-writer"
         thread.qualityOfService = .userInitiated
         thread.start()
+        let pipeline = Thread { [self] in self.pipelineLoop() }
+        pipeline.name = "spool-pipeline"
+        pipeline.qualityOfService = .userInitiated
+        pipeline.start()
         scheduleRecompression()
         logger.debug("opened log", metadata: ["directory": "\(directory)", "id": "\(id)", "nextSeq": "\(nextSeq)"])
     }
@@ -176,7 +180,7 @@ public final class EventLog: @unchecked Sendable {
                 return false
             }
             lock.wakeWriter()
-            while !state.writerExited || state.retentionsInFlight > 0 || state.rewrite != nil { lock.progressWait() }
+            while !state.writerExited || !state.pipelineExited || state.retentionsInFlight > 0 || state.rewrite != nil { lock.progressWait() }
             let unwritten = state.finishClosing()
             if !unwritten.isEmpty {
                 failure = SpoolError(.io, "\(unwritten.count) appended records could not be written before close (records \(unwritten.lowerBound)..<\(unwritten.upperBound))", path: directory)

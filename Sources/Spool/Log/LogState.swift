@@ -15,9 +15,10 @@ struct SegmentInfo: Sendable, Equatable {
 ///     open, stalled, suspending, suspended → closing → closed
 ///     any but closed → failed              (an fdatasync failed) → closed
 ///
-/// Who holds the write token (the writer thread, a blocking caller writing its own record,
-/// `suspend()`/`resume()`) is kept beside it (``LogState/writing``): a log is written while
-/// open, stalled (the retry), suspending (the flush) and closing (the last write).
+/// Who holds the write token (the writer thread, the pipeline thread, a blocking caller
+/// writing its own record, `suspend()`/`resume()`) and whether an `fdatasync` is in flight (the
+/// sync token) are kept beside it (``LogState/writing``, ``LogState/syncTarget``): a log is
+/// written while open, stalled (the retry), suspending (the flush) and closing (the last write).
 enum LogStatus {
     /// Taking appends.
     case open
@@ -147,9 +148,20 @@ struct LogState {
     private var idleSuspendQueued = false
     /// A retention run is queued on the retention queue and has not started.
     private var retentionQueued = false
-    /// Someone holds the write token and is writing outside the lock: the writer thread or a
-    /// blocking caller (`EventLog.leadWrite`). Only the holder touches the `SegmentWriter`.
+    /// Someone holds the write token and is writing outside the lock: the writer thread, the
+    /// pipeline thread (while the writer is in an `fdatasync`) or a blocking caller
+    /// (`EventLog.leadWrite`). Only the holder touches the `SegmentWriter`'s state.
     private(set) var writing = false
+    /// The end (exclusive) of what the `fdatasync` in flight makes durable: the writer thread
+    /// holds the sync token (at most one sync runs) and has let go of the write token, so the
+    /// pipeline thread may write the next group into the page cache meanwhile (never rolling a
+    /// segment: the sync holds the active one's descriptor). Nil when no sync runs.
+    private(set) var syncTarget: UInt64? = nil
+    /// A write during the sync in flight stopped before a block that needs a new segment: the
+    /// pipeline thread writes nothing more until the sync ends, and the writer rolls after it.
+    private(set) var pipelineBlocked = false
+    /// The pipeline thread has exited (``EventLog/pipelineLoop()``).
+    private(set) var pipelineExited = false
     /// The writer thread sleeps until the write token is released (a blocking caller holds it).
     private(set) var writerAwaitsToken = false
     /// Group-commit gathering after an fdatasync: wait (until `deadline`, monotonic ns) for
@@ -214,6 +226,14 @@ struct LogState {
     /// No record waits to be sealed or written and no caller waits on one: what an idle
     /// suspension (`Configuration.suspendsWhenIdle`) asks before it runs.
     var hasNothingPending: Bool { current.isEmpty && full.isEmpty && waiters.isEmpty }
+    /// An `fdatasync` failed: the log refuses writes until reopen.
+    var isFailed: Bool {
+        if case .failed = status { return true }
+        return false
+    }
+    /// Some caller waits for a record not yet written (not only for a sync of written ones):
+    /// the pipeline thread seals the current block for it.
+    var waitsForUnwritten: Bool { waiters.contains { $0.wait.end > writtenEnd } }
     /// Whether the status is `.closing`.
     var isClosing: Bool {
         if case .closing = status { return true }
@@ -381,6 +401,17 @@ struct LogState {
     /// The writer thread has exited: nobody is left to complete a new waiter.
     mutating func writerDidExit() { writerExited = true }
 
+    /// The pipeline thread has exited.
+    mutating func pipelineDidExit() { pipelineExited = true }
+
+    /// Whether the pipeline thread may write now: the writer is in an `fdatasync`, no one holds
+    /// the write token, the log takes writes, no earlier write stopped at a roll, and there is
+    /// a full block, or a current one some caller waits for.
+    var pipelineCanWrite: Bool {
+        guard syncTarget != nil, !writing, !pipelineBlocked, acceptsWrites else { return false }
+        return !full.isEmpty || (!current.isEmpty && waitsForUnwritten)
+    }
+
     /// Takes the write token and the full blocks for the writer to write: `full` becomes the
     /// idle array (empty, with capacity) so blocks sealed meanwhile need no allocation; the
     /// written batch's array comes back as the next idle one in ``finishWrite(_:batch:activeSegment:syncFailed:now:)``.
@@ -401,6 +432,8 @@ struct LogState {
                               syncFailed: Bool, now: UInt64) -> WriteVerdict {
         writing = false
         activeSizeBeingWritten = nil
+        let failedBefore: Bool
+        if case .failed = status { failedBefore = true } else { failedBefore = false }
         // By index, not through a slice: a slice would share the batch's storage, and the
         // recycling below must find the batch sole owner of its blocks.
         let written = 0..<outcome.blocksWritten
@@ -417,7 +450,6 @@ struct LogState {
         // dropped some of them); the active one gets its current size.
         if let activeSegment { noteSegment(activeSegment) }
         counters.segmentsRolled += UInt64(outcome.sealed.count)
-        if outcome.synced { syncedEnd = writtenEnd }
         // Recycle the written blocks' buffers (bounded: a few blocks' worth). Each is emptied
         // in place while the batch alone holds it: emptying a shared copy would allocate anew.
         for index in written where spare.count < 8 {
@@ -425,7 +457,11 @@ struct LogState {
             spare.append(batch[index])
         }
         var verdict = WriteVerdict.written
-        if let error = outcome.error {
+        if failedBefore {
+            // The sync in flight failed while this write ran (the pipeline): the log stays
+            // failed, whatever the write did; the writer fails every waiter.
+            full.insert(contentsOf: batch.dropFirst(outcome.blocksWritten), at: 0)
+        } else if let error = outcome.error {
             counters.writeErrors += 1
             // Unwritten blocks go back to the front of the queue, in order.
             full.insert(contentsOf: batch.dropFirst(outcome.blocksWritten), at: 0)
@@ -444,15 +480,22 @@ struct LogState {
                 retryAt = now + (previous ? 1_000_000_000 : 100_000_000)
                 verdict = .stalled(error)
             }
-        } else if case .stalled = status {
-            status = .open
-            retryAt = nil
-            verdict = .recovered
+        } else {
+            if outcome.blocksWritten < batch.count {
+                // A write during a sync stopped at a roll: the rest waits for the sync's end.
+                full.insert(contentsOf: batch.dropFirst(outcome.blocksWritten), at: 0)
+                pipelineBlocked = true
+            }
+            if case .stalled = status {
+                status = .open
+                retryAt = nil
+                verdict = .recovered
+            }
         }
         // Emptied before the lock is next released, so the recycled buffers are unshared.
         batch.removeAll(keepingCapacity: true)
         swap(&batch, &idleFull)
-        if case .written = verdict { completeReachedWaiters() }
+        if !failedBefore, case .written = verdict { completeReachedWaiters() }
         if case .recovered = verdict { completeReachedWaiters() }
         return verdict
     }
@@ -463,18 +506,24 @@ struct LogState {
         gather = (served + syncedWaiters, finished + (finished - started))
     }
 
-    /// Takes the write token for an `fdatasync` of what is written: returns the end it will
-    /// make durable.
+    /// Takes the sync token for an `fdatasync` of what is written, once no one holds the write
+    /// token (the writer calls it in the same step as the write it follows, or with nothing to
+    /// write): returns the end it will make durable. The write token stays free: the pipeline
+    /// thread may write the next group while the sync runs (``pipelineCanWrite``).
     mutating func beginSync() -> UInt64 {
-        precondition(!writing, "the write token is taken once")
-        writing = true
+        precondition(!writing && syncTarget == nil, "one sync at a time, and none while someone writes")
+        syncTarget = writtenEnd
         return writtenEnd
     }
 
-    /// Releases the write token after the `fdatasync` ``beginSync()`` started; a failure
-    /// fails the log until reopen. Returns the failure's verdict, or `.written`.
+    /// Releases the sync token after the `fdatasync` ``beginSync()`` started: every record below
+    /// its target is durable, or, on a failure, the log fails until reopen (with every waiter
+    /// not yet answered: those of this group and of any written after it; the ones an earlier
+    /// sync served were answered then). Returns the failure's verdict, or `.written`.
     mutating func finishSync(upTo target: UInt64, failure: SpoolError?) -> WriteVerdict {
-        writing = false
+        precondition(syncTarget == target, "the sync that ends is the one in flight")
+        syncTarget = nil
+        pipelineBlocked = false
         counters.fsyncs += 1
         if let failure {
             status = .failed(failure, closing: closeRequested)
@@ -488,7 +537,7 @@ struct LogState {
     /// Takes the write token for `suspend()`/`resume()`, once no one writes (and, when asked,
     /// no retention deletes): false if the caller must wait for progress first.
     mutating func takeWriteToken(waitingForRetention: Bool) -> Bool {
-        guard !writing, !(waitingForRetention && (retentionsInFlight > 0 || rewrite != nil)) else { return false }
+        guard !writing, syncTarget == nil, !(waitingForRetention && (retentionsInFlight > 0 || rewrite != nil)) else { return false }
         writing = true
         return true
     }

@@ -4,21 +4,24 @@ import Glibc
 import Darwin
 #endif
 
-/// A pthread mutex with two condition variables: one wakes the writer thread, the other
-/// wakes callers waiting for progress (blocking appends and backpressure).
+/// A pthread mutex with three condition variables: one wakes the writer thread, one the
+/// pipeline thread (which writes while the writer is in an `fdatasync`), the third wakes
+/// callers waiting for progress (blocking appends and backpressure).
 ///
-/// Two conditions because a `signal` meant for the writer must never be swallowed by a
-/// waiting caller. Thread-safe; all waits are on plain threads, never on the cooperative pool
+/// Separate conditions because a `signal` meant for one thread must never be swallowed by
+/// another waiting one. Thread-safe; all waits are on plain threads, never on the cooperative pool
 /// (the async API uses continuations instead).
 final class ConditionLock: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let writerCondition: UnsafeMutablePointer<pthread_cond_t>
     private let progressCondition: UnsafeMutablePointer<pthread_cond_t>
+    private let pipelineCondition: UnsafeMutablePointer<pthread_cond_t>
 
     init() {
         mutex = .allocate(capacity: 1)
         writerCondition = .allocate(capacity: 1)
         progressCondition = .allocate(capacity: 1)
+        pipelineCondition = .allocate(capacity: 1)
         pthread_mutex_init(mutex, nil)
         var attributes = pthread_condattr_t()
         pthread_condattr_init(&attributes)
@@ -27,15 +30,18 @@ final class ConditionLock: @unchecked Sendable {
         #endif
         pthread_cond_init(writerCondition, &attributes)
         pthread_cond_init(progressCondition, &attributes)
+        pthread_cond_init(pipelineCondition, &attributes)
         pthread_condattr_destroy(&attributes)
     }
 
     deinit {
         pthread_cond_destroy(writerCondition)
         pthread_cond_destroy(progressCondition)
+        pthread_cond_destroy(pipelineCondition)
         pthread_mutex_destroy(mutex)
         writerCondition.deallocate()
         progressCondition.deallocate()
+        pipelineCondition.deallocate()
         mutex.deallocate()
     }
 
@@ -62,12 +68,19 @@ final class ConditionLock: @unchecked Sendable {
     /// lock before it waits, so no wake-up is lost), which spares the writer waking into a
     /// held mutex.
     @inline(__always) func wakeWriter() { pthread_cond_signal(writerCondition) }
+    /// Wakes the pipeline thread, as ``wakeWriter()`` does the writer.
+    @inline(__always) func wakePipeline() { pthread_cond_signal(pipelineCondition) }
     /// Wakes every caller waiting for progress. Call with the lock held.
     @inline(__always) func broadcastProgress() { pthread_cond_broadcast(progressCondition) }
 
     /// The writer waits, with the lock held, until woken or until `deadline` (monotonic ns), if any.
     func writerWait(until deadline: UInt64?) {
         wait(writerCondition, until: deadline)
+    }
+
+    /// The pipeline thread waits, with the lock held, until woken.
+    func pipelineWait() {
+        wait(pipelineCondition, until: nil)
     }
 
     /// A caller waits, with the lock held, until progress is broadcast (or until `deadline`,

@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Synchronization
 import SystemPackage
 
@@ -33,6 +38,9 @@ public enum FaultInjection {
         /// A write or sync waits this long, then does its work: a slow or stalled disk (other
         /// operations ignore it). The thread that made the call is blocked meanwhile.
         case delay(Duration)
+        /// A sync waits at the gate until the test releases it, then does its work or fails
+        /// as the release says (other operations ignore it): a schedule chosen by hand.
+        case hold(FaultGate)
     }
 
     struct Rule {
@@ -78,6 +86,42 @@ public enum FaultInjection {
             return nil
         }
     }
+}
+
+/// Where an armed sync (``FaultInjection/Fault/hold(_:)``) waits until a test releases it:
+/// lets a test choose the order in which the log's syncs end, and see what the log does
+/// while one is held. Thread-safe; compared by identity.
+public final class FaultGate: Sendable, Hashable {
+    private struct State {
+        var arrived = 0
+        var released: [Errno?] = []
+    }
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// How many calls have reached the gate so far (released or not).
+    public var arrivals: Int { state.withLock { $0.arrived } }
+
+    /// Lets the oldest held call go on: it does its work, or fails with `errno`. A release
+    /// before any call arrived lets the next one through at once.
+    public func release(failingWith errno: Errno? = nil) {
+        state.withLock { $0.released.append(errno) }
+    }
+
+    /// The held call's side: counts its arrival, then waits (polling: a test's schedule, not a
+    /// hot path) until released; returns the error to fail with, if any.
+    func pass() -> Errno? {
+        state.withLock { $0.arrived += 1 }
+        while true {
+            let outcome: Errno?? = state.withLock { $0.released.isEmpty ? nil : .some($0.released.removeFirst()) }
+            if let outcome { return outcome }
+            usleep(200)
+        }
+    }
+
+    public static func == (lhs: FaultGate, rhs: FaultGate) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }
 
 // MARK: - Sync tracking, for simulated power loss

@@ -76,7 +76,7 @@ struct FileIO {
         case .error(let errno)?: throw SpoolError.system("write", path: path, errno)
         case .shortWrite(let count)?: limit = min(count, bytes.count)
         case .delay(let duration)?: usleep(useconds_t(clamping: duration.wholeNanoseconds / 1_000))
-        case nil: break
+        case .hold?, nil: break  // a gate holds syncs only
         }
         while written < limit {
             do {
@@ -126,9 +126,14 @@ struct FileIO {
     /// Makes the file's data durable: `fdatasync` on Linux, `fcntl(F_FULLFSYNC)` on Apple platforms
     /// (where `fsync` does not flush the drive's cache).
     func syncData() throws {
+        // What the tracker records is what the file held when the sync began: a write another
+        // thread makes while it runs (the pipeline) may or may not be made durable by it.
+        let tracked = FaultInjection.isTracked(path) ? snapshotForTracker() : nil
         switch FaultInjection.check(.sync, path: path) {
         case .error(let errno)?: throw SpoolError.system("fdatasync", path: path, errno)
         case .delay(let duration)?: usleep(useconds_t(clamping: duration.wholeNanoseconds / 1_000))
+        case .hold(let gate)?:
+            if let errno = gate.pass() { throw SpoolError.system("fdatasync", path: path, errno) }
         case .shortWrite?, nil: break
         }
         while true {
@@ -142,20 +147,22 @@ struct FileIO {
             if error == .interrupted { continue }
             throw SpoolError.system("fdatasync", path: path, error)
         }
-        if FaultInjection.isTracked(path) { recordSync() }
+        if let tracked {
+            FaultInjection.recordFileSync(path: path, inode: tracked.inode, size: tracked.size, bytes: tracked.bytes)
+        }
     }
 
-    /// Tells the sync tracker what this successful sync made durable (tests only).
-    private func recordSync() {
+    /// What a successful sync starting now makes durable, for the sync tracker (tests only).
+    private func snapshotForTracker() -> (inode: UInt64, size: Int64, bytes: [UInt8]?)? {
         var info = stat()
-        guard fstat(fd.rawValue, &info) == 0 else { return }
+        guard fstat(fd.rawValue, &info) == 0 else { return nil }
         var bytes: [UInt8]?
         if FaultInjection.recordsBytes(of: path, size: Int(info.st_size)) {
             var buffer = [UInt8](repeating: 0, count: Int(info.st_size))
             let n = buffer.withUnsafeMutableBytes { (try? fd.read(fromAbsoluteOffset: 0, into: $0)) ?? -1 }
             bytes = n == buffer.count ? buffer : nil
         }
-        FaultInjection.recordFileSync(path: path, inode: UInt64(info.st_ino), size: Int64(info.st_size), bytes: bytes)
+        return (UInt64(info.st_ino), Int64(info.st_size), bytes)
     }
 
     func truncate(to size: Int64) throws {

@@ -1,7 +1,8 @@
 /// The writer thread's own state: the active segment file, the block encoder and the output
 /// buffer. Not thread-safe: only the holder of the write token (`LogState.writing`: the writer
-/// thread, or a blocking caller writing its own record) touches it, and `close` after the
-/// writer thread ended.
+/// thread, the pipeline thread, or a blocking caller writing its own record) touches it, and
+/// `close` after both threads ended. A group's `fdatasync` runs beside it through a
+/// ``PendingSync``, which holds only the file.
 final class SegmentWriter {
     let directory: String
     let configuration: Configuration
@@ -28,9 +29,10 @@ final class SegmentWriter {
     /// `activeEndSeq` as of the last block that reached the file: a failed write puts it back,
     /// so its retry continues the segment instead of rolling.
     private var flushedEndSeq: UInt64 = 0
-    /// Set for good once an `fdatasync` (or a new segment's directory `fsync`) failed: the
-    /// kernel may have dropped the dirty pages and cleared the error, so a retry that
-    /// "succeeds" proves nothing (the fsyncgate lesson). The log then refuses writes.
+    /// Set for good once an `fdatasync` of this writer's own (a roll's, a new segment's header,
+    /// its directory `fsync`) failed: the kernel may have dropped the dirty pages and cleared
+    /// the error, so a retry that "succeeds" proves nothing (the fsyncgate lesson). The log then
+    /// refuses writes. A group's sync (``PendingSync``) fails the log's state directly.
     private(set) var syncFailed = false
     /// Encoded blocks waiting for one `write` call.
     private var out: [UInt8] = []
@@ -181,8 +183,6 @@ final class SegmentWriter {
         var fsyncs = 0
         /// How many of the blocks written a sealing lane sealed (``SealAhead``).
         var sealedInParallel = 0
-        /// Whether the data written is durable.
-        var synced = false
         /// The error that stopped the batch, if any; blocks after `blocksWritten` were not
         /// stored. If ``SegmentWriter/syncFailed`` is set, it came from an `fsync`.
         var error: SpoolError?
@@ -267,13 +267,39 @@ final class SegmentWriter {
     /// Whether there is an active segment to sync (none only after a roll failed after sealing).
     var hasActive: Bool { active != nil }
 
-    /// `fdatasync` of the active segment (for a `sync()` with nothing new to write), then the
-    /// synced watermark moved to what it made durable (one `pwrite`, no sync: FORMAT.md §6).
+    /// `fdatasync` of the active segment (at open), then the synced watermark moved to what it
+    /// made durable (one `pwrite`, no sync: FORMAT.md §6).
     func syncActive() throws {
-        guard let active else { return }
-        try remembering { try active.syncData() }
-        watermark?.advance(to: flushedEndSeq)
+        guard let sync = prepareSync() else { return }
+        try remembering { try sync.run() }
     }
+
+    /// An `fdatasync` of the active segment as it is now, to run on any thread while the write
+    /// token's holder goes on writing into the same file (``prepareSync()``). It holds only the
+    /// file and the watermark, never the writer's own state: the writer neither rolls nor closes
+    /// the file while one runs (`LogState.syncTarget`).
+    struct PendingSync {
+        let file: FileIO
+        /// The seq past the last block written when it was prepared: what it makes durable.
+        let end: UInt64
+        let watermark: SyncWatermark?
+
+        /// Makes what was written before ``SegmentWriter/prepareSync()`` durable, then moves the
+        /// synced watermark to it (one `pwrite`, no sync: FORMAT.md §6). Blocks written after
+        /// the preparation may be made durable too; they are not counted.
+        func run() throws {
+            try file.syncData()
+            watermark?.advance(to: end)
+        }
+    }
+
+    /// The sync of what is written so far, or nil without an active segment (a roll failed
+    /// after sealing). Write token held.
+    func prepareSync() -> PendingSync? {
+        guard let active else { return nil }
+        return PendingSync(file: active, end: flushedEndSeq, watermark: watermark)
+    }
+
 
     /// Runs an `fsync`; a failure sets ``syncFailed`` for good.
     private func remembering(_ sync: () throws -> Void) throws {
@@ -284,8 +310,9 @@ final class SegmentWriter {
     }
 
     /// Whether a block has to start a new segment: the active one is full, too old, or the
-    /// block's seq does not continue it (seqs skipped after a power loss).
-    private func needsRoll(before block: PendingBlock) -> Bool {
+    /// block's seq does not continue it (seqs skipped after a power loss). A write during an
+    /// `fdatasync` (which holds the active file) stops before such a block.
+    func needsRoll(before block: PendingBlock) -> Bool {
         guard active != nil else { return true }  // a roll failed after sealing the last one
         guard activeHasBlocks else { return false }
         if block.firstSeq != activeEndSeq { return true }

@@ -3,14 +3,20 @@ extension EventLog {
     /// writes them outside the lock, syncs when a caller asked, then publishes the new
     /// watermarks and completes the waiters. Appends continue while it writes (group commit).
     ///
-    /// Whoever writes holds the write token (`state.writing`): this thread, or a blocking
-    /// caller that found it idle and writes its own record (``leadWrite()``).
+    /// Whoever writes holds the write token (`state.writing`): this thread, the pipeline thread
+    /// (``pipelineLoop()``) while this one is in an `fdatasync`, or a blocking caller that found
+    /// it idle and writes its own record (``leadWrite()``). Whoever syncs holds the sync token
+    /// (`state.syncTarget`), and lets go of the write token first: the next group is compressed
+    /// and written while the one before it syncs (a two-stage pipeline, as MySQL's binlog group
+    /// commit flushes one group while the previous one syncs).
     func writerLoop() {
         lock.lock()
         loop: while true {
             let now = monotonicNanos()
-            if state.writing {
-                // A blocking caller is writing; it wakes this thread when it is done.
+            if state.writing || state.syncTarget != nil {
+                // The pipeline thread or a blocking caller is writing, or a blocking caller's
+                // sync runs (this thread must not roll the file it syncs): whoever it is wakes
+                // this thread when done.
                 state.writerAwaitsToken(true)
                 lock.writerWait(until: nil)
                 state.writerAwaitsToken(false)
@@ -76,29 +82,90 @@ extension EventLog {
             writeFullBlocks(sync: wantsSync, gathering: true)
         }
         state.writerDidExit()
+        lock.wakePipeline()  // it exits too
         failPendingWaiters()
         lock.broadcastProgress()
         lock.unlock()
     }
 
-    /// Writes the full blocks (and syncs them when `sync`), holding the write token, then
-    /// publishes the outcome and resumes whoever it completed. With `gathering`, a sync that
-    /// served synced callers starts a gathering window for the next group. Lock held on entry
-    /// and exit; released while writing.
+    /// The pipeline thread: while the writer thread (or a blocking caller) is in an
+    /// `fdatasync`, it writes the blocks that arrive into the page cache, so that `written`
+    /// callers are answered at once and the next group's sync starts as soon as this one ends,
+    /// with its blocks already compressed and written. It never syncs and never rolls a segment
+    /// (the sync holds the active file); it sleeps whenever no sync runs, and appends wake it
+    /// instead of the writer while one does (``wakeForWork()``). Exits after the writer thread.
+    func pipelineLoop() {
+        lock.lock()
+        while !state.writerExited {
+            if state.pipelineCanWrite {
+                if state.waitsForUnwritten { sealCurrentBlock() }
+                if !state.full.isEmpty { writeFullBlocks(sync: state.syncedWaiters > 0, gathering: false) }
+                if state.writerAwaitsToken { lock.wakeWriter() }
+                continue
+            }
+            lock.pipelineWait()
+        }
+        state.pipelineDidExit()
+        lock.broadcastProgress()
+        lock.unlock()
+    }
+
+    /// Wakes whoever writes next: the pipeline thread while an `fdatasync` runs, else the
+    /// writer thread. Lock held (the choice reads the state).
+    @inline(__always)
+    func wakeForWork() {
+        if state.syncTarget != nil { lock.wakePipeline() } else { lock.wakeWriter() }
+    }
+
+    /// Writes the full blocks holding the write token, publishes the outcome, then, when `sync`
+    /// and no sync is in flight, syncs them holding the sync token only (``runSync(_:served:started:)``).
+    /// During another's sync (the pipeline thread) it writes without syncing and without rolling.
+    /// With `gathering`, a sync that served synced callers starts a gathering window for the
+    /// next group. Lock held on entry and exit; released while writing and syncing.
     func writeFullBlocks(sync: Bool, gathering: Bool) {
+        let duringSync = state.syncTarget != nil
         // Taken, not copied: the batch then owns its blocks' buffers alone, so recycling them
         // (`publish`) allocates nothing, and it is handed back as the idle array below.
         var (batch, served) = state.beginWrite()
         lock.unlock()
         let started = monotonicNanos()
-        let outcome = writeBatch(batch[...], sync: sync)
+        let outcome = writeBatch(batch[...], preallocating: sync, mayRoll: !duringSync)
+        let syncs = sync && !duringSync && outcome.error == nil
+        let pendingSync = syncs ? writer.prepareSync() : nil
         lock.lock()
         publish(outcome, batch: &batch)
-        if gathering && outcome.synced && served > 0 {
-            state.startGather(served: served, started: started, finished: monotonicNanos())
+        if syncs && !state.isFailed {
+            runSync(pendingSync, served: gathering ? served : 0, started: started)
+        } else {
+            resumeReady()
+            notifyObservers()
         }
+    }
+
+    /// Makes what is written durable, holding the sync token and not the write token (the
+    /// pipeline thread may write meanwhile), then completes the waiters it served; with
+    /// `served` synced callers, starts a gathering window for the next group. `pending` is
+    /// the sync prepared under the write token (nil: no active segment, whose last roll already
+    /// synced everything). Lock held on entry and exit; released while syncing.
+    private func runSync(_ pending: SegmentWriter.PendingSync?, served: Int, started: UInt64) {
+        let target = state.beginSync()
+        assert(pending == nil || pending?.end == target, "the sync covers what is written")
+        if state.pipelineCanWrite { lock.wakePipeline() }
+        // The written callers of this write are answered before the sync, not after it.
         resumeReady()
         notifyObservers()
+        lock.unlock()
+        var failure: SpoolError?
+        do { try pending?.run() } catch { failure = error as? SpoolError ?? SpoolError(.io, "\(error)") }
+        lock.lock()
+        if pending != nil { metrics.fsyncs.increment() }
+        say(state.finishSync(upTo: target, failure: failure))
+        if failure == nil && served > 0 {
+            state.startGather(served: served, started: started, finished: monotonicNanos())
+        }
+        if state.writerAwaitsToken { lock.wakeWriter() }
+        lock.broadcastProgress()
+        resumeReady()
     }
 
     /// Drives the segment writer through `batch`, one write per segment it goes into: before
@@ -107,7 +174,7 @@ extension EventLog {
     /// stays under the cap at every write. The writer only reports what it did; what follows
     /// from it (the cap's deletes, the segment list) is decided here. Write token held, lock
     /// not held.
-    private func writeBatch(_ batch: ArraySlice<PendingBlock>, sync: Bool) -> SegmentWriter.Outcome {
+    private func writeBatch(_ batch: ArraySlice<PendingBlock>, preallocating: Bool, mayRoll: Bool) -> SegmentWriter.Outcome {
         var outcome = SegmentWriter.Outcome()
         var rest = batch
         var noted = 0
@@ -122,7 +189,9 @@ extension EventLog {
             }
         }
         do {
-            while !rest.isEmpty {
+            while let first = rest.first {
+                // During a sync, a block that needs a new segment waits for the sync's end.
+                if !mayRoll && writer.needsRoll(before: first) { break }
                 let staged: SegmentWriter.Staged
                 do {
                     staged = try writer.stage(rest, &outcome)
@@ -132,22 +201,13 @@ extension EventLog {
                 }
                 if staged.rolled { noteRolls() }
                 enforceCapBeforeWriting(activeSizeAfter: staged.activeSizeAfter)
-                try writer.writeStaged(staged, preallocating: sync && staged.blocks == rest.count, &outcome)
+                try writer.writeStaged(staged, preallocating: preallocating && staged.blocks == rest.count, &outcome)
                 rest = rest.dropFirst(staged.blocks)
             }
         } catch {
             writer.discardStaged()
             outcome.error = error as? SpoolError ?? SpoolError(.io, "\(error)")
             return outcome
-        }
-        if sync, writer.hasActive {
-            do {
-                try writer.syncActive()
-                outcome.fsyncs += 1
-                outcome.synced = true
-            } catch {
-                outcome.error = error as? SpoolError ?? SpoolError(.io, "\(error)")
-            }
         }
         return outcome
     }
@@ -156,7 +216,7 @@ extension EventLog {
     /// holds the write token, no synced group is gathering, and there is something to write.
     /// Its own record is then written without two thread hand-offs. Lock held.
     func canLeadWrite() -> Bool {
-        guard state.acceptsWrites, !state.writing else { return false }
+        guard state.acceptsWrites, !state.writing, state.syncTarget == nil else { return false }
         if let gather = state.gather, monotonicNanos() < gather.deadline { return false }
         return !state.current.isEmpty || !state.full.isEmpty
             || (state.syncedWaiters > 0 && state.writtenEnd > state.syncedEnd)
@@ -175,22 +235,15 @@ extension EventLog {
             syncOnly()
         }
         if state.writerAwaitsToken || !state.current.isEmpty || !state.full.isEmpty || !state.waiters.isEmpty {
-            lock.wakeWriter()
+            wakeForWork()
         }
     }
 
-    /// Makes already-written data durable when a caller asks and nothing new is pending,
-    /// holding the write token. Lock held.
+    /// Makes already-written data durable when a caller asks and nothing new is pending (or
+    /// the pipeline thread wrote it during the last sync). No one holds the write token, so the
+    /// sync is prepared here. Lock held.
     private func syncOnly() {
-        let target = state.beginSync()
-        lock.unlock()
-        var failure: SpoolError?
-        do { try writer.syncActive() } catch { failure = error as? SpoolError ?? SpoolError(.io, "\(error)") }
-        lock.lock()
-        metrics.fsyncs.increment()
-        say(state.finishSync(upTo: target, failure: failure))
-        lock.broadcastProgress()
-        resumeReady()
+        runSync(writer.prepareSync(), served: 0, started: 0)
     }
 
     /// Applies a write outcome to the shared state, says what it means, and wakes whoever it
