@@ -28,6 +28,10 @@ extension Context {
                 try await spool.appendConcurrently(.synced, producers: producers, directory: directory, budget: budget)
             })
         }
+        let beside = options.syncedProducers.max() ?? 64
+        spoolSteps.append(Step(key: "Spool written ×1 beside synced ×\(beside)") { directory in
+            try await spool.appendWrittenBesideSynced(synced: beside, directory: directory, budget: budget)
+        })
         let syncBudget = Budget(events: budget.events, seconds: min(2, budget.seconds))
         var baselineSteps = [Step(key: "hw fdatasync") { directory in
             try await blocking { try fdatasyncRate(path: directory + "/fdatasync.bin", budget: syncBudget) }
@@ -113,6 +117,11 @@ extension Context {
                 }
             }
         }
+        // A `written` caller beside a synced load is answered while each group syncs, not
+        // after: faster than one append per fdatasync.
+        let besideKey = "written ×1 beside synced ×\(beside)"
+        rows.append(Row(group: "append", scenario: besideKey, spool: spoolFigure(besideKey),
+                        baseline: "hw: 256 B append+fdatasync", baselineFigure: fdatasync))
         return rows
     }
 

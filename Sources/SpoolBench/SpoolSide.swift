@@ -87,6 +87,46 @@ public struct SpoolSide: Sendable {
         return run
     }
 
+    /// One task appending at `.written` while `synced` tasks append at `.synced` into the same
+    /// log: the run is the written task's alone (its rate and latencies). A writer that waits
+    /// for each group's `fdatasync` before it writes again holds every `written` append behind
+    /// one; the two-stage commit writes it while the sync runs.
+    public func appendWrittenBesideSynced(synced: Int, directory: String, budget: Budget) async throws -> Run {
+        let log = try await blocking { try open(directory) }
+        let events = self.events
+        let ticket = Ticket(limit: budget.events)
+        let start = monotonicNanos()
+        let deadline = budget.deadline(from: start)
+        let run = try await withThrowingTaskGroup(of: Run?.self) { group in
+            for _ in 0..<synced {
+                group.addTask {
+                    while let index = ticket.take() {
+                        try await log.append(events[cycling: index], durability: .synced)
+                        if monotonicNanos() > deadline { break }
+                    }
+                    return nil
+                }
+            }
+            group.addTask {
+                var nanos = [UInt64]()
+                let began = monotonicNanos()
+                while let index = ticket.take() {
+                    let t0 = monotonicNanos()
+                    try await log.append(events[cycling: index], durability: .written)
+                    let t1 = monotonicNanos()
+                    nanos.append(t1 - t0)
+                    if t1 > deadline { break }
+                }
+                return Run(count: nanos.count, nanos: monotonicNanos() - began, latencies: Latencies(nanos: nanos))
+            }
+            var written: Run?
+            for try await run in group where run != nil { written = run }
+            return written!
+        }
+        try await blocking { try log.close() }
+        return run
+    }
+
     /// One pipelining producer: appends at `.buffered` and, every `window` events, starts
     /// an asynchronous wait for its latest seq to be `.written`, keeping up to `depth` such
     /// acknowledgements in flight instead of waiting for each event in turn. The time ends

@@ -49,6 +49,7 @@ import Testing
         let second = Caller(log, payload(2), .synced)
         #expect(eventually { log.writtenEnd == 3 }, "the pipeline wrote the next group during the sync")
         #expect(gate.arrivals == 1 && log.syncedEnd == 0)
+        #expect(log.stats().blocksWrittenDuringSync == 2, "the written record's block and the next group's")
         #expect(!first.isDone && !second.isDone, "no synced caller resumes before its sync ends")
         gate.release()
         #expect(eventually { first.succeeded })
@@ -150,6 +151,7 @@ import Testing
             return try await group.reduce(0, +)
         }
         #expect(notDurable == 0, "a synced append returned before its record was synced")
+        #expect(log.stats().blocksWrittenDuringSync > 0, "with syncs of 2 ms, some blocks arrive while one runs")
         FaultInjection.disarm(under: dir.path)
         try log.close()
         let reopened = try EventLog.open(directory: dir.path)

@@ -8,6 +8,8 @@ struct LogMetrics {
     let blocksWritten: Counter
     /// Blocks a sealing lane sealed (``Configuration/sealingThreads``), among those written.
     let blocksSealedInParallel: Counter
+    /// Blocks the pipeline thread wrote while a group's `fdatasync` ran, among those written.
+    let blocksWrittenDuringSync: Counter
     let storedBytes: Counter
     let rawBytes: Counter
     let fsyncs: Counter
@@ -29,6 +31,7 @@ struct LogMetrics {
         appendedRecords = counter("spool_appended_records")
         blocksWritten = counter("spool_blocks_written")
         blocksSealedInParallel = counter("spool_blocks_sealed_in_parallel")
+        blocksWrittenDuringSync = counter("spool_blocks_written_during_sync")
         storedBytes = counter("spool_stored_bytes")
         rawBytes = counter("spool_raw_bytes")
         fsyncs = counter("spool_fsyncs")
@@ -109,6 +112,10 @@ public struct LogStats: Sendable, Equatable {
     public var segmentsRecompressed: UInt64 = 0
     /// Since open: bytes those rewrites saved on disk (old size less new, summed).
     public var bytesSavedByRecompression: UInt64 = 0
+    /// Since open: how many of ``blocksWritten`` were written while a group's `fdatasync` ran
+    /// (the two-stage group commit): the blocks of `written` and buffered callers, and of the
+    /// next synced group, that did not wait for another group's sync.
+    public var blocksWrittenDuringSync: UInt64 = 0
 
     /// Raw bytes per stored byte of the blocks written since open (0 before the first block).
     public var compressionRatio: Double { storedBytes == 0 ? 0 : Double(rawBytes) / Double(storedBytes) }
@@ -126,7 +133,8 @@ extension EventLog {
                 blocksWritten: c.blocksWritten, blocksSealedInParallel: c.blocksSealedInParallel, storedBytes: c.storedBytes, rawBytes: c.rawBytes, fsyncs: c.fsyncs,
                 droppedRecords: c.droppedRecords, expiredRecords: c.expiredRecords,
                 retainedSegmentsDeleted: c.retainedSegmentsDeleted, writeErrors: c.writeErrors,
-                segmentsRecompressed: c.segmentsRecompressed, bytesSavedByRecompression: c.bytesSavedByRecompression)
+                segmentsRecompressed: c.segmentsRecompressed, bytesSavedByRecompression: c.bytesSavedByRecompression,
+                blocksWrittenDuringSync: c.blocksWrittenDuringSync)
         }
     }
 }

@@ -69,6 +69,7 @@ struct LogCounters {
     var appendedBytes: UInt64 = 0
     var blocksWritten: UInt64 = 0
     var blocksSealedInParallel: UInt64 = 0
+    var blocksWrittenDuringSync: UInt64 = 0
     var storedBytes: UInt64 = 0
     var rawBytes: UInt64 = 0
     var fsyncs: UInt64 = 0
@@ -162,6 +163,8 @@ struct LogState {
     private(set) var pipelineBlocked = false
     /// The pipeline thread has exited (``EventLog/pipelineLoop()``).
     private(set) var pipelineExited = false
+    /// The write in progress began while a sync ran (counted in `blocksWrittenDuringSync`).
+    private var writeDuringSync = false
     /// The writer thread sleeps until the write token is released (a blocking caller holds it).
     private(set) var writerAwaitsToken = false
     /// Group-commit gathering after an fdatasync: wait (until `deadline`, monotonic ns) for
@@ -419,6 +422,7 @@ struct LogState {
     mutating func beginWrite() -> (batch: [PendingBlock], served: Int) {
         precondition(!writing, "the write token is taken once")
         writing = true
+        writeDuringSync = syncTarget != nil
         let batch = full
         full = idleFull
         idleFull = []
@@ -443,6 +447,7 @@ struct LogState {
         for index in written { pendingBytes -= batch[index].charge }
         counters.blocksWritten += UInt64(outcome.blocksWritten)
         counters.blocksSealedInParallel += UInt64(outcome.sealedInParallel)
+        if writeDuringSync { counters.blocksWrittenDuringSync += UInt64(outcome.blocksWritten) }
         counters.storedBytes += UInt64(outcome.storedBytes)
         counters.rawBytes += UInt64(outcome.rawBytes)
         counters.fsyncs += UInt64(outcome.fsyncs)

@@ -134,6 +134,7 @@ extension EventLog {
         let pendingSync = syncs ? writer.prepareSync() : nil
         lock.lock()
         publish(outcome, batch: &batch)
+        if duringSync && outcome.blocksWritten > 0 { metrics.blocksWrittenDuringSync.increment(by: outcome.blocksWritten) }
         if syncs && !state.isFailed {
             runSync(pendingSync, served: gathering ? served : 0, started: started)
         } else {
