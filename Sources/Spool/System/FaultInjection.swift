@@ -98,6 +98,7 @@ public final class FaultGate: Sendable, Hashable {
     }
     private let state = Mutex(State())
 
+    /// A gate no call has reached yet.
     public init() {}
 
     /// How many calls have reached the gate so far (released or not).
@@ -120,7 +121,9 @@ public final class FaultGate: Sendable, Hashable {
         }
     }
 
+    /// Two gates are equal when they are the same gate.
     public static func == (lhs: FaultGate, rhs: FaultGate) -> Bool { lhs === rhs }
+    /// Hashes the gate's identity.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }
 
