@@ -111,6 +111,29 @@ import Testing
         #expect(unwritten.isEmpty)
     }
 
+    /// A write during a sync that stops before a roll puts the rest back and stops the
+    /// pipeline until the sync ends (else the pipeline thread would retry it in a busy loop).
+    @Test func aPipelinedWriteStoppedAtARollWaitsForTheSyncsEnd() {
+        var state = state(appending: 1)
+        _ = writeAll(&state, sync: false)
+        let target = state.beginSync()
+        let payload = [UInt8](repeating: 7, count: 10)
+        for _ in 0..<2 {
+            _ = payload.withUnsafeBytes { state.append($0, timestamp: 1, blockSize: 1024, now: 0) }
+            state.sealCurrentBlock(blockSize: 1024)
+        }
+        #expect(state.pipelineCanWrite)
+        var (batch, _) = state.beginWrite()
+        var outcome = SegmentWriter.Outcome()
+        outcome.blocksWritten = 1  // the second block needs a new segment
+        let verdict = state.finishWrite(outcome, batch: &batch, activeSegment: SegmentInfo(baseSeq: 0, size: 100), syncFailed: false, now: 0)
+        guard case .written = verdict else { Issue.record("got \(verdict)"); return }
+        #expect(state.writtenEnd == 2 && state.full.count == 1 && state.full.first?.firstSeq == 2, "the rest is queued again, in order")
+        #expect(!state.pipelineCanWrite, "nothing more is written during this sync")
+        _ = state.finishSync(upTo: target, failure: nil)
+        #expect(state.syncedEnd == 1 && state.full.count == 1, "the writer rolls and writes it after the sync")
+    }
+
     @Test func aWriteAfterAStallRecovers() {
         var state = state(appending: 2)
         _ = writeAll(&state, sync: false, error: SpoolError(.diskFull, "no space"))

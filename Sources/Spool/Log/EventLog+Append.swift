@@ -139,9 +139,7 @@ extension EventLog {
             let wake = state.addWaiter(Waiter(wait: wait, level: durability, kind: .async(continuation)))
             let duringSync = state.syncTarget != nil
             lock.unlock()
-            if wake {
-                if duringSync { lock.wakePipeline() } else { lock.wakeWriter() }
-            }
+            if wake { self.wake(pipeline: duringSync) }
         }
     }
 

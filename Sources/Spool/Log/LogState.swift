@@ -436,8 +436,7 @@ struct LogState {
                               syncFailed: Bool, now: UInt64) -> WriteVerdict {
         writing = false
         activeSizeBeingWritten = nil
-        let failedBefore: Bool
-        if case .failed = status { failedBefore = true } else { failedBefore = false }
+        let failedBefore = isFailed
         // By index, not through a slice: a slice would share the batch's storage, and the
         // recycling below must find the batch sole owner of its blocks.
         let written = 0..<outcome.blocksWritten
@@ -461,15 +460,17 @@ struct LogState {
             batch[index].reset(firstSeq: 0)
             spare.append(batch[index])
         }
+        // Unwritten blocks (a write error, a write during a sync that stopped at a roll) go
+        // back to the front of the queue, in order.
+        if outcome.blocksWritten < batch.count {
+            full.insert(contentsOf: batch.dropFirst(outcome.blocksWritten), at: 0)
+        }
         var verdict = WriteVerdict.written
         if failedBefore {
             // The sync in flight failed while this write ran (the pipeline): the log stays
             // failed, whatever the write did; the writer fails every waiter.
-            full.insert(contentsOf: batch.dropFirst(outcome.blocksWritten), at: 0)
         } else if let error = outcome.error {
             counters.writeErrors += 1
-            // Unwritten blocks go back to the front of the queue, in order.
-            full.insert(contentsOf: batch.dropFirst(outcome.blocksWritten), at: 0)
             if syncFailed {
                 status = .failed(error, closing: closeRequested)
                 verdict = .failed(error)
@@ -486,11 +487,8 @@ struct LogState {
                 verdict = .stalled(error)
             }
         } else {
-            if outcome.blocksWritten < batch.count {
-                // A write during a sync stopped at a roll: the rest waits for the sync's end.
-                full.insert(contentsOf: batch.dropFirst(outcome.blocksWritten), at: 0)
-                pipelineBlocked = true
-            }
+            // A write during a sync stopped at a roll: the rest waits for the sync's end.
+            if outcome.blocksWritten < batch.count { pipelineBlocked = true }
             if case .stalled = status {
                 status = .open
                 retryAt = nil

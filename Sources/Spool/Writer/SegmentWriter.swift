@@ -264,9 +264,6 @@ final class SegmentWriter {
     private var stagedStored = 0
     private var stagedRaw = 0
 
-    /// Whether there is an active segment to sync (none only after a roll failed after sealing).
-    var hasActive: Bool { active != nil }
-
     /// `fdatasync` of the active segment (at open), then the synced watermark moved to what it
     /// made durable (one `pwrite`, no sync: FORMAT.md §6).
     func syncActive() throws {
@@ -299,7 +296,6 @@ final class SegmentWriter {
         guard let active else { return nil }
         return PendingSync(file: active, end: flushedEndSeq, watermark: watermark)
     }
-
 
     /// Runs an `fsync`; a failure sets ``syncFailed`` for good.
     private func remembering(_ sync: () throws -> Void) throws {

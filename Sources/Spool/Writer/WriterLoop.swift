@@ -98,8 +98,9 @@ extension EventLog {
         lock.lock()
         while !state.writerExited {
             if state.pipelineCanWrite {
+                // A full block, or a current one some caller waits for (`pipelineCanWrite`).
                 if state.waitsForUnwritten { sealCurrentBlock() }
-                if !state.full.isEmpty { writeFullBlocks(sync: state.syncedWaiters > 0, gathering: false) }
+                writeFullBlocks(sync: state.syncedWaiters > 0, gathering: false)
                 if state.writerAwaitsToken { lock.wakeWriter() }
                 continue
             }
@@ -113,8 +114,13 @@ extension EventLog {
     /// Wakes whoever writes next: the pipeline thread while an `fdatasync` runs, else the
     /// writer thread. Lock held (the choice reads the state).
     @inline(__always)
-    func wakeForWork() {
-        if state.syncTarget != nil { lock.wakePipeline() } else { lock.wakeWriter() }
+    func wakeForWork() { wake(pipeline: state.syncTarget != nil) }
+
+    /// Wakes the pipeline thread or the writer, as ``wakeForWork()`` chose under the lock; may
+    /// be called once the lock is let go (both re-check the state before they wait).
+    @inline(__always)
+    func wake(pipeline: Bool) {
+        if pipeline { lock.wakePipeline() } else { lock.wakeWriter() }
     }
 
     /// Writes the full blocks holding the write token, publishes the outcome, then, when `sync`
