@@ -35,6 +35,10 @@ public struct BenchOptions: Sendable {
     public var sequentialBytes: Int = 256 << 20
     /// Producers of the synced scenario. The default is 1, 16 and 64.
     public var syncedProducers: [Int] = [1, 16, 64]
+    /// Arrival rates (events/s) of the open-loop synced rows: appends that arrive on a
+    /// clock, each from a task of its own, whatever the log's pace. The default is 25,000 and
+    /// 100,000 a second (about 3 and 12 arrivals per `fdatasync` of a disk that makes 8,000).
+    public var openLoopRates: [Double] = [25_000, 100_000]
     /// `Configuration.sealingThreads` of every Spool log; nil for the library's default.
     public var sealingThreads: Int? = nil
     /// Whether every Spool log has `Configuration.coldCompression` on (its defaults).
@@ -88,6 +92,7 @@ public struct BenchOptions: Sendable {
         options.backlogEvents = 20_000
         options.sequentialBytes = 4 << 20
         options.syncedProducers = [1, 16]
+        options.openLoopRates = [2_000]
         options.pipelineWindow = 256
         options.trickleEvents = 1_000
         options.trickleTrainAfter = 500

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Logging
 import Spool
 import SpoolSync
@@ -124,6 +125,69 @@ public struct SpoolSide: Sendable {
             return written!
         }
         try await blocking { try log.close() }
+        return run
+    }
+
+    /// Synced appends arriving at `rate` a second whatever the log's pace, as requests reach
+    /// a server (an open loop), each from a task of its own, for at most `budget`'s seconds
+    /// (2 at most) and events. The run's latencies are each call's, from its start to its
+    /// return; its rate is what completed over the whole time. In the closed loop every
+    /// producer waits in the group being synced, so nothing arrives while it syncs; here
+    /// arrivals land during each `fdatasync`, and the two-stage commit compresses and writes
+    /// them meanwhile, so each waits for the sync in flight and its own, not also for a
+    /// write behind them. If `maxInFlight` calls are waiting at once (the log fell behind the
+    /// rate) the arrivals stop and the run's note says so.
+    public func appendSyncedOpenLoop(rate: Double, directory: String, budget: Budget, maxInFlight: Int = 20_000) async throws -> Run {
+        let log = try await blocking { try open(directory) }
+        let events = self.events
+        let count = min(budget.events, Int(rate * min(budget.seconds, 2)))
+        let tally = OpenLoopTally()
+        let before = log.stats()
+        let (nanos, saturated) = try await blocking {
+            let interval = 1e9 / rate
+            let start = monotonicNanos()
+            var issued = 0
+            var saturated = false
+            arrivals: while issued < count {
+                // Every arrival due by now, then a sleep of about one interval: the sleep
+                // overshoots by tens of µs, so arrivals come in small bursts at the mean rate.
+                let due = min(count, Int(Double(monotonicNanos() - start) / interval) + 1)
+                while issued < due {
+                    guard tally.inFlight.load(ordering: .relaxed) < maxInFlight else {
+                        saturated = true
+                        break arrivals
+                    }
+                    tally.start()
+                    let event = events[cycling: issued]
+                    Task {
+                        let t0 = monotonicNanos()
+                        do {
+                            try await log.append(event, durability: .synced)
+                            tally.finish(nanos: monotonicNanos() - t0)
+                        } catch {
+                            tally.finish(error: error)
+                        }
+                    }
+                    issued += 1
+                }
+                usleep(UInt32(max(1, interval / 1000)))
+            }
+            tally.done.wait()
+            return (monotonicNanos() - start, saturated)
+        }
+        let after = log.stats()
+        let fsyncs = after.fsyncs - before.fsyncs
+        let blocks = after.blocksWritten - before.blocksWritten
+        let blocksDuringSync = after.blocksWrittenDuringSync - before.blocksWrittenDuringSync
+        try await blocking { try log.close() }
+        let (nanosPerCall, failure) = tally.results
+        if let failure { throw failure }
+        var run = Run(count: nanosPerCall.count, nanos: nanos, latencies: Latencies(nanos: nanosPerCall))
+        var note = "offered \(format(rate))/s"
+        if fsyncs > 0 { note += ", \(format(Double(nanosPerCall.count) / Double(fsyncs))) events/fsync" }
+        if blocks > 0 { note += ", \(format(100 * Double(blocksDuringSync) / Double(blocks)))% of blocks written during a sync" }
+        if saturated { note += ", fell behind: \(maxInFlight) calls waiting, arrivals stopped" }
+        run.note = note
         return run
     }
 
@@ -345,3 +409,33 @@ public struct SpoolSide: Sendable {
 /// A logger that drops everything: the open-after-crash scenario tears logs on purpose, and
 /// the recovery's info lines would interleave with the table.
 let quietLogger = Logger(label: "spool-bench") { _ in SwiftLogNoOpLogHandler() }
+
+/// What the open loop's tasks report: each call's latency, the first error, and how many
+/// calls are in flight; `done` is entered per call and left as it returns.
+private final class OpenLoopTally: Sendable {
+    let inFlight = Atomic<Int>(0)
+    let done = DispatchGroup()
+    private let state = Mutex<(nanos: [UInt64], error: (any Error)?)>(([], nil))
+
+    func start() {
+        inFlight.add(1, ordering: .relaxed)
+        done.enter()
+    }
+
+    func finish(nanos: UInt64) {
+        state.withLock { $0.nanos.append(nanos) }
+        end()
+    }
+
+    func finish(error: any Error) {
+        state.withLock { $0.error = $0.error ?? error }
+        end()
+    }
+
+    private func end() {
+        inFlight.subtract(1, ordering: .relaxed)
+        done.leave()
+    }
+
+    var results: (nanos: [UInt64], error: (any Error)?) { state.withLock { ($0.nanos, $0.error) } }
+}

@@ -23,6 +23,15 @@ import Testing
         let rows = try #require(report["rows"] as? [[String: Any]])
         #expect(rows.count >= 10)
         #expect(rows.allSatisfy { ($0["spool"] as? [String: Any])?["value"] is Double })
+        // The open loop (--quick: 2,000 synced arrivals a second for 0.25 s): every one of the
+        // 500 arrivals is timed to its return, none lost, and the note says the offered rate.
+        let openLoop = try #require(rows.first { ($0["scenario"] as? String)?.hasPrefix("synced, open loop at 2,000/s, p50") == true },
+                                    "no open-loop row in:\n\(result.stdout)")
+        let openLoopSpool = try #require(openLoop["spool"] as? [String: Any])
+        let samples = (openLoopSpool["latency"] as? [String: Any])?["samples"] as? Int
+        #expect(samples == 500)
+        #expect((openLoopSpool["note"] as? String)?.hasPrefix("offered 2,000/s") == true)
+        #expect(openLoop["baseline"] as? String == "hw: 256 B append+fdatasync, p50")
 
         // The scratch directory it made under --dir is gone.
         let left = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasPrefix("spool-bench-") }

@@ -33,6 +33,9 @@ struct Compare: AsyncParsableCommand {
     @Option(name: .customLong("producers"), help: "Producers of the synced scenario (default 1, 16, 64); repeatable.")
     var producers: [Int] = []
 
+    @Option(name: .customLong("open-loop-rate"), help: "Arrival rates (events/s) of the open-loop synced rows (default 25000, 100000); repeatable.")
+    var openLoopRates: [Double] = []
+
     @Option(name: .customLong("sealing-threads"), help: "Configuration.sealingThreads of Spool's logs (default: the library's, the active cores up to 4).")
     var sealingThreads: Int?
 
@@ -56,6 +59,7 @@ struct Compare: AsyncParsableCommand {
 
     func validate() throws {
         guard events > 0, seconds > 0, rounds > 0 else { throw ValidationError("--events, --seconds and --rounds must be positive") }
+        guard openLoopRates.allSatisfy({ $0 > 0 && $0 <= 10_000_000 }) else { throw ValidationError("--open-loop-rate must be between 1 and 10000000 events/s") }
     }
 
     func run() async throws {
@@ -81,6 +85,7 @@ struct Compare: AsyncParsableCommand {
         if !groups.isEmpty { options.groups = Set(groups) }
         options.postgres = postgres
         if !producers.isEmpty { options.syncedProducers = producers }
+        if !openLoopRates.isEmpty { options.openLoopRates = openLoopRates }
         options.sealingThreads = sealingThreads
         options.coldCompression = coldCompression
         if let windowMax { options.windowAdaptiveMax = windowMax }
