@@ -30,7 +30,14 @@ import Foundation
 ///   stop at a roll and never sync, as the pipeline thread's do; `PipelinedCommitTests` checks
 ///   the writer keeps that); no waiter whose records reached its level is left waiting (unless
 ///   the log failed), so a failed sync can only fail the waiters of its group and of the ones
-///   after it.
+///   after it;
+/// - group-commit gathering (after a writer's sync that served synced callers, on a model
+///   clock): a gathering never waits longer than the write and sync before it, nor than
+///   `gatherLimit`; the limit doubles after a burst of callers (up to a whole cycle), halves
+///   after a steady stream, never below an eighth of a cycle, and a gathering ended early changes
+///   nothing; an arrival wakes the writer exactly when no gathering holds it (a written caller
+///   always); the model's writer writes during a gathering only once the group is complete,
+///   its deadline passed, a written caller waits or the log closes, as `EventLog.writerLoop` does.
 struct LogLifecycleSimulation {
     struct Failure: Error, CustomStringConvertible {
         var seed: UInt64
@@ -71,6 +78,13 @@ struct LogLifecycleSimulation {
     /// A write in flight: the batch the writer took, whether it syncs after it, and whether it
     /// began during a sync (the pipeline thread's: it neither rolls nor syncs).
     private var inFlight: (batch: [PendingBlock], sync: Bool, duringSync: Bool)?
+    /// Synced callers the writer's write in flight (or the sync after it) serves: a gathering
+    /// follows that sync if it succeeds (nil: the pipeline's write, or a sync alone).
+    private var gatherServed: Int?
+    /// The model's monotonic clock (ns) for gathering: every event moves it on.
+    private var clock: UInt64 = 1_000_000
+    /// What a gathering broke when it began or ended.
+    private var gatherBroken: String?
     private var syncing: UInt64?
     private var waiting: [Int: (end: UInt64, level: Durability)] = [:]
     private var acknowledged: [(end: UInt64, level: Durability)] = []
@@ -87,6 +101,10 @@ struct LogLifecycleSimulation {
     private(set) var rewritesReplaced = 0
     private(set) var rewritesAbandoned = 0
     private var bytesSavedByRewrites: UInt64 = 0
+    /// How the gatherings ended that taught the limit: a burst (whole window again) or a
+    /// steady stream (shorter).
+    private(set) var gatheringBursts = 0
+    private(set) var gatheringStreams = 0
     private var suspension = Suspension.none
     private var idleQueued = false
     private var closing = false
@@ -143,6 +161,7 @@ struct LogLifecycleSimulation {
     // MARK: Events
 
     private mutating func randomEvent() {
+        clock += 1 + rng.next() % 400
         switch rng.next() % 100 {
         case 0..<35: append()
         case 35..<45: seal()
@@ -231,8 +250,10 @@ struct LogLifecycleSimulation {
             default: break
             }
             let pipelined = syncing != nil
+            if !pipelined && writerGathers() { return }
             let (taken, served) = state.beginWrite()
             inFlight = (taken, !pipelined && (served > 0 || state.syncedWaiters > 0), pipelined)
+            gatherServed = pipelined ? nil : served
             log("write begins: \(taken.count) blocks\(pipelined ? " (during a sync)" : "")")
             return
         }
@@ -275,6 +296,8 @@ struct LogLifecycleSimulation {
             // The writer syncs in the same step, holding the sync token only.
             syncing = state.beginSync()
             log("sync begins to \(syncing!)")
+        } else if !duringSync {
+            gatherServed = nil
         }
         switch verdict {
         case .written, .recovered: break
@@ -295,15 +318,67 @@ struct LogLifecycleSimulation {
             let verdict = state.finishSync(upTo: target, failure: fails ? SpoolError(.io, "simulated fdatasync failure") : nil)
             log("sync ends: \(verdict)")
             if case .failed = verdict { failWaiters(nil) }
+            if let served = gatherServed, served > 0, !fails { startGathering(served: served) }
+            gatherServed = nil
             return collect()
         }
         guard inFlight == nil, !state.writing, state.syncTarget == nil, state.syncedWaiters > 0, state.writtenEnd > state.syncedEnd else { return }
+        if writerGathers() { return }
         switch state.status {
         case .failed, .closed: return
         default: break
         }
         syncing = state.beginSync()
         log("sync begins to \(syncing!)")
+    }
+
+    /// The writer's sync of `served` synced callers ended: it gathers the next group, as
+    /// `EventLog.runSync` does, after a write and sync that took a random time.
+    private mutating func startGathering(served: Int) {
+        let cycle = 1 + rng.next() % 4_000
+        let limit = state.gatherLimit
+        let waiting = state.syncedWaiters
+        state.startGather(served: served, started: clock - cycle, finished: clock)
+        guard let gathering = state.gather else { gatherBroken = "no gathering began"; return }
+        let window = gathering.deadline - gathering.began
+        log("gathering: \(served) served, \(waiting) waiting, window \(window) of a \(cycle) ns cycle")
+        if gathering.began != clock || window != min(cycle, limit) || gathering.target != served + waiting {
+            gatherBroken = "a gathering after a \(cycle) ns cycle under a limit of \(limit) waits \(window) ns for \(gathering.target) (served \(served), waiting \(waiting))"
+        }
+    }
+
+    /// The writer's rule before it writes or syncs: while a gathering holds it (nothing but
+    /// synced callers wait, fewer than the group, before the deadline, the log not closing)
+    /// it sleeps, and time passes; otherwise the gathering ends and teaches the limit.
+    private mutating func writerGathers() -> Bool {
+        guard let gathering = state.gather else { return false }
+        if !closing, clock < gathering.deadline, state.syncedWaiters < gathering.target,
+           state.waiters.count == state.syncedWaiters {
+            clock += 1 + rng.next() % 1_000
+            log("the writer gathers (\(state.syncedWaiters) of \(gathering.target))")
+            return true
+        }
+        let limit = state.gatherLimit
+        let onItsTerms = state.syncedWaiters >= gathering.target || clock >= gathering.deadline
+        let arrived = UInt64(max(0, state.syncedWaiters - gathering.waitingAtStart))
+        let elapsed = max(1, clock - gathering.began)
+        state.endGather(at: clock)
+        let window = gathering.deadline - gathering.began
+        let expected: UInt64
+        if !onItsTerms {
+            expected = limit
+        } else if Double(arrived) / Double(elapsed) >= Double(gathering.served) / (0.75 * Double(gathering.cycle)) {
+            expected = 2 * window >= gathering.cycle ? .max : 2 * window
+            gatheringBursts += 1
+        } else {
+            expected = max(gathering.cycle / 8, window / 2)
+            gatheringStreams += 1
+        }
+        log("gathering ends: \(arrived) arrived in \(elapsed) ns, limit \(limit) -> \(state.gatherLimit)")
+        if state.gather != nil || state.gatherLimit != expected {
+            gatherBroken = "a gathering (\(arrived) of \(gathering.served) back in \(elapsed) ns of a \(window) ns window, cycle \(gathering.cycle), on its terms: \(onItsTerms)) left the limit \(state.gatherLimit), expected \(expected)"
+        }
+        return false
     }
 
     private mutating func commit() {
@@ -493,6 +568,15 @@ struct LogLifecycleSimulation {
         if let retentionBroken { throw failure(retentionBroken) }
         if let rewriteBroken { throw failure(rewriteBroken) }
         if let suspendBroken { throw failure(suspendBroken) }
+        if let gatherBroken { throw failure(gatherBroken) }
+        if !state.shouldWakeWriter(for: .written) { throw failure("a written caller would not wake the writer") }
+        let gatherHolds = state.gather.map { state.syncedWaiters < $0.target } ?? false
+        if state.shouldWakeWriter(for: .synced) == gatherHolds {
+            throw failure("a synced arrival \(gatherHolds ? "wakes" : "does not wake") the writer with \(state.syncedWaiters) waiting and the gathering \(String(describing: state.gather))")
+        }
+        if let gathering = state.gather, gathering.deadline - gathering.began > gathering.cycle {
+            throw failure("a gathering waits longer than the cycle before it: \(gathering)")
+        }
         if state.syncTarget != syncing { throw failure("the state's sync in flight \(String(describing: state.syncTarget)) is not the model's \(String(describing: syncing))") }
         if !state.isFailed, let waiter = state.waiters.first(where: { $0.wait.end <= state.mark(for: $0.level) }) {
             throw failure("a waiter for records below \(waiter.wait.end) at \(waiter.level) is still waiting, though they reached it")

@@ -19,6 +19,8 @@ import Testing
         }
         var replaced = 0
         var abandoned = 0
+        var bursts = 0
+        var streams = 0
         for seed in seeds {
             var simulation = LogLifecycleSimulation(seed: seed)
             do {
@@ -29,9 +31,13 @@ import Testing
             }
             replaced += simulation.rewritesReplaced
             abandoned += simulation.rewritesAbandoned
+            bursts += simulation.gatheringBursts
+            streams += simulation.gatheringStreams
         }
         // Cold rewrites took part: some replaced their segment, some were stopped.
         if seeds.count >= 1000 { #expect(replaced > 0 && abandoned > 0, "replaced \(replaced), abandoned \(abandoned)") }
+        // Gatherings took part, and taught the limit both ways.
+        if seeds.count >= 1000 { #expect(bursts > 0 && streams > 0, "bursts \(bursts), streams \(streams)") }
     }
 
     /// One seed's run is a function of its seed: two runs of it agree step for step.

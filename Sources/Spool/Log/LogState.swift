@@ -97,6 +97,24 @@ enum WriteVerdict {
     case lostWhileClosing(SpoolError)
 }
 
+/// A group-commit gathering window after an fdatasync (``LogState/gather``): the writer
+/// waits until `target` synced callers wait, or until `deadline`.
+struct Gathering: Equatable {
+    /// Synced waiters that complete the group: the sync's callers back, on top of those
+    /// already waiting when it began.
+    let target: Int
+    /// Monotonic ns: the gathering gives up then and the writer writes what it has.
+    let deadline: UInt64
+    /// Monotonic ns: when the sync ended and the gathering began.
+    let began: UInt64
+    /// The write and sync before it, in ns: the longest any gathering waits.
+    let cycle: UInt64
+    /// The synced callers that sync served: those the gathering waits to come back.
+    let served: Int
+    /// Synced callers already waiting when it began (they arrived during the sync).
+    let waitingAtStart: Int
+}
+
 /// Everything appenders, the writer thread, readers and consumers share; guarded by
 /// `EventLog.lock`.
 ///
@@ -169,7 +187,12 @@ struct LogState {
     private(set) var writerAwaitsToken = false
     /// Group-commit gathering after an fdatasync: wait (until `deadline`, monotonic ns) for
     /// `target` synced callers before the next one. See `EventLog.writerLoop`.
-    private(set) var gather: (target: Int, deadline: UInt64)? = nil
+    private(set) var gather: Gathering? = nil
+    /// The longest the next gathering may wait (ns): a whole write-and-sync (`.max`) while
+    /// gatherings find their callers coming back in a burst, halved (down to an eighth of one)
+    /// each time a gathering finds arrivals no faster than a steady stream, doubled by each
+    /// burst. See ``endGather(at:)``.
+    private(set) var gatherLimit: UInt64 = .max
     private(set) var counters = LogCounters()
     /// Write observers by registration number (``EventLog/observeWrites(_:)``), in order.
     private(set) var observers: [(id: UInt64, handler: @Sendable (UInt64) -> Void)] = []
@@ -398,8 +421,33 @@ struct LogState {
     /// The writer thread waits for the write token (a blocking caller holds it), or got it back.
     mutating func writerAwaitsToken(_ awaits: Bool) { writerAwaitsToken = awaits }
 
-    /// Ends a group-commit gathering window.
-    mutating func endGather() { gather = nil }
+    /// Ends a group-commit gathering window at `now`, and learns from it how long the next
+    /// may wait. A gathering that ended on its own terms (its group complete, or its deadline
+    /// passed) is evidence: if synced callers arrived at least as fast as the sync's callers
+    /// coming back within three quarters of a write-and-sync would (a closed loop: the callers
+    /// the sync resumed append again within microseconds), the next may wait twice as long, up
+    /// to a whole write-and-sync; if slower (a steady stream of new callers: waiting for as
+    /// many as the sync served holds those already waiting for about a whole cycle, so groups
+    /// and latencies grow), half as long, but never less than an eighth of a write-and-sync, so
+    /// that a closed loop that starts later is still seen. Doubling rather than jumping back
+    /// keeps a stream whose arrivals now and then bunch up (a scheduler running queued tasks
+    /// together) from looking like a closed loop. One ended early (a `written` caller, a
+    /// close) teaches nothing.
+    mutating func endGather(at now: UInt64) {
+        guard let ended = gather else { return }
+        gather = nil
+        guard syncedWaiters >= ended.target || now >= ended.deadline else { return }
+        let arrived = UInt64(max(0, syncedWaiters - ended.waitingAtStart))
+        let elapsed = max(1, now &- ended.began)
+        // arrived / elapsed >= served / (3/4 of a write-and-sync), without division.
+        // (Wrapping products: the factors are counts of callers and ns of one cycle.)
+        let window = ended.deadline - ended.began
+        if arrived &* ended.cycle &* 3 >= UInt64(ended.served) &* elapsed &* 4 {
+            gatherLimit = window >= ended.cycle / 2 ? .max : window * 2
+        } else {
+            gatherLimit = max(ended.cycle / 8, window / 2)
+        }
+    }
 
     /// The writer thread has exited: nobody is left to complete a new waiter.
     mutating func writerDidExit() { writerExited = true }
@@ -504,9 +552,12 @@ struct LogState {
     }
 
     /// After a synced write that served `served` synced callers: wait (at most as long as
-    /// that write took) for as many synced callers as are back to form the next group.
+    /// that write took, and no longer than ``gatherLimit``) for as many synced callers as
+    /// are back to form the next group, on top of those already waiting.
     mutating func startGather(served: Int, started: UInt64, finished: UInt64) {
-        gather = (served + syncedWaiters, finished + (finished - started))
+        let cycle = finished &- started
+        gather = Gathering(target: served + syncedWaiters, deadline: finished + min(cycle, gatherLimit),
+                           began: finished, cycle: cycle, served: served, waitingAtStart: syncedWaiters)
     }
 
     /// Takes the sync token for an `fdatasync` of what is written, once no one holds the write

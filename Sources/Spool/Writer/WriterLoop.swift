@@ -45,16 +45,18 @@ extension EventLog {
             let urgent = closing || !state.waiters.isEmpty
             // Group commit, gathering: the callers an fdatasync just served append again within
             // microseconds. Without waiting for them, syncs alternate between two half-groups;
-            // waiting (at most one sync's duration) until as many synced callers are back as the
-            // last sync saw lets one fdatasync cover all of them. Only synced callers gather: a
-            // `written` waiter ends it. Arrivals do not wake the writer until the group is
-            // complete (`LogState.shouldWakeWriter`).
+            // waiting (at most one write-and-sync's duration) until as many synced callers are
+            // back as the last sync saw lets one fdatasync cover all of them. Only synced callers
+            // gather: a `written` waiter ends it. Arrivals do not wake the writer until the group
+            // is complete (`LogState.shouldWakeWriter`). Callers that arrive as a steady stream
+            // rather than coming back in a burst shorten the next windows (`LogState.endGather`),
+            // so that those already waiting are not held for a whole cycle each time.
             if !closing, let gather = state.gather, now < gather.deadline,
                state.syncedWaiters < gather.target, state.waiters.count == state.syncedWaiters {
                 lock.writerWait(until: gather.deadline)
                 continue
             }
-            state.endGather()
+            state.endGather(at: now)
             if !state.current.isEmpty {
                 let lingerNanos = UInt64(configuration.linger.wholeNanoseconds)  // validated 0 ... 60 s
                 if urgent || now >= state.current.openedAt &+ lingerNanos {
