@@ -438,7 +438,7 @@ struct LogState {
         gather = nil
         guard syncedWaiters >= ended.target || now >= ended.deadline else { return }
         let arrived = UInt64(max(0, syncedWaiters - ended.waitingAtStart))
-        let elapsed = max(1, now &- ended.began)
+        let elapsed = now > ended.began ? now - ended.began : 1  // a clock read before it began counts as no time
         // arrived / elapsed >= served / (3/4 of a write-and-sync), without division.
         // (Wrapping products: the factors are counts of callers and ns of one cycle.)
         let window = ended.deadline - ended.began
