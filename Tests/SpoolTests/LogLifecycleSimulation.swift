@@ -101,8 +101,8 @@ struct LogLifecycleSimulation {
     private(set) var rewritesReplaced = 0
     private(set) var rewritesAbandoned = 0
     private var bytesSavedByRewrites: UInt64 = 0
-    /// How the gatherings ended that taught the limit: a burst (whole window again) or a
-    /// steady stream (shorter).
+    /// How the gatherings ended that taught the limit: a burst (a window twice as long, up to
+    /// a whole cycle) or a steady stream (half as long).
     private(set) var gatheringBursts = 0
     private(set) var gatheringStreams = 0
     private var suspension = Suspension.none
@@ -340,7 +340,7 @@ struct LogLifecycleSimulation {
         let waiting = state.syncedWaiters
         state.startGather(served: served, started: clock - cycle, finished: clock)
         guard let gathering = state.gather else { gatherBroken = "no gathering began"; return }
-        let window = gathering.deadline - gathering.began
+        let window = gathering.window
         log("gathering: \(served) served, \(waiting) waiting, window \(window) of a \(cycle) ns cycle")
         if gathering.began != clock || window != min(cycle, limit) || gathering.target != served + waiting {
             gatherBroken = "a gathering after a \(cycle) ns cycle under a limit of \(limit) waits \(window) ns for \(gathering.target) (served \(served), waiting \(waiting))"
@@ -363,7 +363,7 @@ struct LogLifecycleSimulation {
         let arrived = UInt64(max(0, state.syncedWaiters - gathering.waitingAtStart))
         let elapsed = max(1, clock - gathering.began)
         state.endGather(at: clock)
-        let window = gathering.deadline - gathering.began
+        let window = gathering.window
         let expected: UInt64
         if !onItsTerms {
             expected = limit
@@ -573,9 +573,6 @@ struct LogLifecycleSimulation {
         let gatherHolds = state.gather.map { state.syncedWaiters < $0.target } ?? false
         if state.shouldWakeWriter(for: .synced) == gatherHolds {
             throw failure("a synced arrival \(gatherHolds ? "wakes" : "does not wake") the writer with \(state.syncedWaiters) waiting and the gathering \(String(describing: state.gather))")
-        }
-        if let gathering = state.gather, gathering.deadline - gathering.began > gathering.cycle {
-            throw failure("a gathering waits longer than the cycle before it: \(gathering)")
         }
         if state.syncTarget != syncing { throw failure("the state's sync in flight \(String(describing: state.syncTarget)) is not the model's \(String(describing: syncing))") }
         if !state.isFailed, let waiter = state.waiters.first(where: { $0.wait.end <= state.mark(for: $0.level) }) {

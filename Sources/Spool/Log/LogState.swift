@@ -100,9 +100,6 @@ enum WriteVerdict {
 /// A group-commit gathering window after an fdatasync (``LogState/gather``): the writer
 /// waits until `target` synced callers wait, or until `deadline`.
 struct Gathering: Equatable {
-    /// Synced waiters that complete the group: the sync's callers back, on top of those
-    /// already waiting when it began.
-    let target: Int
     /// Monotonic ns: the gathering gives up then and the writer writes what it has.
     let deadline: UInt64
     /// Monotonic ns: when the sync ended and the gathering began.
@@ -113,6 +110,12 @@ struct Gathering: Equatable {
     let served: Int
     /// Synced callers already waiting when it began (they arrived during the sync).
     let waitingAtStart: Int
+
+    /// Synced waiters that complete the group: the sync's callers back, on top of those
+    /// already waiting when it began.
+    var target: Int { served + waitingAtStart }
+    /// How long it may wait, in ns: the write and sync before it, or less (``LogState/gatherLimit``).
+    var window: UInt64 { deadline - began }
 }
 
 /// Everything appenders, the writer thread, readers and consumers share; guarded by
@@ -438,14 +441,13 @@ struct LogState {
         gather = nil
         guard syncedWaiters >= ended.target || now >= ended.deadline else { return }
         let arrived = UInt64(max(0, syncedWaiters - ended.waitingAtStart))
-        let elapsed = now > ended.began ? now - ended.began : 1  // a clock read before it began counts as no time
+        let elapsed = now > ended.began ? now - ended.began : 1  // a clock read before it began counts as 1 ns
         // arrived / elapsed >= served / (3/4 of a write-and-sync), without division.
         // (Wrapping products: the factors are counts of callers and ns of one cycle.)
-        let window = ended.deadline - ended.began
         if arrived &* ended.cycle &* 3 >= UInt64(ended.served) &* elapsed &* 4 {
-            gatherLimit = window >= ended.cycle / 2 ? .max : window * 2
+            gatherLimit = ended.window >= ended.cycle / 2 ? .max : ended.window * 2
         } else {
-            gatherLimit = max(ended.cycle / 8, window / 2)
+            gatherLimit = max(ended.cycle / 8, ended.window / 2)
         }
     }
 
@@ -556,8 +558,8 @@ struct LogState {
     /// are back to form the next group, on top of those already waiting.
     mutating func startGather(served: Int, started: UInt64, finished: UInt64) {
         let cycle = finished &- started
-        gather = Gathering(target: served + syncedWaiters, deadline: finished + min(cycle, gatherLimit),
-                           began: finished, cycle: cycle, served: served, waitingAtStart: syncedWaiters)
+        gather = Gathering(deadline: finished + min(cycle, gatherLimit), began: finished, cycle: cycle,
+                           served: served, waitingAtStart: syncedWaiters)
     }
 
     /// Takes the sync token for an `fdatasync` of what is written, once no one holds the write
