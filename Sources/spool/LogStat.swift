@@ -82,7 +82,8 @@ struct LogStat: Encodable {
     }
 }
 
-/// What `spool stat` reports of a group: each writer log, then the totals.
+/// What `spool stat` reports of a group: each writer log, those that could not be read, then
+/// the totals (of the logs read).
 struct GroupStat: Encodable {
     struct Total: Encodable {
         var writers: Int
@@ -92,11 +93,13 @@ struct GroupStat: Encodable {
 
     var group: String
     var writers: [LogStat]
+    var unopened: [UnopenedWriter]
     var total: Total
 
     var lines: [String] {
-        var lines = ["group       \(group)", "writers     \(writers.count)"]
+        var lines = ["group       \(group)", "writers     \(writers.count + unopened.count)"]
         lines += writerSections(writers.map { ($0.writer ?? "", $0.lines) })
+        for one in unopened { lines.append("writer \(one.writer): not read: \(one.error)") }
         lines.append("total       \(total.records) records stored in \(total.writers) writer logs, \(total.diskBytes) bytes (\(formatBytes(total.diskBytes)))")
         return lines
     }

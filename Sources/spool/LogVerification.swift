@@ -82,26 +82,40 @@ struct LogVerification: Encodable {
     }
 }
 
-/// What `spool verify` reports of a group: each writer log, then one verdict for all.
+/// What `spool verify` reports of a group: each writer log, those that could not be opened,
+/// then one verdict for all.
 struct GroupVerification: Encodable {
     var group: String
     var writers: [LogVerification]
-    /// The writers whose log is not clean.
+    /// The writer logs that could not be opened, with the reason: not checked.
+    var unopened: [UnopenedWriter]
+    /// The writers whose log is not clean, or was too damaged to open.
     var damaged: [String]
     var clean: Bool
 
-    init(group: String, writers: [LogVerification]) {
+    init(group: String, writers: [LogVerification], unopened: [UnopenedWriter] = []) {
         self.group = group
         self.writers = writers
-        damaged = writers.filter { !$0.clean }.map { $0.writer ?? "" }
-        clean = damaged.isEmpty
+        self.unopened = unopened
+        damaged = (writers.filter { !$0.clean }.map { $0.writer ?? "" } + unopened.filter(\.corrupt).map(\.writer)).sorted()
+        clean = damaged.isEmpty && unopened.isEmpty
+    }
+
+    /// 1 when any writer log is damaged, else 2 when any could not be checked, else nil (0).
+    var exitStatus: Int32? {
+        !damaged.isEmpty ? 1 : unopened.isEmpty ? nil : 2
     }
 
     var lines: [String] {
-        var lines = ["group      \(group)", "writers    \(writers.count)"]
+        let count = writers.count + unopened.count
+        var lines = ["group      \(group)", "writers    \(count)"]
         lines += writerSections(writers.map { ($0.writer ?? "", $0.lines) })
-        lines.append(clean ? "ok: no corruption in \(writers.count) writer logs"
-                     : "FAILED: corruption in \(damaged.count) of \(writers.count) writer logs (\(damaged.joined(separator: ", ")))")
-        return lines
+        for one in unopened { lines.append("writer \(one.writer): not checked: \(one.error)") }
+        guard !clean else { return lines + ["ok: no corruption in \(count) writer logs"] }
+        var verdict = [String]()
+        if !damaged.isEmpty { verdict.append("corruption in \(damaged.count) of \(count) writer logs (\(damaged.joined(separator: ", ")))") }
+        let unchecked = unopened.filter { !$0.corrupt }.map(\.writer)
+        if !unchecked.isEmpty { verdict.append("\(unchecked.count) could not be checked (\(unchecked.joined(separator: ", ")))") }
+        return lines + ["FAILED: " + verdict.joined(separator: "; ")]
     }
 }

@@ -49,9 +49,6 @@ struct LogDirectory: ParsableArguments {
         return log
     }
 
-    /// Opens a read-only snapshot (what `verify`, `stat` and `dump` without `--commit` read):
-    /// no file of the log changes (an empty LOCK is made if there is none); what a writing
-    /// open would repair is said on standard error unless `reportingRecovery` is false.
     /// A follower of the log from `seq` (the oldest stored record if nil); it writes nothing.
     func follower(from seq: UInt64?) throws -> LogFollower {
         try requireLog()
@@ -109,6 +106,9 @@ struct LogDirectory: ParsableArguments {
         }
     }
 
+    /// Opens a read-only snapshot (what `verify`, `stat` and `dump` without `--commit` read):
+    /// it takes no lock and creates or changes no file; what a writing open would repair is
+    /// said on standard error unless `reportingRecovery` is false.
     func snapshot(reportingRecovery: Bool = true) throws -> LogSnapshot {
         try requireLog()
         let snapshot = try LogSnapshot(directory: directory, configuration: withKeys(Configuration()), logger: commandLogger())
@@ -323,6 +323,44 @@ func printable(_ payload: [UInt8]) -> String {
 }
 
 /// A group's report in text: each writer's name on a line, then its log's lines indented.
+/// A writer log of a group that a command could not open or read, and why: `stat`, `verify`
+/// and `sync --group` list it and go on with the others.
+struct UnopenedWriter: Encodable {
+    var writer: String
+    var error: String
+    /// Whether what stopped it is damage (``SpoolError`` `.corrupt`) rather than a failure to look.
+    var corrupt: Bool { cause.map { ($0 as? SpoolError)?.code == .corrupt } ?? false }
+    private var cause: (any Error)?
+
+    enum CodingKeys: String, CodingKey { case writer, error }
+
+    init(writer: String, error: String) {
+        self.writer = writer
+        self.error = error
+    }
+
+    init(writer: String, cause: any Error) {
+        self.init(writer: writer, error: (cause as? ValidationError)?.message ?? "\(cause)")
+        self.cause = cause
+    }
+}
+
+/// `body` of each writer log of a group, in order: one that throws is listed with its reason,
+/// and every other one is still read.
+func eachWriterLog<T>(_ writers: [(name: String, log: LogDirectory)],
+                      _ body: (_ name: String, _ log: LogDirectory) throws -> T) -> (read: [T], unopened: [UnopenedWriter]) {
+    var read = [T]()
+    var unopened = [UnopenedWriter]()
+    for writer in writers {
+        do {
+            read.append(try body(writer.name, writer.log))
+        } catch {
+            unopened.append(UnopenedWriter(writer: writer.name, cause: error))
+        }
+    }
+    return (read, unopened)
+}
+
 func writerSections(_ writers: [(name: String, lines: [String])]) -> [String] {
     writers.flatMap { ["writer \($0.name)"] + $0.lines.map { "  " + $0 } }
 }

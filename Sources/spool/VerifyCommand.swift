@@ -5,11 +5,11 @@ import Spool
 struct VerifyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
-        abstract: "Check every block of a log (of every writer log, for a group); exit 1 if anything is corrupt, 2 if it could not be checked.",
+        abstract: "Check every block of a log (of every writer log, for a group); exit 1 if anything is corrupt, 2 if anything could not be checked.",
         discussion: """
             Prints segments, blocks, records, bytes on disk, uncompressed bytes, the compression \
-            ratio and every corrupt range. Reads a snapshot: no file of the log changes (an \
-            empty LOCK is made if there is none). A damaged last block of the active segment is \
+            ratio and every corrupt range. Reads a snapshot: it takes no lock and creates or \
+            changes no file, so it runs beside a writer. A damaged last block of the active segment is \
             reported as a torn tail (what a killed writer leaves; a power loss or the disk can \
             leave one too) that the next writing open cuts, not as corruption.
             """)
@@ -21,7 +21,8 @@ struct VerifyCommand: ParsableCommand {
     @OptionGroup var progress: ProgressOption
 
     /// Exit 1 means corruption was found; 2, that the log could not be checked (locked by a
-    /// writer, unreadable, an I/O error): a script can tell "damaged" from "not checked".
+    /// writer, unreadable, an I/O error): a script can tell "damaged" from "not checked". In a
+    /// group, damage in any writer log wins over a writer log that could not be checked.
     func run() throws {
         do {
             try check()
@@ -46,10 +47,12 @@ struct VerifyCommand: ParsableCommand {
             if !one.clean { throw ExitCode(1) }
             return
         }
-        // A group: every writer's log, then one verdict for all of them.
-        let group = GroupVerification(group: log.directory, writers: try writers.map { try report(of: $0.log, writer: $0.name) })
+        // A group: every writer's log (one that cannot be opened is named with its reason, and
+        // the others are still checked), then one verdict for all of them.
+        let (reports, unopened) = eachWriterLog(writers) { try report(of: $1, writer: $0) }
+        let group = GroupVerification(group: log.directory, writers: reports, unopened: unopened)
         try output.json ? Output.writeJSON(group) : Output.write(group.lines.joined(separator: "\n") + "\n")
-        if !group.clean { throw ExitCode(1) }
+        if let status = group.exitStatus { throw ExitCode(status) }
     }
 
     /// One log's report, with a progress line while its blocks are read.
