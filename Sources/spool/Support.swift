@@ -169,6 +169,11 @@ struct LogDirectory: ParsableArguments {
                 ? "cut \(torn.bytes) bytes at offset \(torn.offset) of \(torn.segment): \(what)"
                 : "found \(torn.bytes) bytes at offset \(torn.offset) of \(torn.segment) that the next writing open cuts: \(what)")
         }
+        for hole in report.powerCutHoles {
+            let what = "records \(hole.records.lowerBound)..<\(hole.records.upperBound) of \(hole.segment) lost to a power cut (never synced)"
+            lines.append(report.repaired ? "found \(what); moved the blocks after them to \(hole.movedTo)"
+                                         : "found \(what): the next writing open moves the blocks after them to \(hole.movedTo)")
+        }
         for damage in report.corruptions { lines.append("found \(damage)") }
         for name in report.setAsideSegments {
             lines.append(report.repaired

@@ -60,11 +60,12 @@ enum Recovery {
         var activeHeader: SegmentHeader?
         if let active = segments.last {
             let watermark = try SyncWatermark.read(directory: directory)
-            let (size, end, header) = try recoverActive(directory: directory, segment: active, meta: meta, watermark: watermark,
-                                                        repairing: repairing, report: &report, logger: logger)
-            segments[segments.count - 1].size = size
-            endSeq = end
-            activeHeader = header
+            let recovered = try recoverActive(directory: directory, segment: active, meta: meta, watermark: watermark,
+                                              repairing: repairing, permissions: configuration.fileMode, report: &report, logger: logger)
+            segments[segments.count - 1].size = recovered.size
+            if let moved = recovered.moved { segments.append(moved) }
+            endSeq = recovered.endSeq
+            activeHeader = recovered.header
         }
 
         // Read only: a writing open repairs them (``repairConsumers(_:directory:permissions:)``)
@@ -251,29 +252,31 @@ enum Recovery {
     /// Scans every block of the active segment, truncates a torn tail, and returns the
     /// segment's valid size, the seq after its last record and its header.
     ///
-    /// `watermark` is the synced watermark (FORMAT.md §6), nil for a log without one. Damage
-    /// followed by a valid block is a torn tail when the records it held (from the seq it
-    /// interrupts on) are at or past the watermark: never synced, so a power cut that wrote
-    /// later pages back and not this one explains it. Below the watermark (or without one) it
-    /// is corruption: a damaged header refuses the log, damaged blocks are left for readers to
-    /// report.
+    /// A torn tail is damage with nothing valid after it: only it is ever cut. Damage followed
+    /// by a valid block that continues the seqs keeps that block. It is a power cut's hole
+    /// when ``isPowerCutHole(_:_:interrupting:watermark:)`` says so (`watermark` is the synced
+    /// watermark, FORMAT.md §6, nil for a log without one): the blocks after it move to a
+    /// segment of their own and the hole's seqs read as *missing*. Anything else is
+    /// corruption, left in place for readers to report; a damaged header with valid blocks
+    /// after it refuses the log.
     private static func recoverActive(directory: String, segment: SegmentInfo, meta: MetaRecord, watermark: UInt64?,
-                                      repairing: Bool, report: inout RecoveryReport, logger: Logger) throws -> (Int64, UInt64, SegmentHeader) {
+                                      repairing: Bool, permissions: UInt16, report: inout RecoveryReport, logger: Logger) throws -> RecoveredActive {
         let path = directory + "/" + segment.name
         let reader = try SegmentReader(path: path, baseSeq: segment.baseSeq, limit: segment.size)
         if let problem = try reader.checkHeader(logID: meta.logID) {
             // A segment created just before a crash may have no complete header: nothing in it
-            // was acknowledged, so it is rewritten empty. So is one whose records were never
-            // synced, whatever valid blocks a power cut left after its lost header page.
+            // was acknowledged, so it is rewritten empty. A header is durable before any block
+            // is written after it, so valid blocks after a damaged one are never a crash's or a
+            // power cut's, whatever the watermark says: the file is left for someone to look at.
             let validBlock = segment.size > Int64(Format.segmentHeaderSize)
                 ? try reader.resync(after: Int64(Format.segmentHeaderSize) - 1) : nil
-            if validBlock != nil && !isNeverSynced(segment.baseSeq, below: watermark) {
+            if validBlock != nil {
                 throw SpoolError(.corrupt, "the active segment's header is damaged (\(problem)) but it holds valid blocks; move the file aside to open the log", path: path)
             }
             let header = SegmentHeader(baseSeq: segment.baseSeq, createdMillis: wallClockMillis(), logID: meta.logID)
             guard repairing else {
                 if segment.size > 0 { report.tornTail = .init(segment: segment.name, offset: 0, bytes: segment.size) }
-                return (0, segment.baseSeq, header)
+                return RecoveredActive(size: 0, endSeq: segment.baseSeq, header: header)
             }
             let writable = try FileIO.open(path, .readWrite)
             defer { writable.close() }
@@ -286,11 +289,12 @@ enum Recovery {
                     "segment": "\(segment.name)", "bytes": "\(segment.size)",
                 ])
             }
-            return (Int64(Format.segmentHeaderSize), segment.baseSeq, header)
+            return RecoveredActive(size: Int64(Format.segmentHeaderSize), endSeq: segment.baseSeq, header: header)
         }
         var offset = Int64(Format.segmentHeaderSize)
         var validEnd = offset
         var endSeq = segment.baseSeq
+        var hole: (offset: Int64, next: Int64, nextHeader: BlockHeader)?
         while offset < segment.size {
             switch try reader.readBlock(at: offset, keepingPayload: false) {
             case .valid(let header) where header.firstSeq >= endSeq:
@@ -302,21 +306,43 @@ enum Recovery {
                 break
             }
             // Not a valid continuation. If a valid block continuing the seqs follows (past any
-            // stale copy of an earlier block, which readers skip), the damage is in the middle:
-            // keep everything and let readers report the range. Otherwise it is a torn tail:
-            // cutting a later block that continues the seqs would lose it and reuse its seqs.
-            if let next = try reader.resync(after: offset, wanted: { [endSeq] in $0.firstSeq >= endSeq }) {
-                // Records never synced, torn by a power cut that wrote later pages back: cut
-                // them with everything after them (never synced either).
-                if isNeverSynced(endSeq, below: watermark) { break }
-                report.corruptions.append("\(segment.name): damaged bytes \(offset)..<\(next.offset) (records \(endSeq)..<\(next.header.firstSeq))")
-                logger.warning("damaged bytes inside the active segment; readers report the records lost", metadata: [
-                    "segment": "\(segment.name)", "offset": "\(offset)..<\(next.offset)", "records": "\(endSeq)..<\(next.header.firstSeq)",
-                ])
-                offset = next.offset
-                continue
+            // stale copy of an earlier block, which readers skip), the damage is in the middle
+            // and nothing after it is ever cut. Otherwise it is a torn tail: cut below.
+            guard let next = try reader.resync(after: offset, wanted: { [endSeq] in $0.firstSeq >= endSeq }) else { break }
+            if try isPowerCutHole(reader.file, offset..<next.offset, interrupting: endSeq, watermark: watermark) {
+                // A page the page cache never wrote back: its records are lost to the power
+                // cut, and the blocks after it move to a segment of their own (below).
+                hole = (offset, next.offset, next.header)
+                break
             }
-            break
+            report.corruptions.append("\(segment.name): damaged bytes \(offset)..<\(next.offset) (records \(endSeq)..<\(next.header.firstSeq))")
+            logger.warning("damaged bytes inside the active segment; readers report the records lost", metadata: [
+                "segment": "\(segment.name)", "offset": "\(offset)..<\(next.offset)", "records": "\(endSeq)..<\(next.header.firstSeq)",
+            ])
+            offset = next.offset
+        }
+        let header = reader.header!  // checkHeader passed above
+        if let hole {
+            report.powerCutHoles.append(.init(segment: segment.name, records: endSeq..<hole.nextHeader.firstSeq,
+                                              movedTo: Format.segmentName(hole.nextHeader.firstSeq)))
+            let moved = try moveBlocks(of: reader, from: hole.next, first: hole.nextHeader, segment: segment, header: header,
+                                       directory: directory, watermark: watermark, repairing: repairing, permissions: permissions,
+                                       report: &report)
+            if repairing {
+                // The blocks are durable in their new segment: only now is the old one cut at the hole.
+                let writable = try FileIO.open(path, .readWrite)
+                defer { writable.close() }
+                try writable.truncate(to: hole.offset)
+                try writable.syncData()
+            }
+            logger.warning(repairing ? "records lost to a power cut inside the active segment; moved the blocks after them to a segment of their own"
+                                     : "records lost to a power cut inside the active segment (the next writing open moves the blocks after them)", metadata: [
+                "segment": "\(segment.name)", "records": "\(endSeq)..<\(hole.nextHeader.firstSeq)", "movedTo": "\(moved.segment.name)",
+            ])
+            // A snapshot reads the old segment up to the hole only: the blocks after it are
+            // read once a writing open has moved them.
+            guard repairing else { return RecoveredActive(size: hole.offset, endSeq: endSeq, header: header) }
+            return RecoveredActive(size: hole.offset, endSeq: moved.endSeq, header: moved.header, moved: moved.segment)
         }
         if validEnd < segment.size {
             let preallocated = try isZero(reader.file, from: validEnd, to: segment.size)
@@ -335,7 +361,87 @@ enum Recovery {
                 ])
             }
         }
-        return (validEnd, endSeq, reader.header!)  // checkHeader passed above
+        return RecoveredActive(size: validEnd, endSeq: endSeq, header: header)
+    }
+
+    /// What recovering the active segment found: its valid size, the seq after its last record
+    /// and its header; when records after a power cut's hole were moved, their new segment
+    /// (then the active one, whose end and header these are).
+    struct RecoveredActive {
+        var size: Int64
+        var endSeq: UInt64
+        var header: SegmentHeader
+        var moved: SegmentInfo?
+    }
+
+    /// Whether the damaged bytes `damage`, interrupting the seqs at `seq`, are what a power cut
+    /// leaves of records never synced (FORMAT.md §6, "Holes a power cut leaves"): the records
+    /// are at or past the synced watermark, and the damage holds a page the page cache never
+    /// wrote back, which reads as zeros from where it was last synced to its 4 KiB boundary.
+    /// Anything else (a flipped bit, a page of other bytes, damage below the watermark) is
+    /// corruption.
+    static func isPowerCutHole(_ file: FileIO, _ damage: Range<Int64>, interrupting seq: UInt64, watermark: UInt64?) throws -> Bool {
+        guard isNeverSynced(seq, below: watermark) else { return false }
+        let page = Int64(pageSize)
+        var boundary = (damage.lowerBound / page + 1) * page
+        while boundary <= damage.upperBound {
+            if try isZero(file, from: max(damage.lowerBound, boundary - page), to: boundary) { return true }
+            boundary += page
+        }
+        return false
+    }
+
+    /// The page the page cache writes back whole or not at all (Linux's, on every platform Spool runs on).
+    static let pageSize = 4096
+
+    /// Moves the blocks of the active segment from `offset` (the first valid block after a
+    /// power cut's hole, `first`) into a new segment named by its first seq, with the old
+    /// header's identity, version and created time (compact headers are rewritten against the
+    /// new base; payloads and their checks are copied as they are): written whole and synced,
+    /// then renamed into place and the directory synced, before the caller cuts the old segment.
+    /// Further holes after it are left out (a forward gap reads as *missing*); other damage is
+    /// copied as it is (readers report it); a torn tail is left behind. Without `repairing`,
+    /// only reports what it would do (the returned size is then meaningless).
+    private static func moveBlocks(of reader: SegmentReader, from offset: Int64, first: BlockHeader, segment: SegmentInfo,
+                                   header: SegmentHeader, directory: String, watermark: UInt64?, repairing: Bool, permissions: UInt16,
+                                   report: inout RecoveryReport) throws -> (segment: SegmentInfo, endSeq: UInt64, header: SegmentHeader) {
+        var newHeader = header
+        newHeader.baseSeq = first.firstSeq
+        let name = Format.segmentName(newHeader.baseSeq)
+        var bytes = newHeader.encoded()
+        var position = offset
+        var endSeq = first.firstSeq
+        while position < segment.size {
+            if case .valid(let block) = try reader.readBlock(at: position, keepingPayload: false), block.firstSeq >= endSeq {
+                if repairing {
+                    let start = bytes.count
+                    bytes += try reader.file.read(count: block.totalSize, at: position)
+                    block.store(into: &bytes, at: start, segmentBase: newHeader.baseSeq)
+                }
+                position += Int64(block.totalSize)
+                endSeq = block.endSeq
+                continue
+            }
+            guard let next = try reader.resync(after: position, wanted: { [endSeq] in $0.firstSeq >= endSeq }) else { break }
+            if try isPowerCutHole(reader.file, position..<next.offset, interrupting: endSeq, watermark: watermark) {
+                report.powerCutHoles.append(.init(segment: segment.name, records: endSeq..<next.header.firstSeq, movedTo: name))
+            } else {
+                if repairing { bytes += try reader.file.read(count: Int(next.offset - position), at: position) }
+                report.corruptions.append("\(segment.name): damaged bytes \(position)..<\(next.offset) (records \(endSeq)..<\(next.header.firstSeq)), moved to \(name)")
+            }
+            position = next.offset
+        }
+        if position < segment.size {
+            if try isZero(reader.file, from: position, to: segment.size) {
+                report.preallocatedBytesCut = segment.size - position
+            } else {
+                report.tornTail = .init(segment: segment.name, offset: position, bytes: segment.size - position)
+            }
+        }
+        if repairing {
+            try DirectoryIO.writeAtomically(bytes, to: directory + "/" + name, directory: directory, permissions: permissions)
+        }
+        return (SegmentInfo(baseSeq: newHeader.baseSeq, size: Int64(bytes.count)), endSeq, newHeader)
     }
 
     /// Whether the record `seq` was never synced as far as the watermark knows: at or past it.
@@ -345,7 +451,7 @@ enum Recovery {
     }
 
     /// Whether `file` holds only zero bytes in `start..<end` (read in 1 MiB chunks).
-    private static func isZero(_ file: FileIO, from start: Int64, to end: Int64) throws -> Bool {
+    static func isZero(_ file: FileIO, from start: Int64, to end: Int64) throws -> Bool {
         var chunk = [UInt8](repeating: 0, count: Int(min(end - start, 1 << 20)))
         var offset = start
         while offset < end {

@@ -5,13 +5,12 @@
 /// reset consumer at `warning`. Housekeeping (leftover temporary files removed, preallocated
 /// zeros cut) is only in the report.
 public struct RecoveryReport: Sendable, Equatable {
-    /// A torn or partial last block that opening truncated: a write interrupted by a crash, so
-    /// its records were never acknowledged, or records acknowledged only as `buffered` or
-    /// `written` that a power loss did not let reach the disk whole (those levels do not
-    /// survive one). Past the synced watermark (FORMAT.md §6) that includes damage followed by
-    /// valid blocks, which go with it: a power cut that wrote a later page back and not an
-    /// earlier one; at offset 0, a whole segment none of whose records was synced. A block
-    /// acknowledged `synced` is never cut unless the disk itself damaged it.
+    /// A torn or partial last block that opening truncated, with nothing valid after it: a
+    /// write interrupted by a crash, so its records were never acknowledged, or records
+    /// acknowledged only as `buffered` or `written` that a power loss did not let reach the
+    /// disk whole (those levels do not survive one). A valid block after damage is never cut
+    /// (see ``powerCutHoles`` and ``corruptions``); a block acknowledged `synced` is never cut
+    /// unless the disk itself damaged it.
     public struct TornTail: Sendable, Equatable {
         /// The segment file's name.
         public var segment: String
@@ -26,6 +25,22 @@ public struct RecoveryReport: Sendable, Equatable {
     /// Zero bytes past the last block that opening cut: space synced writes preallocated
     /// (FORMAT.md §6), not damage.
     public var preallocatedBytesCut: Int64 = 0
+    /// Records a power cut lost inside the active segment, with valid blocks after them
+    /// (FORMAT.md §6, "Holes a power cut leaves"): never synced, in a page the page cache did
+    /// not write back while it wrote later ones. The blocks after the first hole were moved to
+    /// a segment of their own, so the lost seqs read as *missing*; nothing valid was cut.
+    public struct PowerCutHole: Sendable, Equatable {
+        /// The segment file the hole is in.
+        public var segment: String
+        /// The seqs lost.
+        public var records: Range<UInt64>
+        /// The segment the blocks after the first hole were moved to.
+        public var movedTo: String
+    }
+
+    /// The holes a power cut left inside the active segment (moved past by this open, or by the
+    /// next writing one).
+    public var powerCutHoles: [PowerCutHole] = []
     /// Damaged stretches found inside the active segment (a valid block follows each one);
     /// readers report them with their seq ranges.
     public var corruptions: [String] = []

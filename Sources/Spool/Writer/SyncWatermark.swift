@@ -6,16 +6,17 @@
 /// The writer rewrites it after each `fdatasync` of the active segment, without syncing it: a
 /// value is written only once what it covers is durable, so whichever value a power cut
 /// leaves is true, however late the page cache writes it back; a cut can only leave an
-/// older, lower one. Recovery uses it to tell a torn, never-synced tail (past it) from
-/// damage to synced data (below it). Not thread-safe: the segment writer owns it.
+/// older, lower one. Recovery uses it to tell a hole a power cut left in records never synced
+/// (past it) from corruption (below it); it never decides what is cut, so a value that lags
+/// (a sidecar's syncs do not move it) or is forged only changes how lost records are reported.
+/// Not thread-safe: the segment writer owns it.
 final class SyncWatermark {
     private let path: String
     private var file: OffsetFile?
 
     /// The watermark of the log in `directory`, or nil when it has no `SYNCED` file or neither
     /// slot of it is valid (a log written before the watermark existed, or damage): recovery
-    /// then keeps the rules of earlier versions (all damage followed by a valid block is
-    /// corruption).
+    /// then takes all damage followed by a valid block for corruption.
     /// - Throws: `.io` when the file is there but cannot be read (a symbolic link included).
     static func read(directory: String) throws -> UInt64? {
         let path = directory + "/" + Format.watermarkFileName
