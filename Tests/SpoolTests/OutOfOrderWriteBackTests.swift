@@ -86,6 +86,41 @@ import Testing
         #expect(try checkHole(dir, bytes: bytes, lost: Self.page..<2 * Self.page, "a page inside the blocks lost").lowerBound > 0)
     }
 
+    /// A crash while an open moves the blocks after a hole: before the old segment was cut (it
+    /// still holds the hole, and the moved copy waits under its `.moving` name), or after it
+    /// was cut and before the copy was renamed into place. Either way the next open ends where
+    /// an uninterrupted one would: every record after the hole kept, the hole read as missing.
+    @Test func aMoveInterruptedByACrashIsFinishedByTheNextOpen() async throws {
+        for cut in [false, true] {
+            let dir = TemporaryDirectory()
+            defer { dir.cleanup() }
+            let bytes = try await appendForty(dir, synced: false)
+            zero(Self.page..<2 * Self.page, of: bytes, in: dir)
+            let damaged = readFile(dir.file(Format.segmentName(0)))
+            let watermark = readFile(dir.file(Format.watermarkFileName))
+            // An open that moves the blocks and writes nothing more, then the crash staged: the
+            // moved segment back under its `.moving` name, the old one whole again or cut.
+            let first = try EventLog.open(directory: dir.path, configuration: smallConfiguration())
+            let hole = try #require(first.recoveryReport.powerCutHoles.first).records
+            try first.close()
+            let moved = Format.segmentName(hole.upperBound)
+            try DirectoryIO.rename(dir.file(moved), to: dir.file(moved + Format.movingSuffix))
+            if !cut { writeFile(dir.file(Format.segmentName(0)), damaged) }
+            writeFile(dir.file(Format.watermarkFileName), watermark)  // the crash came before the open set it
+            let log = try EventLog.open(directory: dir.path, configuration: smallConfiguration())
+            defer { try? log.close() }
+            #expect(log.recoveryReport.powerCutHoles.map(\.records) == [hole], "cut: \(cut)")
+            #expect(log.recoveryReport.corruptions.isEmpty && log.recoveryReport.tornTail == nil, "cut: \(cut)")
+            #expect(log.nextSeq == 40, "cut: \(cut)")
+            let items = try log.readAll()
+            #expect(notices(items).map(\.kind) == [.missing], "cut: \(cut): \(notices(items))")
+            #expect(records(items).map(\.seq) == Array(0..<hole.lowerBound) + Array(hole.upperBound..<40), "cut: \(cut)")
+            #expect(!DirectoryIO.exists(dir.file(moved + Format.movingSuffix)), "cut: \(cut)")
+            #expect(try log.appendBlocking(noisyPayload(40, size: 600), durability: .synced) == 40, "cut: \(cut)")
+            #expect(try log.verify().isClean, "cut: \(cut)")
+        }
+    }
+
     /// Issue 50, item 5: a watermark behind the durable end (forged to 0 here; a process other
     /// than the writer that syncs leaves it behind too) never makes damage a torn tail when
     /// intact blocks follow it: a flipped byte is corruption, reported, and every record after

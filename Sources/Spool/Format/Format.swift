@@ -20,6 +20,10 @@ enum Format {
     static let temporarySuffix = ".tmp"
     /// Appended to a segment file that does not fit the log's sequence when it is set aside (§6).
     static let misfitSuffix = ".misfit"
+    /// A segment being moved into place after a power cut's hole (FORMAT.md §6 step 4): written
+    /// whole and synced under this name, renamed to its segment name once the segment before it
+    /// is cut at the hole.
+    static let movingSuffix = ".moving"
 
     // MARK: Segment header (64 bytes)
 

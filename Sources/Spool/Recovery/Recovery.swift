@@ -23,9 +23,12 @@ enum Recovery {
         var report = RecoveryReport()
         report.repaired = repairing
         var bases = [UInt64]()
+        var moving = [UInt64]()
         for name in try DirectoryIO.list(directory) {
             if let base = Format.baseSeq(ofSegmentNamed: name) {
                 bases.append(base)
+            } else if name.hasSuffix(Format.movingSuffix), let base = Format.baseSeq(ofSegmentNamed: String(name.dropLast(Format.movingSuffix.count))) {
+                moving.append(base)
             } else if name.hasSuffix(Format.temporarySuffix) {
                 report.removedTemporaryFiles.append(name)  // removed below, once the keys checked
             } else if name != Format.metaFileName && name != Format.lockFileName && name != Format.watermarkFileName
@@ -60,10 +63,27 @@ enum Recovery {
         var activeHeader: SegmentHeader?
         if let active = segments.last {
             let watermark = try SyncWatermark.read(directory: directory)
-            let recovered = try recoverActive(directory: directory, segment: active, meta: meta, watermark: watermark,
+            var recovered = try recoverActive(directory: directory, segment: active, meta: meta, watermark: watermark,
                                               repairing: repairing, permissions: configuration.fileMode, report: &report, logger: logger)
             segments[segments.count - 1].size = recovered.size
             if let moved = recovered.moved { segments.append(moved) }
+            // A move a crash interrupted after the old segment was cut at the hole: the moved
+            // blocks wait, whole and synced, under their `.moving` name. (Interrupted before the
+            // cut, the old segment still held the hole and the scan above moved them again.)
+            if let base = moving.filter({ $0 >= recovered.endSeq && $0 > segments.last!.baseSeq }).min() {
+                let name = Format.segmentName(base)
+                report.powerCutHoles.append(.init(segment: segments.last!.name, records: recovered.endSeq..<base, movedTo: name))
+                if repairing {
+                    try DirectoryIO.rename(directory + "/" + name + Format.movingSuffix, to: directory + "/" + name)
+                    try DirectoryIO.sync(directory)
+                    let size = try FileIO.size(of: directory + "/" + name)
+                    let segment = SegmentInfo(baseSeq: base, size: size)
+                    recovered = try recoverActive(directory: directory, segment: segment, meta: meta, watermark: watermark,
+                                                  repairing: repairing, permissions: configuration.fileMode, report: &report, logger: logger)
+                    segments.append(SegmentInfo(baseSeq: base, size: recovered.size))
+                    if let moved = recovered.moved { segments.append(moved) }
+                }
+            }
             endSeq = recovered.endSeq
             activeHeader = recovered.header
         }
@@ -329,11 +349,14 @@ enum Recovery {
                                        directory: directory, watermark: watermark, repairing: repairing, permissions: permissions,
                                        report: &report)
             if repairing {
-                // The blocks are durable in their new segment: only now is the old one cut at the hole.
+                // The blocks are durable under their `.moving` name: only now is the old segment
+                // cut at the hole, then the new one renamed into place.
                 let writable = try FileIO.open(path, .readWrite)
                 defer { writable.close() }
                 try writable.truncate(to: hole.offset)
                 try writable.syncData()
+                try DirectoryIO.rename(directory + "/" + moved.segment.name + Format.movingSuffix, to: directory + "/" + moved.segment.name)
+                try DirectoryIO.sync(directory)
             }
             logger.warning(repairing ? "records lost to a power cut inside the active segment; moved the blocks after them to a segment of their own"
                                      : "records lost to a power cut inside the active segment (the next writing open moves the blocks after them)", metadata: [
@@ -397,8 +420,9 @@ enum Recovery {
     /// Moves the blocks of the active segment from `offset` (the first valid block after a
     /// power cut's hole, `first`) into a new segment named by its first seq, with the old
     /// header's identity, version and created time (compact headers are rewritten against the
-    /// new base; payloads and their checks are copied as they are): written whole and synced,
-    /// then renamed into place and the directory synced, before the caller cuts the old segment.
+    /// new base; payloads and their checks are copied as they are): written whole and synced
+    /// under its `.moving` name (``Format/movingSuffix``); the caller cuts the old segment at
+    /// the hole, then renames it into place.
     /// Further holes after it are left out (a forward gap reads as *missing*); other damage is
     /// copied as it is (readers report it); a torn tail is left behind. Without `repairing`,
     /// only reports what it would do (the returned size is then meaningless).
@@ -439,7 +463,7 @@ enum Recovery {
             }
         }
         if repairing {
-            try DirectoryIO.writeAtomically(bytes, to: directory + "/" + name, directory: directory, permissions: permissions)
+            try DirectoryIO.writeAtomically(bytes, to: directory + "/" + name + Format.movingSuffix, directory: directory, permissions: permissions)
         }
         return (SegmentInfo(baseSeq: newHeader.baseSeq, size: Int64(bytes.count)), endSeq, newHeader)
     }
