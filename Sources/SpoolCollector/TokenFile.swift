@@ -20,6 +20,12 @@ import Synchronization
 /// how much of a token matched. No token appears in a log or an error: a bad line is named by
 /// its number.
 ///
+/// The file is read whole and put in force only when every line is good: a last line without
+/// its newline (a file still being written in place), a token shorter than
+/// ``minimumLength`` bytes, or an empty file keeps the tokens in force. The only way to revoke
+/// every token is a file whose only token line is ``revokeAllMarker``. A file readable or
+/// writable by its group or others is warned about at every read (``FileSafety``).
+///
 /// Thread safety: ``authorizes(_:)`` may be called from any task (one lock, no I/O); reading
 /// the file happens on its own serial queue, never on the cooperative pool.
 final class TokenFile: Sendable {
@@ -30,33 +36,62 @@ final class TokenFile: Sendable {
     private let queue = DispatchQueue(label: "spool.collector.tokens")
     private let timer = Mutex<Timer?>(nil)
     private let logger: Logger
+    /// Whether a file others may read or write is refused rather than warned about.
+    private let strictPermissions: Bool
+
+    /// The fewest bytes a token may have: 16 (96 bits of base64), so that no token can be
+    /// guessed by trying every short one.
+    static let minimumLength = 16
+    /// The line that, alone in the file, revokes every token: `!revoke-all` (`!` is not a
+    /// character of a bearer token, so no token reads as it).
+    static let revokeAllMarker = "!revoke-all"
+
+    /// What a token file says.
+    enum Contents: Equatable {
+        /// These tokens are accepted (at least one).
+        case tokens([String])
+        /// No token is accepted: the file holds ``revokeAllMarker``.
+        case revokeAll
+    }
 
     /// The check timer: a dispatch source, whose methods may be called from any thread.
     private struct Timer: @unchecked Sendable {
         let source: any DispatchSourceTimer
     }
 
-    init(path: String, logger: Logger) {
+    init(path: String, strictPermissions: Bool = false, logger: Logger) {
         self.path = path
+        self.strictPermissions = strictPermissions
         self.logger = logger
     }
 
-    /// Reads the file and puts its tokens in force. Blocking: call it off the cooperative pool.
-    /// - Returns: how many tokens the file holds (at least one).
+    /// Reads the file and puts its tokens in force (none for ``revokeAllMarker``, logged as a
+    /// warning), warning first when others may read or write it. Blocking: call it off the
+    /// cooperative pool.
+    /// - Returns: how many tokens are now in force (0 when the file revokes all).
     /// - Throws: ``SpoolError`` `.io` when the file cannot be read, `.invalidConfiguration`
-    ///   naming the line of a token with characters a bearer token cannot hold, or when the
-    ///   file holds no token: every request would be refused, and an empty file is most often
-    ///   one being rewritten in place (`echo new > tokens` truncates it first). The tokens in
+    ///   naming the line of a token with characters a bearer token cannot hold, of a token
+    ///   shorter than ``minimumLength``, of a last line without its newline (the file is being
+    ///   written), of ``revokeAllMarker`` beside tokens; when the file holds no token (an empty
+    ///   file is most often one being rewritten in place: `echo new > tokens` truncates it
+    ///   first); or when others may read or write it with `strictPermissions`. The tokens in
     ///   force stay.
     @discardableResult
     func load() throws -> Int {
         let seen = Self.signature(of: path)
+        for problem in try FileSafety.checkTokenFile(path, strict: strictPermissions) {
+            logger.warning("\(problem)")
+        }
         guard let data = FileManager.default.contents(atPath: path) else {
             throw SpoolError(.io, "the token file cannot be read", path: path)
         }
-        let tokens = try Self.parse(String(decoding: data, as: UTF8.self), path: path)
-        guard !tokens.isEmpty else {
-            throw SpoolError(.invalidConfiguration, "the token file holds no token: every request would be refused", path: path)
+        let tokens: [String]
+        switch try Self.parse(String(decoding: data, as: UTF8.self), path: path) {
+        case .tokens(let found):
+            tokens = found
+        case .revokeAll:
+            tokens = []
+            logger.warning("every token is revoked (\(Self.revokeAllMarker)): every POST is answered 401", metadata: ["path": "\(path)"])
         }
         digests.withLock { $0 = tokens.map { Array(SHA256.hash(data: Array($0.utf8))) } }
         signature.withLock { $0 = seen }
@@ -71,8 +106,9 @@ final class TokenFile: Sendable {
     }
 
     /// Checks the file every `interval` and re-reads it when it changed; a re-read that fails
-    /// (a file that cannot be read, a bad line, no token at all) is logged as a warning, once
-    /// per change (without the file's contents), and keeps the tokens in force.
+    /// (a file that cannot be read, a bad line, a last line without its newline, no token at
+    /// all) is logged as a warning, once per change (without the file's contents), and keeps
+    /// the tokens in force.
     func watch(every interval: Duration) {
         let source = DispatchSource.makeTimerSource(queue: queue)
         let nanoseconds = Int(interval.components.seconds) * 1_000_000_000 + Int(interval.components.attoseconds / 1_000_000_000)
@@ -116,20 +152,46 @@ final class TokenFile: Sendable {
         return matched == 1
     }
 
-    /// The tokens of a token file: one per line, `#` to the end of a line a comment, spaces
-    /// around a token ignored, blank lines skipped. A token holds only the characters of an
-    /// RFC 6750 `b64token` (letters, digits, `-._~+/`, then `=`s).
-    static func parse(_ text: String, path: String) throws -> [String] {
+    /// What a token file says: one token per line, each line ended by a newline, `#` to the
+    /// end of a line a comment, spaces around a token ignored, blank lines skipped. A token
+    /// holds only the characters of an RFC 6750 `b64token` (letters, digits, `-._~+/`, then
+    /// `=`s), at least ``minimumLength`` of them; ``revokeAllMarker`` alone revokes all.
+    /// - Throws: ``SpoolError`` `.invalidConfiguration` naming the line (never its token) of a
+    ///   bad token, of a last line without its newline, or of the marker beside tokens; or
+    ///   when the file holds no token line.
+    static func parse(_ text: String, path: String) throws -> Contents {
+        func invalid(_ line: Int, _ why: String) -> SpoolError {
+            SpoolError(.invalidConfiguration, "line \(line) of the token file \(why)", path: path)
+        }
         var tokens: [String] = []
-        for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        var marker: Int?
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        for (index, line) in lines.enumerated() {
             let content = line.prefix { $0 != "#" }.trimmingCharacters(in: .whitespacesAndNewlines)
             guard !content.isEmpty else { continue }
+            guard index < lines.count - 1 else {
+                throw invalid(index + 1, "has no newline at its end: the file is still being written (every line must end with one)")
+            }
+            if content == revokeAllMarker {
+                marker = index + 1
+                continue
+            }
             guard isBearerToken(content) else {
-                throw SpoolError(.invalidConfiguration, "line \(index + 1) of the token file is not one bearer token (letters, digits, -._~+/ and trailing =)", path: path)
+                throw invalid(index + 1, "is not one bearer token (letters, digits, -._~+/ and trailing =)")
+            }
+            guard content.utf8.count >= minimumLength else {
+                throw invalid(index + 1, "holds a token shorter than \(minimumLength) bytes, the least a token may have")
             }
             tokens.append(content)
         }
-        return tokens
+        if let marker {
+            guard tokens.isEmpty else { throw invalid(marker, "is \(revokeAllMarker), which must be the file's only token line") }
+            return .revokeAll
+        }
+        guard !tokens.isEmpty else {
+            throw SpoolError(.invalidConfiguration, "the token file holds no token: every request would be refused (a file whose only line is \(revokeAllMarker) revokes every token)", path: path)
+        }
+        return .tokens(tokens)
     }
 
     private static func isBearerToken(_ token: String) -> Bool {
