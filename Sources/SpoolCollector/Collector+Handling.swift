@@ -22,7 +22,8 @@ extension Collector {
         guard request.method == .post else {
             return Self.answer(405, error: "only POST is accepted", extra: [.allow: "POST"])
         }
-        if let tokens, !tokens.authorizes(request.headers[.authorization]) {
+        let grant = tokens?.grant(request.headers[.authorization])
+        if tokens != nil, grant == nil {
             tallies.withLock { $0.stats.unauthorized += 1 }
             logger.debug("unauthorized request")
             return Self.answer(401, error: "a valid Authorization: Bearer token is required", extra: [.wwwAuthenticate: "Bearer"])
@@ -39,7 +40,7 @@ extension Collector {
         tallies.withLock { $0.stats.bodyBytes += body.count }
         guard admit() else { return overloaded("too many requests in flight") }
         defer { inFlight.withLock { $0 -= 1 } }
-        return await handleAdmitted(request, body: body, header: header, context: context)
+        return await handleAdmitted(request, body: body, header: header, grant: grant ?? .anyLog, context: context)
     }
 
     /// 503 without `Retry-After`, counted as overloaded: every request slot (or the bodies'
@@ -71,10 +72,11 @@ extension Collector {
 
     /// Answers one admitted request, its body read. In order: injected latency; an injected
     /// reset, 429 or failure; the payload-size rule; headers, decompression (413 past
-    /// ``CollectorConfiguration/maxDecodedBytes``) and records are checked (400 or 415);
+    /// ``CollectorConfiguration/maxDecodedBytes``) and records are checked (400 or 415); 403
+    /// for a record of a log id the token is not bound to (``TokenGrant``);
     /// 413 for a record past ``CollectorConfiguration/maxRecordBytes``; the poison rule; then new records are recorded (with a log, synced: 503 when it cannot
     /// be) and the answer is `{"accepted":N,"duplicates":M,"conflicts":C}`.
-    private func handleAdmitted(_ request: Request, body: [UInt8], header: BatchHeader?, context: CollectorRequestContext) async -> Response {
+    private func handleAdmitted(_ request: Request, body: [UInt8], header: BatchHeader?, grant: TokenGrant, context: CollectorRequestContext) async -> Response {
         let draw = tallies.withLock { $0.faults.next() }
         if draw.delay > .zero {
             try? await Task.sleep(for: draw.delay)
@@ -109,6 +111,9 @@ extension Collector {
             records = try decodeBatch(request, body: body, header: header)
         } catch {
             return reject(error, header: header)
+        }
+        if let header, let refused = ([header.logID] + records.map(\.logID)).first(where: { !grant.allows($0) }) {
+            return reject(BatchRejection(status: 403, message: "this token may write only the log ids its line of the token file names, and \(refused) is not one of them"), header: header)
         }
         if let index = records.firstIndex(where: { $0.payloadCount > configuration.maxRecordBytes }) {
             let limit = configuration.maxRecordBytes

@@ -38,7 +38,8 @@ import Synchronization
 ///   `C` of them conflicts (an id already stored with other bytes, stored under an id of its
 ///   own: ``ReceivedRecord/conflict``), and `M` repeats of records stored (the same id and the
 ///   same bytes); 401 without a valid bearer token when
-///   ``CollectorConfiguration/authTokenFile`` is set; 503 `Retry-After: 1` when the log cannot
+///   ``CollectorConfiguration/authTokenFile`` is set; 403 for a record of a log id its token's
+///   line does not name, when it names any; 503 `Retry-After: 1` when the log cannot
 ///   store the batch; 400 `{"error":"…"}` for a malformed batch;
 ///   413 for a body past ``CollectorConfiguration/maxBodyBytes`` or, decompressed, past
 ///   ``CollectorConfiguration/maxDecodedBytes``, or for a record past

@@ -46,7 +46,9 @@ public struct CollectorConfiguration: Sendable {
     /// (checked every ``authTokenCheckInterval``) and on ``Collector/reloadAuthTokens()``
     /// (`spool collector` calls it on SIGHUP); a re-read that fails (a bad line, a last line
     /// without its newline: the file is being written; an empty file) keeps the tokens in
-    /// force. A file whose only token line is `!revoke-all` revokes every token. A file its
+    /// force. A file whose only token line is `!revoke-all` revokes every token. A line may
+    /// bind its token to log ids (`<token> <log id> <log id>…`): a batch holding a record of
+    /// another log id (its `Spool-Batch` log or a record's origin) is then answered 403. A file its
     /// group or others may read or write is warned about at each read (see
     /// ``strictPermissions``). The default is `nil`: every request is accepted.
     public var authTokenFile: String? = nil

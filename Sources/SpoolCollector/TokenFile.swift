@@ -26,11 +26,13 @@ import Synchronization
 /// every token is a file whose only token line is ``revokeAllMarker``. A file readable or
 /// writable by its group or others is warned about at every read (``FileSafety``).
 ///
-/// Thread safety: ``authorizes(_:)`` may be called from any task (one lock, no I/O); reading
+/// A line may bind its token to log ids (``TokenGrant``): `<token> <log id> <log id>…`.
+///
+/// Thread safety: ``grant(_:)`` may be called from any task (one lock, no I/O); reading
 /// the file happens on its own serial queue, never on the cooperative pool.
 final class TokenFile: Sendable {
     let path: String
-    private let digests = Mutex<[[UInt8]]>([])
+    private let digests = Mutex<[(digest: [UInt8], grant: TokenGrant)]>([])
     /// What the file looked like when it was last read: a change of any of it means a re-read.
     private let signature = Mutex<[Int64]?>(nil)
     private let queue = DispatchQueue(label: "spool.collector.tokens")
@@ -46,10 +48,16 @@ final class TokenFile: Sendable {
     /// character of a bearer token, so no token reads as it).
     static let revokeAllMarker = "!revoke-all"
 
+    /// One line's token and what it may write.
+    struct Token: Equatable {
+        var token: String
+        var grant: TokenGrant = .anyLog
+    }
+
     /// What a token file says.
     enum Contents: Equatable {
-        /// These tokens are accepted (at least one).
-        case tokens([String])
+        /// These tokens are accepted (at least one), each with what it may write.
+        case tokens([Token])
         /// No token is accepted: the file holds ``revokeAllMarker``.
         case revokeAll
     }
@@ -85,7 +93,7 @@ final class TokenFile: Sendable {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw SpoolError(.io, "the token file cannot be read", path: path)
         }
-        let tokens: [String]
+        let tokens: [Token]
         switch try Self.parse(String(decoding: data, as: UTF8.self), path: path) {
         case .tokens(let found):
             tokens = found
@@ -93,7 +101,7 @@ final class TokenFile: Sendable {
             tokens = []
             logger.warning("every token is revoked (\(Self.revokeAllMarker)): every POST is answered 401", metadata: ["path": "\(path)"])
         }
-        digests.withLock { $0 = tokens.map { Array(SHA256.hash(data: Array($0.utf8))) } }
+        digests.withLock { $0 = tokens.map { (Array(SHA256.hash(data: Array($0.token.utf8))), $0.grant) } }
         signature.withLock { $0 = seen }
         return tokens.count
     }
@@ -136,26 +144,33 @@ final class TokenFile: Sendable {
         }
     }
 
-    /// Whether an `Authorization` header value is `Bearer <a token in force>` (the scheme in
-    /// any case). Constant time in the token's bytes.
-    func authorizes(_ authorization: String?) -> Bool {
-        guard let authorization else { return false }
+    /// What the token of an `Authorization` header value (`Bearer <token>`, the scheme in
+    /// any case) may write; nil when it is no token in force. Constant time in the token's
+    /// bytes: every byte of every token's digest is compared, whichever matches.
+    func grant(_ authorization: String?) -> TokenGrant? {
+        guard let authorization else { return nil }
         let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return false }
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
         let presented = Array(SHA256.hash(data: Array(parts[1].trimmingCharacters(in: .whitespaces).utf8)))
-        var matched: UInt8 = 0
-        for digest in digests.withLock({ $0 }) {
+        var granted: TokenGrant?
+        for (digest, grant) in digests.withLock({ $0 }) {
             var difference: UInt8 = 0
             for index in 0..<digest.count { difference |= digest[index] ^ presented[index] }
-            matched |= difference == 0 ? 1 : 0
+            if difference == 0 { granted = grant }
         }
-        return matched == 1
+        return granted
+    }
+
+    /// Whether an `Authorization` header value holds a token in force (``grant(_:)``).
+    func authorizes(_ authorization: String?) -> Bool {
+        grant(authorization) != nil
     }
 
     /// What a token file says: one token per line, each line ended by a newline, `#` to the
     /// end of a line a comment, spaces around a token ignored, blank lines skipped. A token
     /// holds only the characters of an RFC 6750 `b64token` (letters, digits, `-._~+/`, then
-    /// `=`s), at least ``minimumLength`` of them; ``revokeAllMarker`` alone revokes all.
+    /// `=`s), at least ``minimumLength`` of them, and may be followed, after spaces, by the
+    /// log ids it may write (``TokenGrant``); ``revokeAllMarker`` alone revokes all.
     /// - Throws: ``SpoolError`` `.invalidConfiguration` naming the line (never its token) of a
     ///   bad token, of a last line without its newline, or of the marker beside tokens; or
     ///   when the file holds no token line.
@@ -163,7 +178,7 @@ final class TokenFile: Sendable {
         func invalid(_ line: Int, _ why: String) -> SpoolError {
             SpoolError(.invalidConfiguration, "line \(line) of the token file \(why)", path: path)
         }
-        var tokens: [String] = []
+        var tokens: [Token] = []
         var marker: Int?
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         for (index, line) in lines.enumerated() {
@@ -176,13 +191,18 @@ final class TokenFile: Sendable {
                 marker = index + 1
                 continue
             }
-            guard isBearerToken(content) else {
-                throw invalid(index + 1, "is not one bearer token (letters, digits, -._~+/ and trailing =)")
+            let words = content.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+            guard isBearerToken(words[0]) else {
+                throw invalid(index + 1, "is not one bearer token (letters, digits, -._~+/ and trailing =), then the log ids it may write")
             }
-            guard content.utf8.count >= minimumLength else {
+            guard words[0].utf8.count >= minimumLength else {
                 throw invalid(index + 1, "holds a token shorter than \(minimumLength) bytes, the least a token may have")
             }
-            tokens.append(content)
+            let logs = words.dropFirst()
+            guard logs.allSatisfy({ LogID(hex: $0) != nil && $0 == $0.lowercased() }) else {
+                throw invalid(index + 1, "names a log id that is not 32 lowercase hex digits after its token")
+            }
+            tokens.append(Token(token: words[0], grant: logs.isEmpty ? .anyLog : .logs(Set(logs))))
         }
         if let marker {
             guard tokens.isEmpty else { throw invalid(marker, "is \(revokeAllMarker), which must be the file's only token line") }

@@ -39,7 +39,7 @@ struct CollectorCommand: AsyncParsableCommand {
     var logDirectory: String?
 
     @Option(name: .customLong("auth-token-file"), help: ArgumentHelp(
-        "A file of the bearer tokens accepted, one per line ended by a newline, each of 16 bytes or more ('#' starts a comment; a file of the one line '!revoke-all' revokes all); re-read on SIGHUP and when it changes.",
+        "A file of the bearer tokens accepted, one per line ended by a newline, each of 16 bytes or more, optionally followed by the only log ids it may write ('#' starts a comment; a file of the one line '!revoke-all' revokes all); re-read on SIGHUP and when it changes.",
         valueName: "file"))
     var authTokenFile: String?
 

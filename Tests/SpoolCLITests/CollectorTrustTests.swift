@@ -104,6 +104,34 @@ import Testing
         #expect(post(collector, log: device, token: token).status == 401, "a bad file keeps the revocation in force")
     }
 
+    /// A token whose line names log ids writes records of those only: a batch of another log,
+    /// or one that carries another log's records as origins, is answered 403 naming the rule.
+    @Test func aTokenBoundToLogIDsWritesOnlyThose() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (device, collectorLog, tokens) = (dir + "/device", dir + "/collector", dir + "/tokens")
+        let id = try makeDeviceLog(device, device: 1, count: 10)
+        let other = LogID.random()
+        let (bound, forwarder) = ("bound-token-000001", "forwarder-token-01")
+        try writePrivately(tokens, "\(bound) \(id)\n\(forwarder)\n")
+        let collector = try CollectorChild(["--log", collectorLog, "--auth-token-file", tokens], stderrPath: dir + "/collector.err")
+        defer { collector.kill() }
+        let sync = try SpoolBinary.run(["sync", device, "--url", collector.url, "--once", "--create", "--retries", "0",
+                                        "--header", "Authorization: Bearer \(bound)"])
+        #expect(sync.status == 0, "\(sync.stderr)")
+        let refused = post(collector, log: other, token: bound)
+        #expect(refused.status == 403 && refused.body.contains("\(other)") && refused.body.contains("token file"), "\(refused)")
+        let envelope = #"[{"id":"\#(id)-10","seq":10,"time":1,"origin_id":"\#(other)-0","origin_seq":0,"data":{"n":0}}]"#
+        let smuggled = httpPost(collector.url, body: Data(envelope.utf8), headers: [
+            "Content-Type": "application/json", "Spool-Batch": "\(id):10-10", "Authorization": "Bearer \(bound)",
+        ])
+        #expect(smuggled.status == 403, "\(smuggled)")
+        #expect(post(collector, log: other, token: forwarder).status == 200, "a token without log ids writes any")
+        collector.stop()
+        let origins = try dumpOrigins(collectorLog)
+        #expect(origins.filter { $0.log == id }.count == 10 && origins.filter { $0.log == other }.count == 1)
+    }
+
     @Test func aTokenFileOthersCanReadIsWarnedAboutAndRefusedWithStrictPermissions() throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -179,12 +179,16 @@ import Testing
 
     @Test func tokenFilesAreParsedStrictly() throws {
         let (a, c) = ("a-token-of-16-by", "c-token-0123456789==")
-        #expect(try TokenFile.parse("\(a)\n#b\n \(c) # d\r\n\n", path: "t") == .tokens([a, c]))
+        #expect(try TokenFile.parse("\(a)\n#b\n \(c) # d\r\n\n", path: "t") == .tokens([.init(token: a), .init(token: c)]))
+        let (log1, log2) = (String(repeating: "ab", count: 16), String(repeating: "0", count: 32))
+        #expect(try TokenFile.parse("\(a) \(log1)\t\(log2)\n", path: "t") == .tokens([.init(token: a, grant: .logs([log1, log2]))]))
+        #expect(throws: SpoolError.self) { try TokenFile.parse("\(a) \(log1.uppercased())\n", path: "t") }
+        #expect(throws: SpoolError.self) { try TokenFile.parse("\(a) \(log1)0\n", path: "t") }
         #expect(try TokenFile.parse("# all out\n!revoke-all\n", path: "t") == .revokeAll)
         for bad in ["\(a) b\n", "==\n", "\(a)=b\n", "\n", "# none\n", "\(a)", "\(a)\n\(c)", "a-token-of-15-b\n", "!revoke-all\n\(a)\n"] {
             #expect(throws: SpoolError.self, "\(bad)") { try TokenFile.parse(bad, path: "t") }
         }
-        #expect(try TokenFile.parse("\(a)\n# a comment being written", path: "t") == .tokens([a]), "a comment is no token")
+        #expect(try TokenFile.parse("\(a)\n# a comment being written", path: "t") == .tokens([.init(token: a)]), "a comment is no token")
         for (text, line) in [("good-token-000001\nsecret value\n", 2), ("good-token-000001\nsecret-15-bytes\n", 2),
                              ("good-token-000001\nsecret-being-wri", 2), ("!revoke-all\nsecret-token-00001\n", 1)] {
             do {
