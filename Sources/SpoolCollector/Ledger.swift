@@ -83,8 +83,8 @@ struct Ledger {
         // Copies of the logs' seqs, stored back only once the batch is written.
         var touched: [String: ReceivedSeqs] = [:]
         var order: [String] = []
-        /// The digests this batch stores, remembered once it is written.
-        var stored: [(logID: String, seq: UInt64, digest: UInt64)] = []
+        // The ids and digests this batch stores, in order, remembered once it is written.
+        var remembered: [StoredID] = []
         var storedHere: Set<StoredID> = []
         var outcome = Outcome()
         for var record in records {
@@ -104,7 +104,7 @@ struct Ledger {
                 outcome.fresh.append(record)
                 outcome.conflicts += 1
             }
-            stored.append((record.logID, record.seq, digest))
+            remembered.append(key)
             storedHere.insert(key)
         }
         if let log, !outcome.fresh.isEmpty {
@@ -141,8 +141,8 @@ struct Ledger {
             logs[logID] = touched[logID]
             lastSeen[logID] = batches
         }
-        for (logID, seq, digest) in stored where logs[logID] != nil {
-            digests[logID, default: StoredDigests()].remember(digest, at: seq)
+        for key in remembered {
+            digests[key.logID, default: StoredDigests()].remember(key.digest, at: key.seq)
         }
         outcome.syncTarget = Self.end(of: log)
         return outcome
