@@ -1,4 +1,5 @@
 import Foundation
+import Spool
 import SpoolJSON
 
 /// How a batch's records are laid out in its (decompressed) body.
@@ -142,7 +143,21 @@ enum BatchDecoder {
         guard holds(body, id, expectedID) else {
             throw BatchRejection.badRequest("record \(index): id is not \(expectedID)")
         }
-        let (logID, recordSeq, recordTime) = try origin(body, members, index: index) ?? (header.logID, seq, Optional(time))
+        let origin = try origin(body, members, index: index)
+        var record = try payload(body, members, logID: origin?.logID ?? header.logID, seq: origin?.seq ?? seq,
+                                 time: origin == nil ? time : origin?.time, index: index)
+        if let digest = origin?.conflict {
+            guard OriginRecord.digest(of: record.payload) == digest else {
+                throw BatchRejection.badRequest("record \(index): the digest of \(originMembers.id) is not that of its bytes")
+            }
+            record.conflict = true
+        }
+        return (seq, record)
+    }
+
+    /// The record an envelope carries, from its `data`, `data_text` or `data_base64`.
+    private static func payload(_ body: [UInt8], _ members: [(key: Range<Int>, value: Range<Int>)], logID: String, seq recordSeq: UInt64,
+                                time recordTime: Int64?, index: Int) throws -> ReceivedRecord {
         let data = members.first { holds(body, $0.key, "data") }
         let base64 = members.first { holds(body, $0.key, base64Member) }
         if let flag = members.first(where: { holds(body, $0.key, textMember) }), !holds(body, flag.value, "false") {
@@ -152,13 +167,13 @@ enum BatchDecoder {
             guard let value = JSONScanner.stringValue(body, data.value) else {
                 throw BatchRejection.badRequest("record \(index): data holds a lone surrogate escape, which no text has")
             }
-            return (seq, ReceivedRecord(logID: logID, seq: recordSeq, time: recordTime, text: String(decoding: value, as: UTF8.self)))
+            return ReceivedRecord(logID: logID, seq: recordSeq, time: recordTime, text: String(decoding: value, as: UTF8.self))
         }
         switch (data, base64) {
         case (let data?, nil):
-            return (seq, ReceivedRecord(logID: logID, seq: recordSeq, time: recordTime, data: text(body, data.value)))
+            return ReceivedRecord(logID: logID, seq: recordSeq, time: recordTime, data: text(body, data.value))
         case (nil, let base64?):
-            return (seq, ReceivedRecord(logID: logID, seq: recordSeq, time: recordTime, binary: try decodeBase64(body, base64.value, index: index)))
+            return ReceivedRecord(logID: logID, seq: recordSeq, time: recordTime, binary: try decodeBase64(body, base64.value, index: index))
         case (nil, nil):
             throw BatchRejection.badRequest("record \(index) has no \"data\" (nor \"\(base64Member)\")")
         case (_?, _?):
@@ -166,10 +181,12 @@ enum BatchDecoder {
         }
     }
 
-    /// A forwarded record's origin: `origin_id` (`"<32 lowercase hex digits>-<seq>"`),
+    /// A forwarded record's origin: `origin_id` (`"<32 lowercase hex digits>-<seq>"`, and for
+    /// a conflict `~<16 lowercase hex digits>`, the digest of its bytes: FORMAT.md §11),
     /// `origin_seq` (the same seq) and `origin_time` (optional); nil when the envelope has no
     /// `origin_id` (and then it may have neither of the others).
-    private static func origin(_ body: [UInt8], _ members: [(key: Range<Int>, value: Range<Int>)], index: Int) throws -> (String, UInt64, Int64?)? {
+    private static func origin(_ body: [UInt8], _ members: [(key: Range<Int>, value: Range<Int>)], index: Int) throws
+        -> (logID: String, seq: UInt64, time: Int64?, conflict: UInt64?)? {
         func member(_ name: String) -> Range<Int>? {
             members.first { holds(body, $0.key, name) }?.value
         }
@@ -179,13 +196,21 @@ enum BatchDecoder {
             }
             return nil
         }
-        let invalid = BatchRejection.badRequest("record \(index): \(originMembers.id) is not \"<32 lowercase hex digits>-<seq>\"")
+        let invalid = BatchRejection.badRequest("record \(index): \(originMembers.id) is not \"<32 lowercase hex digits>-<seq>\" (and ~<16 lowercase hex digits> for a conflict)")
         let text = body[id]
         guard text.count >= 36, text.first == UInt8(ascii: "\""), text.last == UInt8(ascii: "\"") else { throw invalid }
         let inner = text.dropFirst().dropLast()
+        let isHex = { (byte: UInt8) in (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte) }
         let logID = inner.prefix(32)
-        guard logID.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }),
-              inner.dropFirst(32).first == UInt8(ascii: "-"), let seq = BatchHeader.decimal(inner.dropFirst(33)) else { throw invalid }
+        let seqAndDigest = inner.dropFirst(33).split(separator: UInt8(ascii: "~"), maxSplits: 1, omittingEmptySubsequences: false)
+        guard logID.allSatisfy(isHex), inner.dropFirst(32).first == UInt8(ascii: "-"),
+              let seq = seqAndDigest.first.flatMap({ BatchHeader.decimal($0) }) else { throw invalid }
+        var conflict: UInt64?
+        if seqAndDigest.count == 2 {
+            let digest = seqAndDigest[1]
+            guard digest.count == 16, digest.allSatisfy(isHex) else { throw invalid }
+            conflict = UInt64(String(decoding: digest, as: UTF8.self), radix: 16)
+        }
         guard let seqText = member(originMembers.seq), BatchHeader.decimal(body[seqText]) == seq else {
             throw BatchRejection.badRequest("record \(index): \(originMembers.seq) is missing or differs from \(originMembers.id)")
         }
@@ -196,7 +221,7 @@ enum BatchDecoder {
             }
             time = value
         }
-        return (String(decoding: logID, as: UTF8.self), seq, time)
+        return (String(decoding: logID, as: UTF8.self), seq, time, conflict)
     }
 
     /// The member that carries a record's bytes, base64-encoded, when they are not valid UTF-8.

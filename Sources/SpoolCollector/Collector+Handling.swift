@@ -22,7 +22,8 @@ extension Collector {
         guard request.method == .post else {
             return Self.answer(405, error: "only POST is accepted", extra: [.allow: "POST"])
         }
-        if let tokens, !tokens.authorizes(request.headers[.authorization]) {
+        let grant = tokens?.grant(request.headers[.authorization])
+        if tokens != nil, grant == nil {
             tallies.withLock { $0.stats.unauthorized += 1 }
             logger.debug("unauthorized request")
             return Self.answer(401, error: "a valid Authorization: Bearer token is required", extra: [.wwwAuthenticate: "Bearer"])
@@ -39,7 +40,7 @@ extension Collector {
         tallies.withLock { $0.stats.bodyBytes += body.count }
         guard admit() else { return overloaded("too many requests in flight") }
         defer { inFlight.withLock { $0 -= 1 } }
-        return await handleAdmitted(request, body: body, header: header, context: context)
+        return await handleAdmitted(request, body: body, header: header, grant: grant ?? .anyLog, context: context)
     }
 
     /// 503 without `Retry-After`, counted as overloaded: every request slot (or the bodies'
@@ -71,10 +72,11 @@ extension Collector {
 
     /// Answers one admitted request, its body read. In order: injected latency; an injected
     /// reset, 429 or failure; the payload-size rule; headers, decompression (413 past
-    /// ``CollectorConfiguration/maxDecodedBytes``) and records are checked (400 or 415);
+    /// ``CollectorConfiguration/maxDecodedBytes``) and records are checked (400 or 415); 403
+    /// for a record of a log id the token is not bound to (``TokenGrant``);
     /// 413 for a record past ``CollectorConfiguration/maxRecordBytes``; the poison rule; then new records are recorded (with a log, synced: 503 when it cannot
-    /// be) and the answer is `{"accepted":N,"duplicates":M}`.
-    private func handleAdmitted(_ request: Request, body: [UInt8], header: BatchHeader?, context: CollectorRequestContext) async -> Response {
+    /// be) and the answer is `{"accepted":N,"duplicates":M,"conflicts":C}`.
+    private func handleAdmitted(_ request: Request, body: [UInt8], header: BatchHeader?, grant: TokenGrant, context: CollectorRequestContext) async -> Response {
         let draw = tallies.withLock { $0.faults.next() }
         if draw.delay > .zero {
             try? await Task.sleep(for: draw.delay)
@@ -110,6 +112,9 @@ extension Collector {
         } catch {
             return reject(error, header: header)
         }
+        if let header, let refused = ([header.logID] + records.map(\.logID)).first(where: { !grant.allows($0) }) {
+            return reject(BatchRejection(status: 403, message: "this token may write only the log ids its line of the token file names, and \(refused) is not one of them"), header: header)
+        }
         if let index = records.firstIndex(where: { $0.payloadCount > configuration.maxRecordBytes }) {
             let limit = configuration.maxRecordBytes
             return reject(BatchRejection(status: 413, message: "record \(index) (seq \(records[index].seq)) is \(records[index].payloadCount) bytes, larger than this collector's limit of \(limit) bytes per record (CollectorConfiguration.maxRecordBytes, --max-record-bytes)"), header: header)
@@ -120,11 +125,12 @@ extension Collector {
         }
 
         let retains = configuration.retainsRecords
-        let outcome: Result<(accepted: Int, duplicates: Int, syncTarget: UInt64?), any Error>
+        let outcome: Result<(accepted: Int, duplicates: Int, conflicts: Int, syncTarget: UInt64?), any Error>
         do {
             outcome = .success(try await onLedgerQueue { ledger in
                 let recorded = try ledger.record(records)
                 let (fresh, duplicates, forgotten) = (recorded.fresh, recorded.duplicates, recorded.forgotten)
+                if recorded.conflicts > 0 { self.logConflicts(in: fresh) }
                 if forgotten > 0 {
                     self.logger.warning("forgot the received seqs of the least recently seen logs: a batch they re-send is recorded again",
                                         metadata: ["forgotten": "\(forgotten)", "maxTrackedLogs": "\(self.configuration.maxTrackedLogs)"])
@@ -134,10 +140,11 @@ extension Collector {
                     tallies.stats.acceptedBatches += 1
                     tallies.stats.received += fresh.count
                     tallies.stats.duplicates += duplicates
+                    tallies.stats.conflicts += recorded.conflicts
                     tallies.stats.forgottenLogs += forgotten
                     if retains { tallies.records += fresh }
                 }
-                return (fresh.count, duplicates, recorded.syncTarget)
+                return (fresh.count, duplicates, recorded.conflicts, recorded.syncTarget)
             })
         } catch let rejection as BatchRejection {
             return reject(rejection, header: header)
@@ -155,12 +162,22 @@ extension Collector {
                 }
             }
             logger.trace("batch recorded", metadata: ["accepted": "\(counts.accepted)", "duplicates": "\(counts.duplicates)"])
-            return Self.answer(200, json: #"{"accepted":\#(counts.accepted),"duplicates":\#(counts.duplicates)}"#)
+            return Self.answer(200, json: #"{"accepted":\#(counts.accepted),"duplicates":\#(counts.duplicates),"conflicts":\#(counts.conflicts)}"#)
         case .failure(let error):
             if configuration.logDirectory != nil, error is SpoolError { return logFailed(error) }
             logger.error("collector output write failed", metadata: ["error": "\(error)"])
             return Self.answer(500, error: "the collector could not write its output")
         }
+    }
+
+    /// Says which ids a batch stored as conflicts (another record of the id, with other bytes,
+    /// was stored first): the log ids and seqs, never a payload.
+    private func logConflicts(in fresh: [ReceivedRecord]) {
+        let conflicts = fresh.filter(\.conflict)
+        let logs = Set(conflicts.map(\.logID)).sorted()
+        logger.warning("records arrived under ids already stored with other bytes: stored as conflicts, under ids of their own",
+                       metadata: ["conflicts": "\(conflicts.count)", "logs": "\(logs.prefix(8).joined(separator: ","))",
+                                  "seqs": "\(conflicts.prefix(8).map { String($0.seq) }.joined(separator: ","))"])
     }
 
     /// 503 for a batch the log could not take or make durable (a full disk, a failed sync, a

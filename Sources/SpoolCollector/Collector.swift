@@ -8,8 +8,8 @@ import ServiceLifecycle
 import Spool
 import Synchronization
 
-/// The reference collector: an HTTP server that accepts Spool batches, drops duplicates by
-/// event id, and records what it received (in memory, optionally in an NDJSON file, and
+/// The reference collector: an HTTP server that accepts Spool batches, drops duplicates (the
+/// same event id and the same bytes), and records what it received (in memory, optionally in an NDJSON file, and
 /// optionally in a Spool log of ``OriginRecord``s, synced before the answer), with seeded
 /// fault injection for testing uploaders, bearer tokens, and a health check.
 ///
@@ -33,9 +33,13 @@ import Synchronization
 ///   id, seq and time), not the envelope's.
 /// - `GET /healthz`: 200 `{"status":"ok"}` while the collector can store, else 503 with the
 ///   reason (``health``); no token needed, never refused for load.
-/// - Answers: 200 `{"accepted":N,"duplicates":M}` (with ``CollectorConfiguration/logDirectory``,
-///   once the records are synced); 401 without a valid bearer token when
-///   ``CollectorConfiguration/authTokenFile`` is set; 503 `Retry-After: 1` when the log cannot
+/// - Answers: 200 `{"accepted":N,"duplicates":M,"conflicts":C}` (with
+///   ``CollectorConfiguration/logDirectory``, once the records are synced): `N` records stored,
+///   `C` of them conflicts (an id already stored with other bytes, stored under an id of its
+///   own: ``ReceivedRecord/conflict``), and `M` repeats of records stored (the same id and the
+///   same bytes); 401 without a valid bearer token when
+///   ``CollectorConfiguration/authTokenFile`` is set; 403 for a record of a log id its token's
+///   line does not name, when it names any; 503 `Retry-After: 1` when the log cannot
 ///   store the batch; 400 `{"error":"…"}` for a malformed batch;
 ///   413 for a body past ``CollectorConfiguration/maxBodyBytes`` or, decompressed, past
 ///   ``CollectorConfiguration/maxDecodedBytes``, or for a record past
@@ -92,7 +96,7 @@ public final class Collector: Sendable {
         self.logger = logger
         self.tallies = Mutex(Tallies(faults: FaultInjector(faults: configuration.faults, seed: configuration.seed)))
         self.ledger = Mutex(Ledger(maxLogs: configuration.maxTrackedLogs))
-        self.tokens = configuration.authTokenFile.map { TokenFile(path: $0, logger: logger) }
+        self.tokens = configuration.authTokenFile.map { TokenFile(path: $0, strictPermissions: configuration.strictPermissions, logger: logger) }
     }
 
     /// Validates the configuration, reads the token file, opens the output file and the log,
@@ -100,8 +104,10 @@ public final class Collector: Sendable {
     ///
     /// - Returns: the port the server listens on (the one the system chose when
     ///   ``CollectorConfiguration/port`` is 0).
-    /// - Throws: ``SpoolError`` with `.invalidConfiguration` for a bad configuration or a token
-    ///   file with no token or a bad line (named by its number), or `.io` (or `.diskFull`) when
+    /// - Throws: ``SpoolError`` with `.invalidConfiguration` for a bad configuration, a token
+    ///   file with no token or a bad line (named by its number), a world-writable log directory,
+    ///   or, with ``CollectorConfiguration/strictPermissions``, a token file others may read or
+    ///   write or a log directory that is group-writable or another user's; or `.io` (or `.diskFull`) when
     ///   the token file cannot be read, the output file or the log cannot be opened, or the
     ///   address cannot be bound; `.invalidArgument` when the log directory holds a log of other
     ///   records; `.locked` when another process has it open. A collector whose start failed is
@@ -119,9 +125,12 @@ public final class Collector: Sendable {
                 try await onLedgerQueue { ledger in try ledger.open(path: path) }
             }
             if let directory = configuration.logDirectory {
-                let (logConfiguration, logger) = (configuration.logConfiguration, logger)
+                let (logConfiguration, logger, strict) = (configuration.logConfiguration, logger, configuration.strictPermissions)
                 let log = try await onLedgerQueue { ledger in
-                    try ledger.openLog(directory: directory, configuration: logConfiguration, logger: logger)
+                    for problem in try FileSafety.checkLogDirectory(directory, strict: strict) {
+                        logger.warning("\(problem)")
+                    }
+                    return try ledger.openLog(directory: directory, configuration: logConfiguration, logger: logger)
                 }
                 collectorLog.withLock { $0 = log }
             }

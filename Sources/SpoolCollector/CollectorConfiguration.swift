@@ -25,8 +25,9 @@ public struct CollectorConfiguration: Sendable {
     /// group commit), so a crash after a 200 loses nothing. A log that cannot be written (a
     /// full disk, a failed sync) answers 503 with `Retry-After: 1`, never 200. The directory is
     /// marked (`ORIGINS`) so `spool sync` forwards each record with its origin id; a directory
-    /// whose log holds other records is refused at ``Collector/start()``. The default is `nil`
-    /// (no log).
+    /// whose log holds other records, or that is world-writable, is refused at
+    /// ``Collector/start()``, and one that is group-writable or another user's is warned
+    /// about (refused with ``strictPermissions``). The default is `nil` (no log).
     public var logDirectory: String? = nil
     /// The settings of the log in ``logDirectory``. The default is Spool's, with
     /// `maxRecordSize` raised to 64 MiB (the largest record a log holds; a larger one is
@@ -37,14 +38,25 @@ public struct CollectorConfiguration: Sendable {
         configuration.maxPendingBytes = 128 * 1024 * 1024
         return configuration
     }()
-    /// A file of the bearer tokens the collector accepts: one per line, `#` starting a comment
-    /// that runs to the end of the line, blank lines ignored. With it, every `POST` without
+    /// A file of the bearer tokens the collector accepts: one per line, each line ended by a
+    /// newline, `#` starting a comment that runs to the end of the line, blank lines ignored; a
+    /// token has at least 16 bytes. With it, every `POST` without
     /// `Authorization: Bearer <a token of the file>` is answered 401 (compared in constant time;
     /// a token never appears in a log or an answer). The file is re-read when it changes
     /// (checked every ``authTokenCheckInterval``) and on ``Collector/reloadAuthTokens()``
-    /// (`spool collector` calls it on SIGHUP); a re-read that fails keeps the tokens in force.
-    /// The default is `nil`: every request is accepted.
+    /// (`spool collector` calls it on SIGHUP); a re-read that fails (a bad line, a last line
+    /// without its newline: the file is being written; an empty file) keeps the tokens in
+    /// force. A file whose only token line is `!revoke-all` revokes every token. A line may
+    /// bind its token to log ids (`<token> <log id> <log id>…`): a batch holding a record of
+    /// another log id (its `Spool-Batch` log or a record's origin) is then answered 403. A file its
+    /// group or others may read or write is warned about at each read (see
+    /// ``strictPermissions``). The default is `nil`: every request is accepted.
     public var authTokenFile: String? = nil
+    /// Refuse, rather than warn about, an ``authTokenFile`` its group or others may read or
+    /// write, and a ``logDirectory`` that is group-writable or another user's (a world-writable
+    /// one is always refused). ``Collector/start()`` then throws, and a re-read of such a token
+    /// file fails (the tokens in force stay). The default is `false`.
+    public var strictPermissions: Bool = false
     /// How often the ``authTokenFile`` is checked for a change (its size, times and inode).
     /// The default is 1 second. Range: 10 ms ... 1 hour.
     public var authTokenCheckInterval: Duration = .seconds(1)

@@ -10,8 +10,12 @@ public struct CollectorStats: Sendable, Hashable {
     public var acceptedBatches: Int = 0
     /// Unique records recorded.
     public var received: Int = 0
-    /// Records that were received again (by id) and not recorded twice.
+    /// Records that were received again (the same id and the same bytes) and not recorded twice.
     public var duplicates: Int = 0
+    /// Records recorded as conflicts (counted in ``received`` too): their id was already
+    /// stored with other bytes, so they were stored under an id of their own
+    /// (``ReceivedRecord/conflict``, FORMAT.md §11).
+    public var conflicts: Int = 0
     /// Logs whose received seqs were forgotten because more than
     /// ``CollectorConfiguration/maxTrackedLogs`` log ids were seen (a batch they re-send is
     /// recorded again, not counted as a duplicate).

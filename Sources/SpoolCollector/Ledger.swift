@@ -1,13 +1,15 @@
 import Logging
 import Spool
 
-/// The collector's memory of what it recorded: the seqs received per log, the output file and
-/// the collector's log.
+/// The collector's memory of what it recorded: the seqs received per log with the digests of
+/// the bytes stored under the latest of them, the output file and the collector's log.
 ///
 /// Its calls block on the files: the collector only touches it from its serial dispatch queue,
 /// which also fixes the order of the output and of the log. Not thread-safe.
 struct Ledger {
     private var logs: [String: ReceivedSeqs] = [:]
+    /// The digests of the bytes stored under each log's latest seqs.
+    private var digests: [String: StoredDigests] = [:]
     /// When each log was last seen, as a count of batches: the least recently seen are
     /// forgotten first.
     private var lastSeen: [String: UInt64] = [:]
@@ -20,10 +22,12 @@ struct Ledger {
 
     /// What one batch did to the ledger.
     struct Outcome {
-        /// The records not received before, in batch order.
+        /// The records not received before, in batch order: new ids, and conflicts.
         var fresh: [ReceivedRecord] = []
-        /// How many records were received before.
+        /// How many records were received before (the same id and the same bytes).
         var duplicates = 0
+        /// How many of ``fresh`` are conflicts: an id already stored with other bytes.
+        var conflicts = 0
         /// How many logs were forgotten to make room.
         var forgotten = 0
         /// The end (exclusive) of the collector log's records once the batch is appended: when
@@ -60,7 +64,12 @@ struct Ledger {
     }
 
     /// Records the records of one batch (from one log, or from many for a batch a collector
-    /// forwarded) that were not received before: one write of the output file, and one
+    /// forwarded) that were not received before. A record whose id (log id and seq) was
+    /// received before is a duplicate only when its bytes have the digest of a record stored
+    /// under that id; otherwise it is a **conflict** (``ReceivedRecord/conflict``), stored under
+    /// an id of its own: so is a repeat of a seq whose digests were forgotten
+    /// (``StoredDigests``), which cannot be compared, and a conflict a forwarding collector
+    /// flagged. Then: one write of the output file, and one
     /// `buffered` append per record to the collector's log (whose durability the caller then
     /// awaits up to ``Outcome/syncTarget``). If a write or an append fails, nothing is marked
     /// received, so a retry records them (again, in the log, for those appended before the
@@ -74,15 +83,30 @@ struct Ledger {
         // Copies of the logs' seqs, stored back only once the batch is written.
         var touched: [String: ReceivedSeqs] = [:]
         var order: [String] = []
+        // The ids and digests this batch stores, in order, remembered once it is written.
+        var remembered: [StoredID] = []
+        var storedHere: Set<StoredID> = []
         var outcome = Outcome()
-        for record in records {
+        for var record in records {
             if touched[record.logID] == nil {
                 touched[record.logID] = logs[record.logID] ?? ReceivedSeqs()
                 order.append(record.logID)
             }
-            if touched[record.logID]!.insert(record.seq) { outcome.fresh.append(record) }
+            let digest = record.digest
+            let key = StoredID(logID: record.logID, seq: record.seq, digest: digest)
+            if !record.conflict && touched[record.logID]!.insert(record.seq) {
+                outcome.fresh.append(record)
+            } else if digests[record.logID]?.holds(digest, at: record.seq) == true || storedHere.contains(key) {
+                outcome.duplicates += 1
+                continue
+            } else {
+                record.conflict = true
+                outcome.fresh.append(record)
+                outcome.conflicts += 1
+            }
+            remembered.append(key)
+            storedHere.insert(key)
         }
-        outcome.duplicates = records.count - outcome.fresh.count
         if let log, !outcome.fresh.isEmpty {
             // Checked before any append: a batch no retry can store is refused whole (413, 400).
             let stored = try outcome.fresh.map { record -> [UInt8] in
@@ -90,7 +114,7 @@ struct Ledger {
                     throw BatchRejection.badRequest("seq \(record.seq) is past the 2^62 a Spool log can hold")
                 }
                 guard let origin = LogID(hex: record.logID) else { throw BatchRejection.badRequest("invalid log id") }
-                let bytes = OriginRecord(log: origin, seq: record.seq, time: record.time, payload: record.payload).encoded()
+                let bytes = OriginRecord(log: origin, seq: record.seq, time: record.time, payload: record.payload, conflict: record.conflict).encoded()
                 guard bytes.count <= log.configuration.maxRecordSize else {
                     throw BatchRejection(status: 413, message: "a record of \(bytes.count) bytes, with its origin, is past the collector log's \(log.configuration.maxRecordSize)")
                 }
@@ -108,6 +132,7 @@ struct Ledger {
                 let oldest = lastSeen.sorted { $0.value < $1.value }.prefix(max(1, maxLogs / 10))
                 for (id, _) in oldest {
                     logs[id] = nil
+                    digests[id] = nil
                     lastSeen[id] = nil
                 }
                 outcome.forgotten += oldest.count
@@ -116,8 +141,18 @@ struct Ledger {
             logs[logID] = touched[logID]
             lastSeen[logID] = batches
         }
+        for key in remembered {
+            digests[key.logID, default: StoredDigests()].remember(key.digest, at: key.seq)
+        }
         outcome.syncTarget = Self.end(of: log)
         return outcome
+    }
+
+    /// One record's id and the digest of its bytes.
+    private struct StoredID: Hashable {
+        var logID: String
+        var seq: UInt64
+        var digest: UInt64
     }
 
     /// The end (exclusive) of `log`'s records, if it has one.

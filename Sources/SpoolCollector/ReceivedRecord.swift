@@ -1,4 +1,5 @@
 import Foundation
+import Spool
 
 /// One record as the collector received it.
 public struct ReceivedRecord: Sendable, Hashable {
@@ -18,6 +19,10 @@ public struct ReceivedRecord: Sendable, Hashable {
     /// The exact text of a record that is not JSON, sent as a JSON string with
     /// `"data_text":true` (the string's value); `nil` for one sent otherwise.
     public var text: String?
+    /// Whether the record is a conflict: another record of its log id and seq, with other
+    /// bytes, was stored first (here, or by the collector that forwarded it). It is stored
+    /// under an id of its own (``id``). `false` for a record received the first time.
+    public var conflict = false
 
     /// A record sent as JSON (`data`).
     public init(logID: String, seq: UInt64, time: Int64?, data: String) {
@@ -43,8 +48,12 @@ public struct ReceivedRecord: Sendable, Hashable {
         self.binary = binary
     }
 
-    /// The record's globally unique id: `"<log id>-<seq>"`.
-    public var id: String { "\(logID)-\(seq)" }
+    /// The record's globally unique id: `"<log id>-<seq>"`, and for a ``conflict``
+    /// `"<log id>-<seq>~<16 hex digits>"`, the digest of its bytes (FORMAT.md §11).
+    public var id: String { "\(logID)-\(seq)" + (conflict ? OriginRecord.conflictSuffix(digest: digest) : "") }
+
+    /// The digest of the record's bytes (`OriginRecord.digest(of:)`).
+    var digest: UInt64 { OriginRecord.digest(of: payload) }
 
     /// The record's bytes: its JSON text, its text, or its binary bytes.
     var payload: [UInt8] { binary ?? Array((text ?? data ?? "null").utf8) }

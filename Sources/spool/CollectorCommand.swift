@@ -11,8 +11,9 @@ struct CollectorCommand: AsyncParsableCommand {
         commandName: "collector",
         abstract: "Run the reference collector: an HTTP server that records uploaded batches.",
         discussion: """
-            Accepts POSTed Spool batches on any path, drops duplicates by event id, and appends \
-            each unique record to --out as one NDJSON line and/or to the Spool log --log, where \
+            Accepts POSTed Spool batches on any path, drops duplicates (the same event id and \
+            the same bytes; an id already stored with other bytes is stored as a conflict, \
+            under an id of its own), and appends each unique record to --out as one NDJSON line and/or to the Spool log --log, where \
             a batch is synced (fdatasync, shared by concurrent requests) before its 200, and \
             answered 503 when it cannot be. Forward that log with `spool sync DIR --sidecar`: \
             each record keeps its device's id. With --auth-token-file, a POST without \
@@ -38,9 +39,12 @@ struct CollectorCommand: AsyncParsableCommand {
     var logDirectory: String?
 
     @Option(name: .customLong("auth-token-file"), help: ArgumentHelp(
-        "A file of the bearer tokens accepted, one per line ('#' starts a comment); re-read on SIGHUP and when it changes.",
+        "A file of the bearer tokens accepted, one per line ended by a newline, each of 16 bytes or more, optionally followed by the only log ids it may write ('#' starts a comment; a file of the one line '!revoke-all' revokes all); re-read on SIGHUP and when it changes.",
         valueName: "file"))
     var authTokenFile: String?
+
+    @Flag(help: "Refuse to start (rather than warn) when the token file may be read or written by its group or others, or the --log directory is group-writable or another user's; a world-writable --log directory is always refused.")
+    var strictPermissions = false
 
     @Option(help: "The largest request body accepted, in bytes, before decompression.")
     var maxBody = CollectorConfiguration().maxBodyBytes
@@ -107,6 +111,7 @@ struct CollectorCommand: AsyncParsableCommand {
         configuration.outputPath = output
         configuration.logDirectory = logDirectory
         configuration.authTokenFile = authTokenFile
+        configuration.strictPermissions = strictPermissions
         configuration.maxBodyBytes = maxBody
         configuration.maxDecodedBytes = maxDecoded
         configuration.maxRecordBytes = maxRecordBytes
@@ -151,7 +156,7 @@ struct CollectorCommand: AsyncParsableCommand {
         await endpoint?.stop()
         let stats = collector.stats
         Self.emit(
-            "received \(stats.received), duplicates \(stats.duplicates), rejected \(stats.rejectedRecords) records in \(stats.rejectedBatches) batches, "
+            "received \(stats.received), duplicates \(stats.duplicates), conflicts \(stats.conflicts), rejected \(stats.rejectedRecords) records in \(stats.rejectedBatches) batches, "
                 + "requests \(stats.requests), faults \(stats.faults.total) (failures \(stats.faults.failures), rate limited \(stats.faults.rateLimited), "
                 + "resets \(stats.faults.resets), too large \(stats.faults.payloadTooLarge), poisoned \(stats.faults.poisoned))"
         )
@@ -195,6 +200,7 @@ struct CollectorCommand: AsyncParsableCommand {
             "spool_collector_accepted_batches_total": stats.acceptedBatches,
             "spool_collector_records_total": stats.received,
             "spool_collector_duplicates_total": stats.duplicates,
+            "spool_collector_conflicts_total": stats.conflicts,
             "spool_collector_rejected_batches_total": stats.rejectedBatches,
             "spool_collector_rejected_records_total": stats.rejectedRecords,
             "spool_collector_body_bytes_total": stats.bodyBytes,

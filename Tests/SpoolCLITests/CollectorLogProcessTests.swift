@@ -51,19 +51,19 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let device = dir + "/device", collectorLog = dir + "/collector", tokens = dir + "/tokens"
         try makeDeviceLog(device, device: 1, count: 120)
-        try "# devices of fleet A\nfirst-token\n".write(toFile: tokens, atomically: true, encoding: .utf8)
+        try "# devices of fleet A\nfirst-token-000001\n".write(toFile: tokens, atomically: true, encoding: .utf8)
         let collector = try CollectorChild(["--log", collectorLog, "--auth-token-file", tokens], stderrPath: dir + "/collector.err")
         defer { collector.kill() }
         let sync = ["sync", device, "--url", collector.url, "--once", "--create", "--retries", "0"]
 
         let missing = try SpoolBinary.run(sync)
         #expect(missing.status == 1 && missing.stderr.contains("401"), "\(missing.stderr)")
-        let wrong = try SpoolBinary.run(sync + ["--header", "Authorization: Bearer second-token"])
+        let wrong = try SpoolBinary.run(sync + ["--header", "Authorization: Bearer second-token-00001"])
         #expect(wrong.status == 1 && wrong.stderr.contains("401"), "\(wrong.stderr)")
         #expect(try dumpOrigins(collectorLog).isEmpty, "a refused request stored something")
 
         // The file now holds another token; SIGHUP puts it in force at once.
-        try "second-token\n".write(toFile: tokens, atomically: true, encoding: .utf8)
+        try "second-token-00001\n".write(toFile: tokens, atomically: true, encoding: .utf8)
         kill(collector.pid, SIGHUP)
         var reloaded = false
         for _ in 0..<100 where !reloaded {
@@ -71,14 +71,14 @@ import Testing
             if !reloaded { usleep(50_000) }
         }
         #expect(reloaded, "\(collector.stderr)")
-        let old = try SpoolBinary.run(sync + ["--header", "Authorization: Bearer first-token"])
+        let old = try SpoolBinary.run(sync + ["--header", "Authorization: Bearer first-token-000001"])
         #expect(old.status == 1 && old.stderr.contains("401"), "\(old.stderr)")
-        let accepted = try SpoolBinary.run(sync + ["--header", "Authorization: Bearer second-token"])
+        let accepted = try SpoolBinary.run(sync + ["--header", "Authorization: Bearer second-token-00001"])
         #expect(accepted.status == 0, "\(accepted.stderr)")
         collector.stop()
         #expect(try dumpOrigins(collectorLog).count == 120)
         let errors = collector.stderr
-        #expect(!errors.contains("first-token") && !errors.contains("second-token"), "a token was printed: \(errors)")
+        #expect(!errors.contains("first-token-000001") && !errors.contains("second-token-00001"), "a token was printed: \(errors)")
     }
 
     @Test func anUnauthenticatedCollectorOnAnotherAddressThanLoopbackWarns() throws {

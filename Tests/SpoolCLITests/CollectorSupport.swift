@@ -35,8 +35,16 @@ final class CollectorChild: @unchecked Sendable {
         }
         self.port = found
         // Keep reading standard output (the final counts) so the pipe never fills.
-        Thread.detachNewThread { while !output.fileHandleForReading.availableData.isEmpty {} }
+        Thread.detachNewThread { [printed] in
+            while case let data = output.fileHandleForReading.availableData, !data.isEmpty {
+                printed.set(printed.get() + data)
+            }
+        }
     }
+
+    /// What it wrote on standard output after its listening line (its counts, once stopped).
+    var stdout: String { String(decoding: printed.get(), as: UTF8.self) }
+    private let printed = DataBox()
 
     /// The port of a `listening on HOST:PORT` line; nil for any other line.
     static func port(in listening: String) -> Int? {
@@ -70,9 +78,23 @@ struct CollectorStartFailure: Error, CustomStringConvertible {
 
 /// `GET url`: the status and body (status 0 when no answer came).
 func httpGet(_ url: String) -> (status: Int, body: String) {
+    httpRequest(URLRequest(url: URL(string: url)!))
+}
+
+/// `POST url` with `body` and `headers`: the status and body (status 0 when no answer came).
+func httpPost(_ url: String, body: Data, headers: [String: String]) -> (status: Int, body: String) {
+    var request = URLRequest(url: URL(string: url)!)
+    request.httpMethod = "POST"
+    request.httpBody = body
+    for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+    return httpRequest(request)
+}
+
+/// Sends `request` (10 s timeout): the status and body (status 0 when no answer came).
+private func httpRequest(_ request: URLRequest) -> (status: Int, body: String) {
     let done = DispatchSemaphore(value: 0)
     let result = Mutexed<(Int, String)>((0, ""))
-    var request = URLRequest(url: URL(string: url)!)
+    var request = request
     request.timeoutInterval = 10
     URLSession.shared.dataTask(with: request) { data, response, _ in
         result.set(((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data ?? Data(), as: UTF8.self)))

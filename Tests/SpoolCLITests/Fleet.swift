@@ -41,7 +41,7 @@ enum Fleet {
         let dir = temporaryDirectory(name)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let tokens = dir + "/tokens"
-        try "fleet-token\n".write(toFile: tokens, atomically: true, encoding: .utf8)
+        try "fleet-token-000001\n".write(toFile: tokens, atomically: true, encoding: .utf8)
 
         let ports = try (0..<3).map { _ in try freePort() }
         // --max-concurrent: room for every request the devices may have in flight (4 × adaptive
@@ -76,7 +76,7 @@ enum Fleet {
         let feeders = try devices.enumerated().map { try Feeder(directory: $0.element, device: $0.offset) }
         defer { feeders.forEach { $0.finish() } }
         let syncs = try devices.map { device in
-            try SidecarTests.Child(["sync", device, "--sidecar", "--create", "--url", entry, "--header", "Authorization: Bearer fleet-token",
+            try SidecarTests.Child(["sync", device, "--sidecar", "--create", "--url", entry, "--header", "Authorization: Bearer fleet-token-000001",
                                     "--interval", "0.2", "--count", "1", "--batch-count", "20"])
         }
         defer { syncs.forEach { $0.kill() } }

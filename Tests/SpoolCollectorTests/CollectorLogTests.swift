@@ -38,7 +38,7 @@ import Testing
         }
         let raw = try await server.post(batch: body(.raw, log: otherLog, seqs: 0...1), log: otherLog, seqs: 0...1, format: .raw)
         let repeated = try await server.post(batch: body(.json, seqs: 0...9), seqs: 0...9, format: .json)
-        #expect(raw.status == 200 && repeated.body == #"{"accepted":0,"duplicates":10}"#)
+        #expect(raw.status == 200 && repeated.body == #"{"accepted":0,"duplicates":10,"conflicts":0}"#)
         await server.collector.stop()
 
         let stored = try originRecords(logPath)
@@ -106,11 +106,11 @@ import Testing
         ]
         let batch = Array(("[" + envelopes.joined(separator: ",") + "]").utf8)
         let answer = try await server.post(batch: batch, log: otherLog, seqs: 0...2, format: .json)
-        #expect(answer.body == #"{"accepted":3,"duplicates":0}"#)
+        #expect(answer.body == #"{"accepted":3,"duplicates":0,"conflicts":0}"#)
         // The same origins again, through another collector's log: duplicates.
         let again = envelopes.map { $0.replacingOccurrences(of: otherLog, with: "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb") }
         let second = try await server.post(batch: Array(("[" + again.joined(separator: ",") + "]").utf8), log: "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", seqs: 0...2, format: .json)
-        #expect(second.body == #"{"accepted":0,"duplicates":3}"#)
+        #expect(second.body == #"{"accepted":0,"duplicates":3,"conflicts":0}"#)
         await server.collector.stop()
         let records = server.collector.records()
         #expect(records.map(\.id) == ["\(testLog)-7", "\(testLog)-8", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-0"])
@@ -140,7 +140,7 @@ import Testing
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let tokens = directory.appendingPathComponent("tokens").path
-        try "# fleet A\nalpha-token-1\n  beta.token/2==  # trailing comment\n\n".write(toFile: tokens, atomically: true, encoding: .utf8)
+        try "# fleet A\nalpha-token-00001\n  beta.token/2-0001==  # trailing comment\n\n".write(toFile: tokens, atomically: true, encoding: .utf8)
         let server = try await TestServer.start {
             $0.authTokenFile = tokens
             $0.authTokenCheckInterval = .milliseconds(20)
@@ -153,39 +153,50 @@ import Testing
         }
         let missing = try await post(nil, seqs: 0...1)
         #expect(missing.status == 401 && missing.header("WWW-Authenticate") == "Bearer")
-        #expect(try await post("Bearer alpha-token-2", seqs: 0...1).status == 401)
-        #expect(try await post("Basic alpha-token-1", seqs: 0...1).status == 401)
+        #expect(try await post("Bearer alpha-token-00002", seqs: 0...1).status == 401)
+        #expect(try await post("Basic alpha-token-00001", seqs: 0...1).status == 401)
         #expect(!missing.body.contains("alpha"))
-        #expect(try await post("Bearer alpha-token-1", seqs: 0...1).status == 200)
-        #expect(try await post("bearer  beta.token/2==", seqs: 2...3).status == 200)
+        #expect(try await post("Bearer alpha-token-00001", seqs: 0...1).status == 200)
+        #expect(try await post("bearer  beta.token/2-0001==", seqs: 2...3).status == 200)
         #expect(try await server.send(.GET, path: "/healthz").status == 200, "health needs no token")
         // The file changes: the old token stops working, the new one starts.
-        try "gamma\n".write(toFile: tokens, atomically: true, encoding: .utf8)
+        try "gamma-token-00001\n".write(toFile: tokens, atomically: true, encoding: .utf8)
         var switched = false
         for _ in 0..<200 where !switched {
-            switched = try await post("Bearer alpha-token-1", seqs: 4...4).status == 401
+            switched = try await post("Bearer alpha-token-00001", seqs: 4...4).status == 401
             if !switched { try await Task.sleep(for: .milliseconds(20)) }
         }
         #expect(switched)
-        #expect(try await post("Bearer gamma", seqs: 4...5).status == 200)
+        #expect(try await post("Bearer gamma-token-00001", seqs: 4...5).status == 200)
         // A file that no longer parses keeps the tokens in force; reloading says why.
-        try "gamma\nnot a token\n".write(toFile: tokens, atomically: true, encoding: .utf8)
+        try "gamma-token-00001\nnot a token\n".write(toFile: tokens, atomically: true, encoding: .utf8)
         await #expect(throws: SpoolError.self) { try await server.collector.reloadAuthTokens() }
-        #expect(try await post("Bearer gamma", seqs: 6...6).status == 200)
+        #expect(try await post("Bearer gamma-token-00001", seqs: 6...6).status == 200)
         await server.collector.stop()
         #expect(server.collector.records().map(\.seq) == Array(0...6))
         #expect(server.collector.stats.unauthorized == 4)
     }
 
     @Test func tokenFilesAreParsedStrictly() throws {
-        #expect(try TokenFile.parse("a\n#b\n c # d\r\n\n", path: "t") == ["a", "c"])
-        #expect(throws: SpoolError.self) { try TokenFile.parse("a b\n", path: "t") }
-        #expect(throws: SpoolError.self) { try TokenFile.parse("==\n", path: "t") }
-        #expect(throws: SpoolError.self) { try TokenFile.parse("a=b\n", path: "t") }
-        do {
-            _ = try TokenFile.parse("good\nsecret value\n", path: "t")
-        } catch {
-            #expect("\(error)".contains("line 2") && !"\(error)".contains("secret"))
+        let (a, c) = ("a-token-of-16-by", "c-token-0123456789==")
+        #expect(try TokenFile.parse("\(a)\n#b\n \(c) # d\r\n\n", path: "t") == .tokens([.init(token: a), .init(token: c)]))
+        let (log1, log2) = (String(repeating: "ab", count: 16), String(repeating: "0", count: 32))
+        #expect(try TokenFile.parse("\(a) \(log1)\t\(log2)\n", path: "t") == .tokens([.init(token: a, grant: .logs([log1, log2]))]))
+        #expect(throws: SpoolError.self) { try TokenFile.parse("\(a) \(log1.uppercased())\n", path: "t") }
+        #expect(throws: SpoolError.self) { try TokenFile.parse("\(a) \(log1)0\n", path: "t") }
+        #expect(try TokenFile.parse("# all out\n!revoke-all\n", path: "t") == .revokeAll)
+        for bad in ["\(a) b\n", "==\n", "\(a)=b\n", "\n", "# none\n", "\(a)", "\(a)\n\(c)", "a-token-of-15-b\n", "!revoke-all\n\(a)\n"] {
+            #expect(throws: SpoolError.self, "\(bad)") { try TokenFile.parse(bad, path: "t") }
+        }
+        #expect(try TokenFile.parse("\(a)\n# a comment being written", path: "t") == .tokens([.init(token: a)]), "a comment is no token")
+        for (text, line) in [("good-token-000001\nsecret value\n", 2), ("good-token-000001\nsecret-15-bytes\n", 2),
+                             ("good-token-000001\nsecret-being-wri", 2), ("!revoke-all\nsecret-token-00001\n", 1)] {
+            do {
+                _ = try TokenFile.parse(text, path: "t")
+                Issue.record("\(line) parsed")
+            } catch {
+                #expect("\(error)".contains("line \(line)") && !"\(error)".contains("secret"), "\(error)")
+            }
         }
     }
 }

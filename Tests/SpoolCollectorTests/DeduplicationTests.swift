@@ -12,9 +12,9 @@ import Testing
         let second = try await server.post(batch: gzip(body(.json, seqs: 0...9)), seqs: 0...9, format: .json, coding: "gzip")
         await server.collector.stop()
 
-        #expect(first.body == #"{"accepted":10,"duplicates":0}"#)
+        #expect(first.body == #"{"accepted":10,"duplicates":0,"conflicts":0}"#)
         #expect(second.status == 200)
-        #expect(second.body == #"{"accepted":0,"duplicates":10}"#)
+        #expect(second.body == #"{"accepted":0,"duplicates":10,"conflicts":0}"#)
         #expect(server.collector.records().map(\.seq) == Array(0...9))
         #expect(server.collector.stats.received == 10)
         #expect(server.collector.stats.duplicates == 10)
@@ -30,8 +30,8 @@ import Testing
         let other = try await server.post(batch: body(.json, log: otherLog, seqs: 5...14), log: otherLog, seqs: 5...14, format: .json)
         await server.collector.stop()
 
-        #expect(overlap.body == #"{"accepted":5,"duplicates":5}"#)
-        #expect(other.body == #"{"accepted":10,"duplicates":0}"#, "the same seqs from another log are not duplicates")
+        #expect(overlap.body == #"{"accepted":5,"duplicates":5,"conflicts":0}"#)
+        #expect(other.body == #"{"accepted":10,"duplicates":0,"conflicts":0}"#, "the same seqs from another log are not duplicates")
         let records = server.collector.records()
         #expect(records.filter { $0.logID == testLog }.map(\.seq) == Array(0...14))
         #expect(records.filter { $0.logID == otherLog }.map(\.seq) == Array(5...14))
@@ -47,8 +47,8 @@ import Testing
         let late = try await server.post(batch: body(.json, seqs: 5...9), seqs: 5...9, format: .json)
         await server.collector.stop()
 
-        #expect(retry.body == #"{"accepted":5,"duplicates":5}"#)
-        #expect(late.body == #"{"accepted":5,"duplicates":0}"#)
+        #expect(retry.body == #"{"accepted":5,"duplicates":5,"conflicts":0}"#)
+        #expect(late.body == #"{"accepted":5,"duplicates":0,"conflicts":0}"#)
         #expect(server.collector.records().map(\.seq) == Array(0...4) + Array(20...29) + Array(5...9))
     }
 
@@ -109,7 +109,7 @@ import Testing
 
         #expect(tracked <= 20)
         #expect(server.collector.stats.forgottenLogs >= 280)
-        #expect(recent.body == #"{"accepted":0,"duplicates":1}"#)
-        #expect(forgotten.body == #"{"accepted":1,"duplicates":0}"#)
+        #expect(recent.body == #"{"accepted":0,"duplicates":1,"conflicts":0}"#)
+        #expect(forgotten.body == #"{"accepted":1,"duplicates":0,"conflicts":0}"#)
     }
 }

@@ -17,7 +17,7 @@ import Testing
         await server.collector.stop()
 
         #expect(answer.status == 200)
-        #expect(answer.body == #"{"accepted":10,"duplicates":0}"#)
+        #expect(answer.body == #"{"accepted":10,"duplicates":0,"conflicts":0}"#)
         let records = server.collector.records()
         #expect(records.map(\.seq) == Array(0...9))
         #expect(records.allSatisfy { $0.logID == testLog })

@@ -13,7 +13,7 @@ import Testing
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("tokens").path
-        try "alpha\n".write(toFile: path, atomically: true, encoding: .utf8)
+        try "alpha-token-000001\n".write(toFile: path, atomically: true, encoding: .utf8)
         let warnings = WarningLog()
         let tokens = TokenFile(path: path, logger: Logger(label: "test") { _ in warnings })
         #expect(try tokens.load() == 1)
@@ -24,16 +24,16 @@ import Testing
         let handle = try #require(FileHandle(forWritingAtPath: path))
         try handle.truncate(atOffset: 0)
         #expect(await eventually { warnings.messages.contains { $0.contains("could not be re-read") } }, "the watcher re-read the empty file")
-        #expect(warnings.messages.allSatisfy { !$0.contains("alpha") })
-        #expect(tokens.authorizes("Bearer alpha"), "an empty file keeps the tokens in force")
+        #expect(warnings.messages.allSatisfy { !$0.contains("alpha-token") })
+        #expect(tokens.authorizes("Bearer alpha-token-000001"), "an empty file keeps the tokens in force")
         #expect(throws: SpoolError.self) { try tokens.load() }
-        #expect(tokens.authorizes("Bearer alpha"))
+        #expect(tokens.authorizes("Bearer alpha-token-000001"))
 
         // Then written: the new token replaces the old one.
-        try handle.write(contentsOf: Data("beta\n".utf8))
+        try handle.write(contentsOf: Data("beta-token-0000001\n".utf8))
         try handle.close()
-        #expect(await eventually { tokens.authorizes("Bearer beta") })
-        #expect(!tokens.authorizes("Bearer alpha"))
+        #expect(await eventually { tokens.authorizes("Bearer beta-token-0000001") })
+        #expect(!tokens.authorizes("Bearer alpha-token-000001"))
     }
 
     /// Polls `condition` every 10 ms for up to 30 s.

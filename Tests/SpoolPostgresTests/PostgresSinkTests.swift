@@ -27,6 +27,27 @@ extension PostgresSuites { @Suite struct PostgresSinkTests {
         try expectTable(cluster, database: database, table: "events", holds: records, logID: logID)
     }
 
+    /// A collector's log holding two records of one id with different bytes (the second a
+    /// conflict, FORMAT.md §11): each keeps a row of its own, sent twice or not.
+    @Test func aConflictOfACollectorsLogKeepsARowOfItsOwn() async throws {
+        let cluster = try PostgresCluster.shared()
+        let database = try cluster.createDatabase()
+        var configuration = try PostgresSink.Configuration(url: cluster.url(database: database), table: "events")
+        configuration.createTable = true
+        let sink = try PostgresSink(configuration: configuration, logID: .random(), origins: true)
+        let device = LogID.random()
+        let first = OriginRecord(log: device, seq: 5, time: 1_700_000_000_000, payload: Array(#"{"phone":"a"}"#.utf8))
+        let conflict = OriginRecord(log: device, seq: 5, time: 1_700_000_000_001, payload: Array(#"{"phone":"b"}"#.utf8), conflict: true)
+        let stored = [first, conflict].enumerated().map { Record(seq: UInt64($0.offset), timestamp: 1, payload: $0.element.encoded()) }
+        let request = sink.prepare(exactlyRead: stored)
+        #expect(await sink.send(request.body, timeout: .seconds(30)).isAccepted)
+        #expect(await sink.send(request.body, timeout: .seconds(30)).isAccepted)
+        await sink.shutdown()
+        let rows = try cluster.psql("SELECT id || ' ' || seq || ' ' || (data->>'phone') FROM events ORDER BY id", database: database)
+        #expect(rows == "\(first.id) 5 a\n\(conflict.id) 5 b")
+        #expect(conflict.id.hasPrefix(device.eventID(seq: 5) + "~"))
+    }
+
     /// Sinks of several processes (a fleet's forwarders) that share a missing table and create
     /// it at their first batch, all at once: every one delivers (two plain `CREATE TABLE IF NOT
     /// EXISTS` at once fail one of them on a catalog index, SQLSTATE 23505, which is fatal).

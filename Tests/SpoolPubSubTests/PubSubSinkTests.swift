@@ -83,6 +83,32 @@ import Testing
         #expect(try rig.log.consumer(named: "pubsub").committed == 2_345)
     }
 
+    /// A collector's log holding two records of one id with different bytes (the second a
+    /// conflict, FORMAT.md §11): each is a message of its own, under its own id.
+    @Test func aConflictOfACollectorsLogIsAMessageOfItsOwn() async throws {
+        let emulator = try await PubSubEmulator.shared()
+        let (topic, subscription) = Self.names("conflict")
+        try await emulator.createTopic(topic, subscription: subscription)
+        let rig = try await Rig.make(records: 0)
+        defer { rig.tearDown() }
+        let device = LogID.random()
+        let first = OriginRecord(log: device, seq: 5, time: 1_700_000_000_000, payload: Array(#"{"phone":"a"}"#.utf8))
+        let conflict = OriginRecord(log: device, seq: 5, time: 1_700_000_000_001, payload: Array(#"{"phone":"b"}"#.utf8), conflict: true)
+        _ = try rig.log.append(first.encoded())
+        let last = try rig.log.append(conflict.encoded())
+        try await rig.log.waitUntil(before: last + 1, is: .written)
+        let sink = try PubSubSink(topic: topic, endpoint: emulator.root, credentials: .unauthenticated, logID: rig.log.id, origins: true)
+        let worker = try rig.worker(sink)
+        let report = await worker.flush(retries: 20)
+        await worker.stop()
+        #expect(report.failure == nil)
+        let messages = try await emulator.pullAll(subscription)
+        #expect(messages.count == 2)
+        let byID = Dictionary(messages.map { ($0.attributes?["id"] ?? "", $0.bytes) }, uniquingKeysWith: { first, _ in first })
+        #expect(byID == [first.id: first.payload, conflict.id: conflict.payload])
+        #expect(conflict.id.hasPrefix(device.eventID(seq: 5) + "~"))
+    }
+
     /// With the log as ordering key, one publish is in flight whatever the concurrency asked,
     /// and a subscription with message ordering receives each log's records in seq order.
     @Test func anOrderingKeyKeepsEachLogsRecordsInSeqOrder() async throws {

@@ -61,13 +61,29 @@ import Testing
         #expect(decodeError(Self.golden + [0])?.code == .corrupt)
     }
 
+    /// Flags bit 1: a record stored after another of its id with other bytes keeps the flag
+    /// and gets an id of its own, the same for the same bytes.
+    @Test func aConflictRoundTripsWithAnIDOfItsOwn() throws {
+        let plain = try OriginRecord.decode(Self.golden)
+        #expect(!plain.conflict)
+        var conflict = plain
+        conflict.conflict = true
+        #expect(conflict.encoded()[1] == 0x03)
+        #expect(try OriginRecord.decode(conflict.encoded()) == conflict)
+        #expect(conflict.id.hasPrefix(plain.id + "~") && conflict.id.count == plain.id.count + 17)
+        var other = conflict
+        other.payload = Array(#"{"a":2}"#.utf8)
+        #expect(other.id != conflict.id && other.id.hasPrefix(plain.id + "~"))
+        #expect(OriginRecord.eventID(log: conflict.log, seq: conflict.seq, payload: conflict.payload, conflict: true) == conflict.id)
+    }
+
     @Test func versionsFlagsSeqAndTimeAreChecked() {
         var bytes = Self.golden
         bytes[0] = 0
         #expect(decodeError(bytes)?.code == .corrupt)
         bytes[0] = 2
         #expect(decodeError(bytes)?.code == .unsupportedVersion)
-        for flags: UInt8 in [0x02, 0x80, 0xff] {
+        for flags: UInt8 in [0x04, 0x80, 0xff] {
             bytes = Self.golden
             bytes[1] = flags
             #expect(decodeError(bytes)?.message.contains("undefined flags") == true)

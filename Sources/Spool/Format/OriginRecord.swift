@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Crypto
 
 /// A record a collector received from a device, as a collector log stores it.
 ///
@@ -18,7 +19,7 @@ import Darwin
 /// The stored bytes (FORMAT.md §11; all integers little-endian):
 ///
 /// ```
-/// 0: version u8 (1) | 1: flags u8 (bit 0: time present; no other bit is defined)
+/// 0: version u8 (1) | 1: flags u8 (bit 0: time present; bit 1: conflict; no other bit is defined)
 /// 2: origin log id [16] | 18: origin seq u64 (below 2^62) | 26: time i64 (0 when absent)
 /// 34: payload length u32 | 38: payload [length], the record's last byte
 /// ```
@@ -40,18 +41,48 @@ public struct OriginRecord: Sendable, Hashable {
     /// The record's exact bytes: its JSON text as received (the whitespace between tokens
     /// removed by the collector), or the bytes of a record sent base64-encoded.
     public var payload: [UInt8]
+    /// Whether the record is a **conflict**: it arrived under an id (log id and seq) the
+    /// collector had already stored with other bytes (two devices restored from one backup, or
+    /// a client sending another device's ids first). It is stored, never dropped, under an id
+    /// of its own (``id``), so a destination that keys on the id keeps both.
+    public var conflict: Bool
 
-    /// The origin id every sink sends: `"<device log id>-<seq>"`.
-    public var id: String { log.eventID(seq: seq) }
+    /// The origin id every sink sends: `"<device log id>-<seq>"`, or for a ``conflict``
+    /// `"<device log id>-<seq>~<digest>"` (``eventID(log:seq:payload:conflict:)``).
+    public var id: String { Self.eventID(log: log, seq: seq, payload: payload, conflict: conflict) }
 
     /// An origin record. Nothing is checked here; ``encoded()`` traps on a seq at or past the
     /// format's ceiling (2^62) or a payload of 4 GiB or more (programmer errors: no device log
     /// holds such a record).
-    public init(log: LogID, seq: UInt64, time: Int64?, payload: [UInt8]) {
+    public init(log: LogID, seq: UInt64, time: Int64?, payload: [UInt8], conflict: Bool = false) {
         self.log = log
         self.seq = seq
         self.time = time
         self.payload = payload
+        self.conflict = conflict
+    }
+
+    /// The digest of a record's bytes that tells two records of one id apart: the first 8
+    /// bytes of their SHA-256, big-endian. A collector keeps it with each id it stored, so a
+    /// repeat is a duplicate only when it is the same bytes.
+    ///
+    /// - Complexity: O(payload size).
+    public static func digest(of payload: [UInt8]) -> UInt64 {
+        SHA256.hash(data: payload).prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    /// The id a record is sent under: `"<log>-<seq>"`, and for a conflict
+    /// `"<log>-<seq>~<16 lowercase hex digits of digest(of: payload)>"`: the same bytes under
+    /// the same id always get the same conflict id, at every hop.
+    public static func eventID(log: LogID, seq: UInt64, payload: [UInt8], conflict: Bool) -> String {
+        log.eventID(seq: seq) + (conflict ? conflictSuffix(digest: digest(of: payload)) : "")
+    }
+
+    /// What a conflict's id adds to `"<log>-<seq>"`: `~` and the 16 lowercase hex digits of
+    /// the digest of its bytes (``digest(of:)``).
+    public static func conflictSuffix(digest: UInt64) -> String {
+        let hex = String(digest, radix: 16)
+        return "~" + String(repeating: "0", count: 16 - hex.count) + hex
     }
 
     /// The bytes of the header before the payload.
@@ -62,6 +93,8 @@ public struct OriginRecord: Sendable, Hashable {
     static let version: UInt8 = 1
     /// Flags bit 0: the time field holds a time.
     static let flagTime: UInt8 = 1
+    /// Flags bit 1: the record is a ``conflict``.
+    static let flagConflict: UInt8 = 2
 
     /// The stored bytes of one collector-log record: the header, then the payload.
     ///
@@ -72,7 +105,7 @@ public struct OriginRecord: Sendable, Hashable {
         var bytes = [UInt8]()
         bytes.reserveCapacity(Self.headerSize + payload.count)
         bytes.append(Self.version)
-        bytes.append(time == nil ? 0 : Self.flagTime)
+        bytes.append((time == nil ? 0 : Self.flagTime) | (conflict ? Self.flagConflict : 0))
         bytes.append(contentsOf: log.bytes)
         bytes.appendLE(seq)
         bytes.appendLE(time ?? 0)
@@ -100,7 +133,7 @@ public struct OriginRecord: Sendable, Hashable {
             throw SpoolError(.unsupportedVersion, "origin record: version \(version); this reader knows version \(Self.version)")
         }
         let flags = bytes[1]
-        guard flags & ~flagTime == 0 else { throw corrupt("undefined flags 0x\(String(flags, radix: 16))") }
+        guard flags & ~(flagTime | flagConflict) == 0 else { throw corrupt("undefined flags 0x\(String(flags, radix: 16))") }
         return try bytes.withUnsafeBytes { buffer -> Result<OriginRecord, SpoolError> in
             let seq = loadLE(buffer, 18, as: UInt64.self)
             let time = loadLE(buffer, 26, as: Int64.self)
@@ -111,7 +144,8 @@ public struct OriginRecord: Sendable, Hashable {
                 return .failure(corrupt("payload length \(length), but \(buffer.count - headerSize) bytes follow the header"))
             }
             return .success(OriginRecord(log: LogID(bytes: Array(bytes[2..<18])), seq: seq,
-                                         time: flags & flagTime != 0 ? time : nil, payload: Array(bytes[headerSize...])))
+                                         time: flags & flagTime != 0 ? time : nil, payload: Array(bytes[headerSize...]),
+                                         conflict: flags & flagConflict != 0))
         }.get()
     }
 }

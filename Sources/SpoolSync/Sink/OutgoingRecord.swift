@@ -43,9 +43,13 @@ public struct OutgoingRecord: Sendable, Hashable {
     /// Whether the record was unwrapped from an origin record (``log``, ``seq`` and ``time``
     /// are the device's, not the drained log's).
     public var isOrigin: Bool
+    /// Whether the origin record is a conflict (another record of its id, with other bytes,
+    /// was stored first): it goes out under an id of its own, so both reach the destination.
+    public var conflict: Bool
 
-    /// The id every sink sends: `"<log>-<seq>"`.
-    public var id: String { log.eventID(seq: seq) }
+    /// The id every sink sends: `"<log>-<seq>"`, or `"<log>-<seq>~<digest>"` for a
+    /// ``conflict`` (`OriginRecord.eventID(log:seq:payload:conflict:)`).
+    public var id: String { OriginRecord.eventID(log: log, seq: seq, payload: bytes, conflict: conflict) }
 
     /// The record `stored`, read from the log `logID`, as destinations receive it.
     ///
@@ -62,9 +66,9 @@ public struct OutgoingRecord: Sendable, Hashable {
     public init(_ stored: Record, logID: LogID, origins: Bool) {
         self.stored = stored
         if origins, let origin = try? OriginRecord.decode(stored.payload) {
-            (log, seq, time, bytes, isOrigin) = (origin.log, origin.seq, origin.time, origin.payload, true)
+            (log, seq, time, bytes, isOrigin, conflict) = (origin.log, origin.seq, origin.time, origin.payload, true, origin.conflict)
         } else {
-            (log, seq, time, bytes, isOrigin) = (logID, stored.seq, stored.timestamp, stored.payload, false)
+            (log, seq, time, bytes, isOrigin, conflict) = (logID, stored.seq, stored.timestamp, stored.payload, false, false)
         }
     }
 }
