@@ -38,8 +38,9 @@ final class RequestHeadGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// How long a closing connection keeps reading and dropping before it closes.
     static let lingerTime: TimeAmount = .seconds(5)
-    /// How many reads a closing connection drops before it closes: NIO reads at most 64 KiB at
-    /// a time, so at most 16 MiB, about what a client can have in flight on a fast link.
+    /// How many reads (or parsed body parts, which are no larger) a closing connection drops
+    /// before it closes: NIO reads at most 64 KiB at a time, so at most 16 MiB, about what a
+    /// client can have in flight on a fast link.
     static let lingerReads = 256
     /// The most bytes of a request's body an answer may leave unread and the connection still
     /// be kept (when ``CollectorConfiguration/maxBodyBytes`` is no smaller): they are read and

@@ -39,10 +39,7 @@ import Testing
     /// whole core): past a small bound the answer says `Connection: close` and the connection
     /// is closed, so the client cannot push much more than its socket buffers hold.
     @Test func anUnauthorizedHugeBodyIsAnsweredAndClosedNotDrained() async throws {
-        let directory = temporaryDirectory()
-        let tokens = directory + "/tokens"
-        try "the-only-token-of-this-test\n".write(toFile: tokens, atomically: true, encoding: .utf8)
-        let collector = try CollectorChild(["--auth-token-file", tokens], stderrPath: directory + "/stderr")
+        let collector = try Self.collectorWithAToken()
         defer { collector.stop() }
         let socket = LoopbackSocket(port: collector.port)
         let head = "POST /batch HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer wrong\r\nContent-Type: application/json\r\n"
@@ -85,10 +82,7 @@ import Testing
     /// A 401 whose small body was sent whole keeps its connection: the next request on it is
     /// answered too (only bodies past the bound are not drained).
     @Test func anUnauthorizedSmallBodyKeepsTheConnection() async throws {
-        let directory = temporaryDirectory()
-        let tokens = directory + "/tokens"
-        try "the-only-token-of-this-test\n".write(toFile: tokens, atomically: true, encoding: .utf8)
-        let collector = try CollectorChild(["--auth-token-file", tokens], stderrPath: directory + "/stderr")
+        let collector = try Self.collectorWithAToken()
         defer { collector.stop() }
         let port = collector.port
         let log = String(repeating: "e", count: 32)
@@ -117,6 +111,14 @@ import Testing
         #expect(answer.status == 400, "\(answer.head)")
         let metrics = try await MetricsEndpointTests.scrape(metricsPort, until: "spool_collector_requests_total", reaches: 1)
         #expect(MetricsEndpointTests.sample("spool_collector_requests_total", in: metrics) == 1)
+    }
+
+    /// A collector whose token file holds one token, which the tests never send.
+    static func collectorWithAToken(_ name: String = #function) throws -> CollectorChild {
+        let directory = temporaryDirectory(name)
+        let tokens = directory + "/tokens"
+        try "the-only-token-of-this-test\n".write(toFile: tokens, atomically: true, encoding: .utf8)
+        return try CollectorChild(["--auth-token-file", tokens], stderrPath: directory + "/stderr")
     }
 
     /// The port of the collector's `metrics on http://127.0.0.1:PORT/metrics` line (waits up
