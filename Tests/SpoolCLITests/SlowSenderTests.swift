@@ -35,6 +35,15 @@ import Testing
         #expect(slowAnswers.allSatisfy { $0.status == 408 && $0.seconds < 15 }, "\(slowAnswers)")
     }
 
+    /// A rate of 0 would turn the minimum off: it is a usage error naming the setting.
+    @Test func aMinimumBodyRateOutOfRangeIsAUsageError() throws {
+        for rate in ["0", "1073741825"] {
+            let result = try SpoolBinary.run(["collector", "--min-body-rate", rate])
+            #expect(result.status != 0)
+            #expect(result.stderr.contains("minBodyBytesPerSecond is \(rate)"), "\(result.stderr)")
+        }
+    }
+
     /// Runs `body` on a thread of its own; the function returned waits for its result.
     static func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) -> () -> T {
         let result = Mutexed<T?>(nil)

@@ -208,13 +208,21 @@ import Testing
         await server.collector.stop()
     }
 
-    @Test func aZeroBodyReadTimeoutIsRefused() async throws {
+    @Test func timeoutsAndRatesOutOfRangeAreRefused() async throws {
         var configuration = CollectorConfiguration()
         configuration.bodyReadTimeout = .zero
         #expect(throws: (any Error).self) { try configuration.validate() }
         configuration = CollectorConfiguration()
         configuration.headerTimeout = .zero
         #expect(throws: (any Error).self) { try configuration.validate() }
+        for rate in [0, -1, (1 << 30) + 1] {
+            configuration = CollectorConfiguration()
+            configuration.minBodyBytesPerSecond = rate
+            #expect(throws: (any Error).self) { try configuration.validate() }
+        }
+        configuration = CollectorConfiguration()
+        configuration.minBodyBytesPerSecond = 1 << 30
+        try configuration.validate()
     }
 
     @Test func hugeClaimedRangesInRefusedBatchesSaturateTheCount() async throws {
