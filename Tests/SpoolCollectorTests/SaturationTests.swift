@@ -25,11 +25,13 @@ import Testing
 
     /// Every slot held by a request that does not finish (injected latency standing in for a
     /// hung disk): once every request has been refused for 5 s, `/healthz` answers 503 naming
-    /// the load, while `/livez` stays 200; with the slot free again, health returns.
+    /// the load, never sooner, while `/livez` stays 200. (That one admitted request ends it is
+    /// the rule's test above: here the slot stays stuck until the collector stops, whatever
+    /// the machine's load.)
     @Test func healthSaysSaturatedWhileEverySlotIsStuck() async throws {
         let server = try await TestServer.start {
             $0.maxConcurrentRequests = 1
-            $0.faults.latency = .seconds(15)
+            $0.faults.latency = .seconds(600)
         }
         let stuck = Task { try await server.post(batch: body(.json, seqs: 0...0), seqs: 0...0, format: .json) }
         for _ in 0..<30_000 where server.collector.inFlight.withLock({ $0 }) < 1 {
@@ -38,8 +40,7 @@ import Testing
         #expect(try await server.send(.GET, path: "/healthz").status == 200)
         var health = try await server.send(.GET, path: "/healthz")
         var firstRefusal: ContinuousClock.Instant?
-        // One refused request every 200 ms, until health changes; bounded by the stuck
-        // request's 15 s.
+        // One refused request every 200 ms or more, until health changes (bounded: 60 of them).
         for seq in UInt64(1)...60 where health.status == 200 {
             let sent = ContinuousClock.now  // no later than the collector's refusal
             let refused = try await server.post(batch: body(.json, seqs: seq...seq), seqs: seq...seq, format: .json)
@@ -52,10 +53,7 @@ import Testing
         let since = try #require(firstRefusal)
         #expect(ContinuousClock.now - since >= Saturation.window, "saturated before a whole window of refusals")
         #expect(try await server.send(.GET, path: "/livez").status == 200)
-        #expect(try await stuck.value.status == 200)
-        // The slot is free: one admitted request ends the saturation.
-        #expect(try await server.post(batch: body(.json, seqs: 99...99), seqs: 99...99, format: .json).status == 200)
-        #expect(try await server.send(.GET, path: "/healthz").status == 200)
-        await server.collector.stop()
+        await server.collector.stop()  // cancels the stuck request after the grace period
+        _ = try? await stuck.value
     }
 }
