@@ -4,21 +4,30 @@ import Spool
 import Synchronization
 
 extension Collector {
-    /// Answers one request. In order: `/healthz`; 405 for a method other than `POST`; 401
-    /// without a valid bearer token (with ``CollectorConfiguration/authTokenFile``), before
-    /// the body is read; the body is read (413 past ``CollectorConfiguration/maxBodyBytes``,
-    /// 408 when it is slow, 503 when the bodies being read would pass their budget); then 503
-    /// when ``CollectorConfiguration/maxConcurrentRequests`` are already being handled (each
+    /// Answers one request. In order: `/healthz` and `/livez`; 501 for a transfer coding other
+    /// than `chunked` (RFC 9112 §6.1: the body's framing is not one the collector applies);
+    /// 405 for a method other than `POST`; 401 without a valid bearer token (with
+    /// ``CollectorConfiguration/authTokenFile``), before the body is read; the body is read
+    /// (413 past ``CollectorConfiguration/maxBodyBytes``, at once for a declared length past
+    /// it; 408 when it is slow; 503 when the bodies being read would pass their budget); then
+    /// 503 when ``CollectorConfiguration/maxConcurrentRequests`` are already being handled (each
     /// may hold a whole body, raw and decompressed, so a burst of uploaders must not hold them
     /// all at once), else the request is handled. Reading a body takes no slot: a slow sender
-    /// holds only its bytes.
+    /// holds only the bytes it has sent.
     func handle(_ request: Request, context: CollectorRequestContext) async -> Response {
         // Before admission: a load balancer's probe must not be refused for being one too many.
         if request.method == .get || request.method == .head, request.uri.path == "/healthz" {
             guard let problem = health else { return Self.answer(200, json: #"{"status":"ok"}"#) }
             return Self.answer(503, json: #"{"status":"unavailable","reason":"\#(Self.jsonEscaped(problem))"}"#)
         }
+        if request.method == .get || request.method == .head, request.uri.path == "/livez" {
+            return Self.answer(200, json: #"{"status":"alive"}"#)
+        }
         tallies.withLock { $0.stats.requests += 1 }
+        let header = Self.header(BatchHeader.name, in: request).flatMap(BatchHeader.init)
+        if let codings = request.headers[.transferEncoding], codings.lowercased().split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) != ["chunked"] {
+            return reject(BatchRejection(status: 501, message: "Transfer-Encoding \(codings.prefix(100)) is not supported; only chunked is"), header: header)
+        }
         guard request.method == .post else {
             return Self.answer(405, error: "only POST is accepted", extra: [.allow: "POST"])
         }
@@ -28,7 +37,6 @@ extension Collector {
             logger.debug("unauthorized request")
             return Self.answer(401, error: "a valid Authorization: Bearer token is required", extra: [.wwwAuthenticate: "Bearer"])
         }
-        let header = Self.header(BatchHeader.name, in: request).flatMap(BatchHeader.init)
         let held = HeldBytes(self)
         defer { held.releaseAll() }
         let body: [UInt8]
@@ -39,6 +47,7 @@ extension Collector {
         }
         tallies.withLock { $0.stats.bodyBytes += body.count }
         guard admit() else { return overloaded("too many requests in flight") }
+        saturation.withLock { $0.admitted() }
         defer { inFlight.withLock { $0 -= 1 } }
         return await handleAdmitted(request, body: body, header: header, grant: grant ?? .anyLog, context: context)
     }
@@ -50,6 +59,7 @@ extension Collector {
     /// it wait a second for a slot that freed within a round trip.
     private func overloaded(_ why: String) -> Response {
         tallies.withLock { $0.stats.overloaded += 1 }
+        saturation.withLock { $0.refused(at: .now) }
         logger.debug("overloaded", metadata: ["limit": "\(configuration.maxConcurrentRequests)", "reason": "\(why)"])
         return Self.answer(503, error: why)
     }
@@ -191,19 +201,23 @@ extension Collector {
 
     /// The body, at most ``CollectorConfiguration/maxBodyBytes`` long, arrived within
     /// ``CollectorConfiguration/bodyTimeout``, with no gap longer than
-    /// ``CollectorConfiguration/bodyReadTimeout`` (else 408, which frees the request's slot).
+    /// ``CollectorConfiguration/bodyReadTimeout``, and at least as fast as
+    /// ``CollectorConfiguration/minBodyBytesPerSecond`` after a grace of
+    /// ``CollectorConfiguration/bodyReadTimeout`` (else 408, which gives back its bytes).
     private func readBody(_ request: Request, held: HeldBytes) async -> Result<[UInt8], BatchRejection> {
-        let (total, gap) = (configuration.bodyTimeout, configuration.bodyReadTimeout)
+        let (total, gap, rate) = (configuration.bodyTimeout, configuration.bodyReadTimeout, configuration.minBodyBytesPerSecond)
         let clock = ContinuousClock()
         let start = clock.now
         let progress = BodyProgress(start)
         return await withTaskGroup(of: Result<[UInt8], BatchRejection>?.self) { group in
-            group.addTask { await self.readWholeBody(request, held: held) { progress.arrived(at: clock.now) } }
+            group.addTask { await self.readWholeBody(request, held: held) { progress.arrived($0, at: clock.now) } }
             group.addTask {
-                // Wakes at the nearer deadline until one has passed; nil when cancelled (the
-                // read finished first).
+                // Wakes at the nearest deadline until one has passed; nil when cancelled (the
+                // read finished first). The rate's deadline moves a second later for each
+                // `rate` bytes that arrive (Apache's mod_reqtimeout MinRate).
                 while true {
-                    let stalled = progress.last + gap
+                    let (last, bytes) = progress.state
+                    let (stalled, tooSlow) = (last + gap, start + gap + .seconds(bytes) / rate)
                     let now = clock.now
                     if now >= start + total {
                         return .failure(BatchRejection(status: 408, message: "the body did not arrive within \(total)"))
@@ -211,7 +225,10 @@ extension Collector {
                     if now >= stalled {
                         return .failure(BatchRejection(status: 408, message: "no byte of the body arrived for \(gap)"))
                     }
-                    do { try await clock.sleep(until: min(start + total, stalled)) } catch { return nil }
+                    if now >= tooSlow {
+                        return .failure(BatchRejection(status: 408, message: "the body arrived slower than \(rate) bytes per second"))
+                    }
+                    do { try await clock.sleep(until: min(start + total, stalled, tooSlow)) } catch { return nil }
                 }
             }
             let first = await group.next() ?? nil
@@ -220,23 +237,24 @@ extension Collector {
         }
     }
 
-    /// Reads the body, calling `arrived` after each piece, its bytes counted in `held`
-    /// (503 when the budget has no room for them).
-    private func readWholeBody(_ request: Request, held: HeldBytes, arrived: @Sendable () -> Void) async -> Result<[UInt8], BatchRejection> {
+    /// Reads the body, calling `arrived` with the bytes received after each piece, those
+    /// counted in `held` as they arrive (503 when the budget has no room for them): a body
+    /// holds what it has sent, never what it declared, so senders that declare much and send
+    /// little hold little. A declared `Content-Length` past the limit is refused before any of it.
+    private func readWholeBody(_ request: Request, held: HeldBytes, arrived: @Sendable (Int) -> Void) async -> Result<[UInt8], BatchRejection> {
         let limit = configuration.maxBodyBytes
         let tooLarge = BatchRejection(status: 413, message: "the body is larger than \(limit) bytes")
         let busy = BatchRejection(status: 503, message: "too many request bodies are being received")
-        if let length = request.headers[.contentLength].flatMap({ Int($0) }) {
-            guard length <= limit else { return .failure(tooLarge) }
-            guard held.reserve(upTo: length) else { return .failure(busy) }
+        if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {
+            return .failure(tooLarge)
         }
         var body: [UInt8] = []
         do {
             for try await buffer in request.body {
-                arrived()
                 guard body.count + buffer.readableBytes <= limit else { return .failure(tooLarge) }
                 guard held.reserve(upTo: body.count + buffer.readableBytes) else { return .failure(busy) }
                 body += buffer.readableBytesView
+                arrived(body.count)
             }
         } catch {
             return .failure(.badRequest("the body could not be read"))
@@ -314,13 +332,14 @@ extension Collector {
     }
 }
 
-/// When the last piece of a body arrived, shared by its reader and its deadline.
+/// When the last piece of a body arrived and how many bytes have, shared by its reader and
+/// its deadlines.
 private final class BodyProgress: Sendable {
-    private let instant: Mutex<ContinuousClock.Instant>
+    private let progress: Mutex<(last: ContinuousClock.Instant, bytes: Int)>
 
-    init(_ start: ContinuousClock.Instant) { instant = Mutex(start) }
+    init(_ start: ContinuousClock.Instant) { progress = Mutex((start, 0)) }
 
-    var last: ContinuousClock.Instant { instant.withLock { $0 } }
+    var state: (last: ContinuousClock.Instant, bytes: Int) { progress.withLock { $0 } }
 
-    func arrived(at now: ContinuousClock.Instant) { instant.withLock { $0 = now } }
+    func arrived(_ bytes: Int, at now: ContinuousClock.Instant) { progress.withLock { $0 = (now, bytes) } }
 }

@@ -31,8 +31,11 @@ import Synchronization
 /// - An envelope of a forwarded collector's log may add `"origin_id":"<log id>-<seq>"`,
 ///   `"origin_seq"` and `"origin_time"`: the record is then recorded under its origin (its
 ///   id, seq and time), not the envelope's.
-/// - `GET /healthz`: 200 `{"status":"ok"}` while the collector can store, else 503 with the
-///   reason (``health``); no token needed, never refused for load.
+/// - `GET /healthz`: 200 `{"status":"ok"}` while the collector can store and keep up, else 503
+///   with the reason (``health``: it cannot store, or it has refused every request for load for
+///   5 s); `GET /livez`: 200 `{"status":"alive"}` whenever the server answers at all (a
+///   liveness probe that overload or a full disk never fails, so an orchestrator does not
+///   restart a collector that only needs fewer requests). No token needed, never refused for load.
 /// - Answers: 200 `{"accepted":N,"duplicates":M,"conflicts":C}` (with
 ///   ``CollectorConfiguration/logDirectory``, once the records are synced): `N` records stored,
 ///   `C` of them conflicts (an id already stored with other bytes, stored under an id of its
@@ -43,11 +46,18 @@ import Synchronization
 ///   store the batch; 400 `{"error":"…"}` for a malformed batch;
 ///   413 for a body past ``CollectorConfiguration/maxBodyBytes`` or, decompressed, past
 ///   ``CollectorConfiguration/maxDecodedBytes``, or for a record past
-///   ``CollectorConfiguration/maxRecordBytes``; 415 for an unknown type or coding; 405 for
-///   other methods; 503 without `Retry-After` past ``CollectorConfiguration/maxConcurrentRequests``
-///   requests at once (or bodies being read past their budget); 408 for a slow body; 431 for
-///   a head past 80 KiB, and a closed connection for a head slower than
-///   ``CollectorConfiguration/headerTimeout``; and the faults of ``FaultConfiguration``.
+///   ``CollectorConfiguration/maxRecordBytes`` (a declared `Content-Length` past the limit at
+///   once, before any of the body); 415 for an unknown type or coding; 501 for a
+///   `Transfer-Encoding` other than `chunked`; 405 for other methods; 503 without `Retry-After`
+///   past ``CollectorConfiguration/maxConcurrentRequests`` requests at once (or bodies being
+///   read past their budget, each holding what it has sent); 408 for a body that stalls,
+///   arrives slower than ``CollectorConfiguration/minBodyBytesPerSecond`` or takes longer than
+///   ``CollectorConfiguration/bodyTimeout``; 400 for a head NIO's parser refuses, 431 for a
+///   head past 80 KiB, and a closed connection for a head slower than
+///   ``CollectorConfiguration/headerTimeout``; and the faults of ``FaultConfiguration``. An
+///   answer that leaves more than 64 KiB of its body unread says `Connection: close` and ends
+///   the connection rather than reading the rest (so does one that leaves more than
+///   ``CollectorConfiguration/maxBodyBytes``).
 ///
 /// Thread safety: every method may be called from any task. Counters and records sit behind
 /// one lock; what was received and the output file belong to one serial dispatch queue, which
@@ -64,6 +74,8 @@ public final class Collector: Sendable {
     let inFlight = Mutex(0)
     /// The bytes of the bodies being read or handled, at most ``bodyBudget``.
     let bodyBytesHeld = Mutex(0)
+    /// Whether every request has been refused for load lately (``health``).
+    let saturation = Mutex(Saturation())
     private let lifecycle = Mutex(Lifecycle.idle)
     /// The tokens of ``CollectorConfiguration/authTokenFile``, if any.
     let tokens: TokenFile?
@@ -141,15 +153,18 @@ public final class Collector: Sendable {
         }
         if let tokens { tokens.watch(every: configuration.authTokenCheckInterval) }
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
-        let headerTimeout = configuration.headerTimeout
+        let (headerTimeout, maxBodyBytes) = (configuration.headerTimeout, configuration.maxBodyBytes)
         let application = Application(
             responder: CollectorResponder(collector: self),
             // A connection that sends nothing for `connectionIdleTimeout` (idle between
             // requests, or still owing a body after its 408) is closed; the margin lets a
             // stalled body get its 408 first (see `connectionIdleTimeout`). A request head
-            // gets `headerTimeout`, and one past the parser's limits a 431 (RequestHeadGuard).
+            // gets `headerTimeout`, one past the parser's limits a 431, and an answer that
+            // leaves much of its body unread closes the connection (RequestHeadGuard).
             server: .http1(configuration: .init(
-                additionalChannelHandlers: [RequestHeadGuard(headerTimeout: headerTimeout)],
+                additionalChannelHandlers: [RequestHeadGuard(headerTimeout: headerTimeout, maxBodyBytes: maxBodyBytes) { [self] in
+                    tallies.withLock { $0.stats.requests += 1 }
+                }],
                 idleTimeout: TimeAmount.nanoseconds(configuration.connectionIdleTimeout.wholeNanoseconds))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
             onServerRunning: { channel in
@@ -232,14 +247,20 @@ public final class Collector: Sendable {
 
     /// Nil while the collector can take records, else why not: it is not running (or is
     /// stopping), or its log is closed or cannot be written (``EventLog/writeError``: a full
-    /// disk, a failed sync). `GET /healthz` answers 200 or 503 from it, so a load balancer
-    /// takes a collector that cannot store out of rotation. Takes a lock; no I/O.
+    /// disk, a failed sync), or it is saturated: it has refused every request for load (503, no
+    /// request slot or no room in the body budget) for 5 s, none admitted meanwhile (a quiet
+    /// 5 s or one admitted request ends it). `GET /healthz` answers 200 or 503 from it, so a
+    /// load balancer takes a collector that cannot store or keep up out of rotation. Takes
+    /// locks; no I/O.
     public var health: String? {
         let running = lifecycle.withLock { state -> Bool in
             if case .running = state { return true }
             return false
         }
         guard running else { return "the collector is not running" }
+        if saturation.withLock({ $0.holds(at: .now) }) {
+            return "every request for \(Saturation.window) was refused for load (\(configuration.maxConcurrentRequests) request slots)"
+        }
         guard configuration.logDirectory != nil else { return nil }
         guard let log = collectorLog.withLock({ $0 }) else { return "the log is not open" }
         return log.writeError.map { "the log cannot be written: \($0.code)" }

@@ -61,7 +61,8 @@ public struct CollectorConfiguration: Sendable {
     /// The default is 1 second. Range: 10 ms ... 1 hour.
     public var authTokenCheckInterval: Duration = .seconds(1)
     /// The largest request body accepted, as sent (before decompression); larger bodies are
-    /// answered 413. The default is 16 MiB.
+    /// answered 413, at once, before any of the body is read, when their `Content-Length`
+    /// declares more. The default is 16 MiB.
     public var maxBodyBytes: Int = 16 * 1024 * 1024
     /// The largest body accepted after decompression; decompression stops there and the
     /// request is answered 413, so a compression bomb costs at most this much memory.
@@ -81,9 +82,11 @@ public struct CollectorConfiguration: Sendable {
     /// retries it on its own, and lowers its concurrency once such answers are a share of
     /// its requests). Each may hold ``maxBodyBytes`` plus ``maxDecodedBytes``,
     /// so this bounds the memory of a burst. A body still arriving holds no slot: the bodies
-    /// being read share a budget of this many times ``maxBodyBytes`` bytes (a body that would
-    /// pass it is answered 503 too), so slow senders, which hold few bytes, cannot lock
-    /// everyone else out. The default is 4 per processor.
+    /// being read share a budget of this many times ``maxBodyBytes`` bytes, each holding the
+    /// bytes it has sent so far, never the length it declared (a body whose next bytes would
+    /// pass the budget is answered 503 too), so slow senders, which hold few bytes, cannot
+    /// lock everyone else out, and ``minBodyBytesPerSecond`` ends them. The default is 4 per
+    /// processor.
     public var maxConcurrentRequests: Int = 4 * ProcessInfo.processInfo.activeProcessorCount
     /// The longest a request's head may take to arrive, counted from when the connection
     /// opens and from the end of each answer; past it the connection is closed, so a client
@@ -95,7 +98,8 @@ public struct CollectorConfiguration: Sendable {
     /// reading it; a slower one is answered 408, so a body that keeps trickling is bounded
     /// (it holds no ``maxConcurrentRequests`` slot meanwhile, only its bytes). A connection that
     /// sends nothing for twice this long, and at least this plus 60 s, is closed; one still
-    /// owing a body after its 408 closes sooner, after ``headerTimeout``. The default is 30
+    /// owing more than 64 KiB of a body after its 408 is closed once the answer is out, one
+    /// owing less after ``headerTimeout``. The default is 30
     /// seconds. Range: above 0, at most 1 hour.
     public var bodyTimeout: Duration = .seconds(30)
     /// The longest a request's body may go without a byte arriving (counted from when its
@@ -104,13 +108,22 @@ public struct CollectorConfiguration: Sendable {
     /// in seconds instead of holding them for all of ``bodyTimeout``, which still bounds a
     /// body that keeps trickling. The default is 5 seconds. Range: above 0, at most 1 hour.
     public var bodyReadTimeout: Duration = .seconds(5)
+    /// The slowest a request's body may arrive, in bytes per second, after a grace of
+    /// ``bodyReadTimeout``: a body of which fewer than this rate times (the time since its
+    /// handler started reading it minus ``bodyReadTimeout``) bytes have arrived is answered 408,
+    /// so a sender that keeps a body alive with a byte now and then (under ``bodyReadTimeout``
+    /// between bytes) frees its connection in seconds rather than after all of ``bodyTimeout``
+    /// (as Apache's `mod_reqtimeout` `MinRate`, and nginx's `client_body_timeout` between
+    /// reads). The default is 1024 (1 KiB/s; a one-record batch arrives in one piece, a 16 MiB
+    /// body within ``bodyTimeout`` needs 560 KiB/s anyway). Range: 1 ... 1 GiB per second.
+    public var minBodyBytesPerSecond: Int = 1024
 
     /// How long a connection may send nothing before it is closed: see ``bodyTimeout``.
     /// The margin is wide because the 408 is answered from Swift's cooperative pool, which a
     /// busy process (a test run blocking it) can delay, while the idle timer runs on NIO's
     /// event loop: the 408 must come first. A connection with no request in hand (idle
-    /// between requests, or still sending a body after its answer) closes sooner, after
-    /// ``headerTimeout`` without a new request head.
+    /// between requests, or still sending at most 64 KiB of a body after its answer) closes
+    /// sooner, after ``headerTimeout`` without a new request head.
     var connectionIdleTimeout: Duration { bodyTimeout + max(bodyTimeout, .seconds(60)) }
     /// How many logs (by log id) the duplicate tracking remembers. Past it, the least recently
     /// seen tenth is forgotten (counted in ``CollectorStats/forgottenLogs`` and logged at
@@ -169,6 +182,9 @@ public struct CollectorConfiguration: Sendable {
         }
         guard bodyReadTimeout > .zero, bodyReadTimeout <= .seconds(3600) else {
             throw fail("bodyReadTimeout", "is \(bodyReadTimeout); it must be positive and at most 1 hour")
+        }
+        guard minBodyBytesPerSecond > 0, minBodyBytesPerSecond <= 1 << 30 else {
+            throw fail("minBodyBytesPerSecond", "is \(minBodyBytesPerSecond); it must be between 1 and 1 GiB (1073741824) per second")
         }
         guard shutdownGracePeriod >= .zero else {
             throw fail("shutdownGracePeriod", "is \(shutdownGracePeriod); it must not be negative")

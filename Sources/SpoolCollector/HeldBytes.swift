@@ -2,7 +2,7 @@ import Synchronization
 
 /// The bytes one request's body holds of the collector's body budget
 /// (``Collector/bodyBudget``, shared through ``Collector/bodyBytesHeld``): reserved as the body
-/// arrives (or all at once for its `Content-Length`), given back when the request ends.
+/// arrives, never for the length it declares, given back when the request ends.
 ///
 /// Thread safety: `Sendable`; its reader and the handler that ends the request share it.
 final class HeldBytes: Sendable {

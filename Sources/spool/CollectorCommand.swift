@@ -18,9 +18,16 @@ struct CollectorCommand: AsyncParsableCommand {
             answered 503 when it cannot be. Forward that log with `spool sync DIR --sidecar`: \
             each record keeps its device's id. With --auth-token-file, a POST without \
             'Authorization: Bearer <a token of the file>' is answered 401; the file is re-read \
-            on SIGHUP and when it changes. GET /healthz answers 200 while the collector can \
-            store, else 503. Prints the address it listens on, and its counts when stopped with \
-            SIGINT or SIGTERM.
+            on SIGHUP and when it changes. A body holds of the body budget (--max-concurrent \
+            times --max-body) only the bytes it has sent; a declared length past --max-body is \
+            answered 413 at once; a body with no byte for 5 s, slower than --min-body-rate after \
+            its first 5 s, or not whole within 30 s is answered 408. An answer that leaves more \
+            than 64 KiB (or --max-body) of a body unread (a 401, 413, 408 or 503 before the body arrived) closes \
+            the connection instead of reading the rest. A Transfer-Encoding other than chunked is \
+            answered 501. GET /healthz answers 200 while the collector can store and keep up, \
+            else 503 (it cannot store, or it refused every request for load for 5 s); GET /livez \
+            answers 200 while the server runs. Prints the address it listens on, and its counts \
+            when stopped with SIGINT or SIGTERM.
             """
     )
 
@@ -57,6 +64,11 @@ struct CollectorCommand: AsyncParsableCommand {
 
     @Option(help: "The most requests handled at once; more are answered 503 (no Retry-After: a slot frees within a round trip).")
     var maxConcurrent = CollectorConfiguration().maxConcurrentRequests
+
+    @Option(help: ArgumentHelp(
+        "The slowest a body may arrive, in bytes per second, after its first 5 s; a slower one is answered 408 and its connection closed.",
+        valueName: "bytes"))
+    var minBodyRate = CollectorConfiguration().minBodyBytesPerSecond
 
     @Option(help: "The chance (0...1) that a request is answered --failure-status.")
     var failureRate = 0.0
@@ -116,6 +128,7 @@ struct CollectorCommand: AsyncParsableCommand {
         configuration.maxDecodedBytes = maxDecoded
         configuration.maxRecordBytes = maxRecordBytes
         configuration.maxConcurrentRequests = maxConcurrent
+        configuration.minBodyBytesPerSecond = minBodyRate
         configuration.retainsRecords = false
         configuration.seed = seed
         configuration.faults.failureRate = failureRate

@@ -92,8 +92,9 @@ import Testing
         await server.collector.stop()
     }
 
-    /// The bodies being read share a budget of `maxConcurrentRequests` × `maxBodyBytes`: one
-    /// that would pass it is answered 503, and its bytes are given back.
+    /// The bodies being read share a budget of `maxConcurrentRequests` × `maxBodyBytes`, each
+    /// holding the bytes it has sent: one whose bytes would pass it is answered 503, and its
+    /// bytes are given back.
     @Test func bodiesPastTheBudgetAreAnswered503() async throws {
         let one = body(.json, seqs: 0...0).count
         let server = try await TestServer.start {
@@ -102,10 +103,11 @@ import Testing
             $0.bodyTimeout = .seconds(600)
             $0.bodyReadTimeout = .seconds(600)
         }
-        let held = HeldRequest(server, seq: 0)  // its Content-Length takes the whole budget
-        for _ in 0..<30_000 where server.collector.bodyBytesHeld.withLock({ $0 }) < one {
+        let held = HeldRequest(server, seq: 0)  // its first byte leaves no room for another body
+        for _ in 0..<30_000 where server.collector.bodyBytesHeld.withLock({ $0 }) < 1 {
             try await Task.sleep(for: .milliseconds(2))
         }
+        #expect(server.collector.bodyBytesHeld.withLock { $0 } == 1, "a body holds what it sent, not its Content-Length")
         let refused = try await server.post(batch: body(.json, seqs: 1...1), seqs: 1...1, format: .json)
         #expect(refused.status == 503)
         #expect(refused.header("Retry-After") == nil)  // a slot frees within a round trip
@@ -206,13 +208,21 @@ import Testing
         await server.collector.stop()
     }
 
-    @Test func aZeroBodyReadTimeoutIsRefused() async throws {
+    @Test func timeoutsAndRatesOutOfRangeAreRefused() async throws {
         var configuration = CollectorConfiguration()
         configuration.bodyReadTimeout = .zero
         #expect(throws: (any Error).self) { try configuration.validate() }
         configuration = CollectorConfiguration()
         configuration.headerTimeout = .zero
         #expect(throws: (any Error).self) { try configuration.validate() }
+        for rate in [0, -1, (1 << 30) + 1] {
+            configuration = CollectorConfiguration()
+            configuration.minBodyBytesPerSecond = rate
+            #expect(throws: (any Error).self) { try configuration.validate() }
+        }
+        configuration = CollectorConfiguration()
+        configuration.minBodyBytesPerSecond = 1 << 30
+        try configuration.validate()
     }
 
     @Test func hugeClaimedRangesInRefusedBatchesSaturateTheCount() async throws {
