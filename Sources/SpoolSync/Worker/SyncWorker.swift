@@ -300,6 +300,20 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
                     return .deadLetterFailed(SyncError(.deadLetterFailed, "writing refused records to the dead-letter log failed", cause: error))
                 }
             }
+        case .recordDamage(let ranges):
+            for range in ranges {
+                logger.error("skipping records the log cannot read (damaged); they are lost", metadata: [
+                    "spool.records": "\(range.seqs.lowerBound)..<\(range.seqs.upperBound)", "spool.count": "\(range.records)",
+                    "spool.segment": "\(range.segment)", "spool.reason": "\(range.reason)"])
+            }
+            run { [deadLetters, source] in
+                do {
+                    try await deadLetters?.recordDamage(ranges, consumer: source.consumerName)
+                    return .damageRecorded
+                } catch {
+                    return .damageRecordFailed(SyncError(.deadLetterFailed, "recording the damaged records skipped failed", cause: error))
+                }
+            }
         case .commit(let end):
             run { [source] in
                 do {
