@@ -192,15 +192,17 @@ struct SyncCommand: AsyncParsableCommand {
         let damaged = await worker.stats.damaged
         await worker.stop()
         try await close()
-        try Self.exit(failure: failure.map { "\($0)" }, stoppedAtDamage: failure?.code == .damaged, damaged: damaged)
+        try Self.exit(failure: failure.map { "\($0)" }, stoppedAtDamage: failure?.code == .damaged, damaged: damaged,
+                      recordedIn: "\(directory)/deadletter/\(consumer).damaged")
     }
 
     /// Ends the run: exit 1 with `failure`; exit 3 when it stopped before damaged records
     /// (`--on-damage stop`) or skipped some (nothing else failed); else 0.
-    private static func exit(failure: String?, stoppedAtDamage: Bool, damaged: DamageTally) throws {
+    private static func exit(failure: String?, stoppedAtDamage: Bool, damaged: DamageTally, recordedIn record: String) throws {
         if let failure { Output.error("spool sync: \(failure)") }
         if damaged.records > 0 {
-            Output.error("spool sync: skipped \(damaged.records) records the log cannot read (damaged), in \(damaged.rangeCount) ranges; recorded in deadletter/CONSUMER.damaged")
+            let ranges = damaged.rangeCount == 1 ? "1 range" : "\(damaged.rangeCount) ranges"
+            Output.error("spool sync: skipped \(damaged.records) records the log cannot read (damaged), in \(ranges); recorded in \(record)")
         }
         if failure != nil && !stoppedAtDamage { throw ExitCode(1) }
         if stoppedAtDamage || damaged.records > 0 { throw ExitCode(Self.damageExitStatus) }
@@ -260,7 +262,7 @@ struct SyncCommand: AsyncParsableCommand {
         let stats = await group.stats.values
         await group.stop()
         try Self.exit(failure: failure, stoppedAtDamage: stats.contains { $0.fatalError?.code == .damaged } && !stats.contains { $0.fatalError.map { $0.code != .damaged } ?? false },
-                      damaged: Self.sum(stats).damaged)
+                      damaged: Self.sum(stats).damaged, recordedIn: "\(directory)/writers/WRITER/deadletter/\(consumer).damaged")
     }
 
     /// The counters of several workers added up (the most in flight: of any one of them; the

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// A log whose active segment holds five blocks of 100 records (five acknowledged appends), with
+/// A log whose active segment holds five blocks of 100 records (five appends), with
 /// one byte of block 2's payload flipped: records 100..<200 no longer read, the other 400 do.
 enum DamagedLog {
     /// Writes the log at `directory` (a writer log of a group when `writer` is given) and
@@ -11,7 +11,9 @@ enum DamagedLog {
     static func make(_ directory: String, writer: String? = nil) throws -> String {
         for block in 0..<5 {
             let lines = (0..<100).map { #"{"n":\#(block * 100 + $0)}"# }.joined(separator: "\n") + "\n"
-            let append = try SpoolBinary.run(["append", directory, "--ack"] + (writer.map { ["--writer", $0] } ?? []), input: Data(lines.utf8))
+            // A linger of 2 s: the 100 lines share one block even when a loaded machine reads
+            // them in pieces (the input ends long before, and its end writes at once).
+            let append = try SpoolBinary.run(["append", directory, "--ack", "--linger", "2000"] + (writer.map { ["--writer", $0] } ?? []), input: Data(lines.utf8))
             try #require(append.status == 0, "\(append.stderr)")
         }
         let log = writer.map { "\(directory)/writers/\($0)" } ?? directory

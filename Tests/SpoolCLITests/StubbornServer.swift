@@ -1,4 +1,5 @@
 import Foundation
+import SpoolBench
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,19 +19,8 @@ final class StubbornServer: @unchecked Sendable {
     private let received = Tally()
 
     init(_ behaviour: Behaviour) throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        self.listener = listener
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && listen(listener, 64) == 0 && getsockname(listener, $0, &length) == 0 }
-        }
-        guard bound else { throw CollectorStartFailure(message: "the stubborn server could not listen: errno \(errno)") }
-        port = Int(UInt16(bigEndian: address.sin_port))
-        let received = self.received
+        (listener, port) = try loopbackSocket(listen: 64)
+        let (listener, received) = (self.listener, self.received)
         Thread.detachNewThread {
             while true {
                 let connection = accept(listener, nil, nil)

@@ -6,6 +6,27 @@ import Testing
 /// stored 400 records, committed to 500, printed `records 400, lag 0` and exited 0, the only
 /// trace a warning on standard error.
 @Suite struct SyncDamageTests {
+    /// A log damaged as ``DamagedLog`` makes (or a group whose writer `widget` is, with
+    /// `group`), and an honest collector, in a directory of the test's own.
+    final class Setup {
+        let dir: String, log: String, out: String
+        let segment: String
+        let collector: CollectorChild
+
+        init(group: Bool = false, _ name: String = #function) throws {
+            dir = temporaryDirectory(name)
+            log = dir + (group ? "/group" : "/log")
+            out = dir + "/out.ndjson"
+            segment = try DamagedLog.make(log, writer: group ? "widget" : nil)
+            collector = try CollectorChild(["--out", out], stderrPath: dir + "/collector.err")
+        }
+
+        func tearDown() {
+            collector.stop()
+            try? FileManager.default.removeItem(atPath: dir)
+        }
+    }
+
     /// The JSON object on standard output.
     static func json(_ text: String) throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "not a JSON object: \(text)")
@@ -26,12 +47,9 @@ import Testing
     }
 
     @Test func onceSkipsTheDamagedRangeAndSaysSoInTextJSONAndTheDamageRecord() throws {
-        let dir = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let log = dir + "/log", out = dir + "/out.ndjson"
-        let segment = try DamagedLog.make(log)
-        let collector = try CollectorChild(["--out", out], stderrPath: dir + "/collector.err")
-        defer { collector.stop() }
+        let setup = try Setup()
+        defer { setup.tearDown() }
+        let (log, out, segment, collector) = (setup.log, setup.out, setup.segment, setup.collector)
 
         let sync = try SpoolBinary.run(["sync", log, "--url", collector.url, "--create", "--once", "--json"])
         #expect(sync.status == 3, "exit 3: delivered, but damaged records were skipped; \(sync.stderr)")
@@ -44,7 +62,7 @@ import Testing
         let range = try #require((damaged["ranges"] as? [[String: Any]])?.first)
         #expect(range["first_seq"] as? Int == 100 && range["end_seq"] as? Int == 200 && range["segment"] as? String == segment, "\(range)")
         #expect(sync.stderr.contains("error") && sync.stderr.contains("damaged"), "logged at error level: \(sync.stderr)")
-        #expect(sync.stderr.contains("skipped 100 records the log cannot read"), "\(sync.stderr)")
+        #expect(sync.stderr.contains("skipped 100 records the log cannot read (damaged), in 1 range; recorded in \(log)/deadletter/sync.damaged"), "\(sync.stderr)")
 
         // The durable record: consumer, range, segment, reason, time.
         let records = try Self.damageRecords(log)
@@ -62,12 +80,9 @@ import Testing
     }
 
     @Test func onceInTextNamesTheDamagedRange() throws {
-        let dir = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let log = dir + "/log"
-        try DamagedLog.make(log)
-        let collector = try CollectorChild(["--out", dir + "/out.ndjson"], stderrPath: dir + "/collector.err")
-        defer { collector.stop() }
+        let setup = try Setup()
+        defer { setup.tearDown() }
+        let (log, collector) = (setup.log, setup.collector)
         let sync = try SpoolBinary.run(["sync", log, "--url", collector.url, "--create", "--once"])
         #expect(sync.status == 3, "\(sync.stderr)")
         #expect(sync.stdout.contains("sent 400 records"), "\(sync.stdout)")
@@ -75,12 +90,9 @@ import Testing
     }
 
     @Test func onDamageStopCommitsUpToTheDamageAndStops() throws {
-        let dir = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let log = dir + "/log", out = dir + "/out.ndjson"
-        try DamagedLog.make(log)
-        let collector = try CollectorChild(["--out", out], stderrPath: dir + "/collector.err")
-        defer { collector.stop() }
+        let setup = try Setup()
+        defer { setup.tearDown() }
+        let (log, collector) = (setup.log, setup.collector)
         let sync = try SpoolBinary.run(["sync", log, "--url", collector.url, "--create", "--once", "--json", "--on-damage", "stop"])
         #expect(sync.status == 3, "\(sync.stdout) \(sync.stderr)")
         let summary = try Self.json(sync.stdout)
@@ -97,12 +109,9 @@ import Testing
     }
 
     @Test func aRunningSyncLogsCountsAndKeepsGoing() async throws {
-        let dir = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let log = dir + "/log", out = dir + "/out.ndjson"
-        try DamagedLog.make(log)
-        let collector = try CollectorChild(["--out", out], stderrPath: dir + "/collector.err")
-        defer { collector.stop() }
+        let setup = try Setup()
+        defer { setup.tearDown() }
+        let (log, collector) = (setup.log, setup.collector)
         let sync = try MetricsEndpointTests.Child(["sync", log, "--url", collector.url, "--create", "--sidecar", "--metrics-port", "0"])
         defer { if sync.process.isRunning { sync.process.terminate() } }
         let port = try sync.port(after: "metrics on http://127.0.0.1", onStandardError: true)
@@ -120,14 +129,11 @@ import Testing
     }
 
     @Test func aGroupReportsTheDamagedWriterLog() throws {
-        let dir = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let group = dir + "/group"
+        let setup = try Setup(group: true)
+        defer { setup.tearDown() }
+        let (group, out, collector) = (setup.log, setup.out, setup.collector)
         let intact = (0..<200).map { #"{"w":\#($0)}"# }.joined(separator: "\n") + "\n"
         #expect(try SpoolBinary.run(["append", group, "--writer", "app"], input: Data(intact.utf8)).status == 0)
-        try DamagedLog.make(group, writer: "widget")
-        let collector = try CollectorChild(["--out", dir + "/out.ndjson"], stderrPath: dir + "/collector.err")
-        defer { collector.stop() }
 
         let json = try SpoolBinary.run(["sync", group, "--group", "--url", collector.url, "--once", "--json"])
         #expect(json.status == 3, "\(json.stdout) \(json.stderr)")
@@ -139,17 +145,14 @@ import Testing
         #expect((widget["damaged"] as? [String: Any])?["records"] as? Int == 100, "\(widget)")
         #expect((app["damaged"] as? [String: Any])?["records"] as? Int == 0)
         #expect(((summary["total"] as? [String: Any])?["damaged"] as? [String: Any])?["records"] as? Int == 100)
-        #expect(Self.received(dir + "/out.ndjson") == 600)
+        #expect(Self.received(out) == 600)
         #expect(try Self.damageRecords(group + "/writers/widget").count == 1)
     }
 
     @Test func aGroupInTextNamesTheDamagedWriterLog() throws {
-        let dir = temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let group = dir + "/group"
-        try DamagedLog.make(group, writer: "widget")
-        let collector = try CollectorChild(["--out", dir + "/out.ndjson"], stderrPath: dir + "/collector.err")
-        defer { collector.stop() }
+        let setup = try Setup(group: true)
+        defer { setup.tearDown() }
+        let (group, collector) = (setup.log, setup.collector)
         let text = try SpoolBinary.run(["sync", group, "--group", "--url", collector.url, "--once"])
         #expect(text.status == 3, "\(text.stdout) \(text.stderr)")
         #expect(text.stdout.contains("writer widget: sent 400 records"), "\(text.stdout)")

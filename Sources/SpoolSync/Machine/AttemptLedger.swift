@@ -29,16 +29,19 @@ struct AttemptLedger: Sendable {
     }
 
     /// A request of `range`, abandoned in flight when its batch left the window, failed in a
-    /// way worth retrying: one more failure for the range, after the `known` failures of the
-    /// batches read again over it since.
+    /// way worth retrying: one more failure for its records, after the most any range over
+    /// them has (kept here, or `known`: the batches read again over it since). Every range
+    /// kept over them is raised to it, so that a record's count is never below the failures
+    /// of the requests that carried it, however differently they were cut.
     /// - Returns: the range's failures now.
     mutating func failed(_ range: Range<UInt64>, after known: Int) -> Int {
-        if let index = entries.firstIndex(where: { $0.range == range }) {
-            entries[index].failures = max(entries[index].failures, known) + 1
-            return entries[index].failures
+        let over = entries.indices.filter { entries[$0].range.overlaps(range) }
+        let failures = max(known, over.map { entries[$0].failures }.max() ?? 0) + 1
+        for index in over { entries[index].failures = max(entries[index].failures, failures) }
+        if !entries.contains(where: { $0.range == range }) {
+            entries.append(Entry(range: range, failures: failures, hedged: false))
         }
-        entries.append(Entry(range: range, failures: known + 1, hedged: false))
-        return known + 1
+        return failures
     }
 
     /// `batch`, read again, with what the ranges it overlaps went through.
