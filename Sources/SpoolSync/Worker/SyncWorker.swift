@@ -17,6 +17,13 @@ import Spool
 /// - Launch: ``start()`` sends at once whatever a previous run left.
 /// - ``pause()`` / ``resume()`` stop and restart the automatic policies.
 ///
+/// Records the log cannot read (damaged bytes) are never passed silently: with
+/// ``SyncConfiguration/onDamage`` ``SyncConfiguration/DamagePolicy/skip`` each range is logged
+/// at error level and recorded (``DeadLetterSink/recordDamage(_:consumer:)``) before the offset
+/// passes it, then counted (``SyncStats/damaged``, ``FlushReport/damaged``) and reported to
+/// ``dispatch(deadline:retries:onBatch:)`` as ``BatchResult/damaged(_:)``; with
+/// ``SyncConfiguration/DamagePolicy/stop`` the worker stops before it (``SyncError/Code/damaged``).
+///
 /// Delivery is at least once: the offset moves only after a 2xx, through the records
 /// accepted. A crash between the answer and the commit sends the batch again with the same
 /// `Spool-Batch` header and record ids, so the server can drop the duplicates.
