@@ -85,10 +85,14 @@ package struct AnySink: Sendable {
         if cut.isEmpty { cut = [SyncBatch(outgoing: [], start: from, end: max(from, read.endSeq))] }
         // Each damaged range the read skipped goes with the batch whose offsets hold it (a
         // notice lies between two records, so inside one batch); those past the last batch
-        // are read again with it.
-        for notice in read.notices where notice.kind == .corrupt && notice.range.lowerBound >= from {
-            guard let index = cut.firstIndex(where: { notice.range.lowerBound < $0.end }) else { break }
-            cut[index].damage.append(DamagedRange(notice))
+        // are read again with it. A range that began inside the window (damage running to the
+        // end of a segment that has grown since) counts from `from`: the part before was
+        // recorded with the batch that holds it.
+        for notice in read.notices where notice.kind == .corrupt && notice.range.upperBound > from {
+            var damage = DamagedRange(notice)
+            damage.seqs = max(notice.range.lowerBound, from)..<notice.range.upperBound
+            guard let index = cut.firstIndex(where: { damage.seqs.lowerBound < $0.end }) else { break }
+            cut[index].damage.append(damage)
         }
         return cut
     }
