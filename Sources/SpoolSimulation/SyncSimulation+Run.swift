@@ -68,7 +68,7 @@ extension SyncSimulation {
     mutating func appendRecords(_ count: Int, tell: Bool = false) throws(Violation) {
         let count = min(count, Int(Self.maxRecords - min(world.written, Self.maxRecords)))
         guard count > 0 else { return }
-        world.append(count, maxPayload: maxPayload, poisonChance: poisonChance, random: &random)
+        world.append(count, maxPayload: maxPayload, poisonChance: poisonChance, damageChance: damageChance, random: &random)
         if tell { try send(.recordsWritten(end: world.written), "written to \(world.written)") }
     }
 
@@ -79,7 +79,7 @@ extension SyncSimulation {
         let deadline = deadline ?? (random.nextUnit() < 0.4 ? nil : now + .milliseconds(Int64(200 + random.next() % 60_000)))
         let retries = retries ?? (random.nextUnit() < 0.3 ? 50 : Int(random.next() % 4))
         let through = through ?? (random.nextUnit() < 0.3 ? world.written : nil)
-        flushes[id] = (deadline, through)
+        flushes[id] = Flush(deadline: deadline, through: through, retries: retries)
         try send(.flushRequested(id: id, deadline: deadline, retries: retries, through: through),
                  "flush \(id) deadline \(deadline.map { "\($0)" } ?? "-") retries \(retries) through \(through.map(String.init) ?? "-")")
     }
@@ -147,6 +147,10 @@ extension SyncSimulation {
             if fails { return try send(.deadLetterFailed(SyncError(.deadLetterFailed, "simulated dead-letter failure")), "dead letter failed") }
             world.deadLettered.formUnion(records.map(\.seq))
             try send(.deadLetterCompleted, "dead-lettered \(records.map(\.seq))")
+        case .recordDamage(let ranges, _):
+            if fails { return try send(.damageRecordFailed(SyncError(.deadLetterFailed, "simulated damage record failure")), "damage record failed") }
+            for range in ranges { world.damageRecorded.formUnion(range.seqs) }
+            try send(.damageRecorded, "damage recorded \(ranges.map { "\($0.seqs)" })")
         }
     }
 
@@ -154,7 +158,7 @@ extension SyncSimulation {
         switch pending {
         case .read: world.readFails
         case .commit: world.commitFails
-        case .deadLetter: world.deadLetterFails
+        case .deadLetter, .recordDamage: world.deadLetterFails
         }
     }
 
@@ -169,6 +173,13 @@ extension SyncSimulation {
             outcome = world.answer(upload.batch.records, random: &random)
         }
         let bytes = upload.batch.records.reduce(0) { $0 + $1.payload.count + SimulatedSink.overhead }
+        if case .retry = outcome, machine.carriesBatch(slot: slot) {
+            // A failure of the batch's own request (not of a hedge, nor of a copy no longer
+            // needed): it counts against the retries of every flush waiting.
+            for id in flushes.keys {
+                for record in upload.batch.records { flushes[id]?.failures[record.seq, default: 0] += 1 }
+            }
+        }
         try send(.uploadCompleted(slot: slot, outcome, bytes: bytes), "slot \(slot) \(Self.describe(upload.batch)) → \(Self.describe(outcome))")
     }
 }

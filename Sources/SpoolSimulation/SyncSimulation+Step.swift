@@ -10,12 +10,25 @@ extension SyncSimulation {
         if tracing {
             trace.append("\(step) t=\(now.formatted) \(label) ⇒ \(actions.isEmpty ? "-" : actions.map(Self.describe).joined(separator: "; "))")
         }
-        var sent = false
+        var sent: [(batch: SyncBatch, slot: Int)] = []
         for action in actions {
-            if case .upload = action { sent = true }
+            if case .upload(let batch, let slot, _) = action { sent.append((batch, slot)) }
             try perform(action)
         }
-        try checkInvariants(sent: sent)
+        try checkRetries(sent)
+        try checkInvariants(sent: !sent.isEmpty)
+    }
+
+    /// No batch is sent again (hedges aside) for a flush still waiting once one of its records
+    /// failed more often than the flush's `retries` since the flush was asked for.
+    private func checkRetries(_ sent: [(batch: SyncBatch, slot: Int)]) throws(Violation) {
+        for (batch, slot) in sent where machine.carriesBatch(slot: slot) {
+            for (id, flush) in flushes {
+                if let record = batch.records.first(where: { flush.failures[$0.seq, default: 0] > flush.retries }) {
+                    throw Violation(message: "record \(record.seq) is sent again for flush \(id) after failing \(flush.failures[record.seq, default: 0]) times, over its \(flush.retries) retries")
+                }
+            }
+        }
     }
 
     private mutating func perform(_ action: SyncStateMachine.Action) throws(Violation) {
@@ -24,6 +37,16 @@ extension SyncSimulation {
             try beginLocal(.read(from: from, count: count, bytes: bytes, batches: batches, maxCount: maxCount, maxBytes: maxBytes, readyAt: localTime()))
         case .commit(let end):
             try beginLocal(.commit(end: end, readyAt: localTime()))
+        case .recordDamage(let ranges):
+            if machine.configuration.onDamage == .stop {
+                throw Violation(message: "damaged ranges \(ranges.map(\.seqs)) are recorded to be skipped, with onDamage stop")
+            }
+            for range in ranges {
+                if let wrong = range.seqs.first(where: { !world.damaged.contains($0) || $0 < world.committed }) {
+                    throw Violation(message: "record \(wrong) is recorded as damaged and skipped, but it is not damaged or was committed past")
+                }
+            }
+            try beginLocal(.recordDamage(ranges, readyAt: localTime()))
         case .deadLetter(let records, _):
             if let wrong = records.first(where: { !world.refusedAlone.contains($0.seq) }) {
                 throw Violation(message: "record \(wrong.seq) is dead-lettered, but the destination never refused it alone")
@@ -32,6 +55,9 @@ extension SyncSimulation {
         case .upload(let batch, let slot, let timeout):
             guard uploads[slot] == nil else { throw Violation(message: "slot \(slot) is sent while its request is still in flight") }
             guard !batch.records.isEmpty else { throw Violation(message: "an empty batch is sent in slot \(slot)") }
+            if let wrong = batch.records.first(where: { world.damaged.contains($0.seq) }) {
+                throw Violation(message: "record \(wrong.seq), which the log cannot read, is sent")
+            }
             requests += 1
             uploads[slot] = (batch, now + roundTrip(timeout: timeout), now, timeout)
         case .scheduleTimer(let at, let generation):
@@ -97,6 +123,13 @@ extension SyncSimulation {
         let skipsRefused = !machine.configuration.deadLetterEnabled
         for seq in world.committed..<end where !world.accepted.contains(seq) && !world.deadLettered.contains(seq)
             && !world.dropped[Int(seq)] && !(skipsRefused && world.refusedAlone.contains(seq)) {
+            if world.damaged.contains(seq) {
+                if machine.configuration.onDamage == .stop {
+                    throw Violation(message: "a commit to \(end) passes damaged record \(seq), with onDamage stop")
+                }
+                if world.damageRecorded.contains(seq) { continue }
+                throw Violation(message: "a commit to \(end) passes damaged record \(seq) before its range was recorded")
+            }
             throw Violation(message: "a commit to \(end) passes record \(seq), which the destination never accepted")
         }
     }
@@ -111,7 +144,7 @@ extension SyncSimulation {
         }
         let base: UInt64
         switch machine.local {
-        case .committing(let end, _)?: base = end
+        case .committing(let end, _)?, .recordingDamage(let end, _, _)?: base = end
         case .deadLettering(let batch)?: base = batch.end
         default: base = machine.stats.committed
         }
@@ -162,6 +195,7 @@ extension SyncSimulation {
         case .upload(let batch, let slot, _): "upload(slot \(slot) \(describe(batch)))"
         case .deadLetter(let records, _): "deadLetter(\(records.map(\.seq)))"
         case .commit(let end): "commit(\(end))"
+        case .recordDamage(let ranges): "recordDamage(\(ranges.map(\.seqs)))"
         case .scheduleTimer(let at, _): "timer(\(at.formatted))"
         case .cancelTimer: "cancelTimer"
         case .backoff(let until, _): "backoff(\(until.formatted))"

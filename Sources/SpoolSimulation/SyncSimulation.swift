@@ -17,8 +17,12 @@ import SpoolSync
 ///
 /// Invariants, after every step:
 /// - the consumer's offset passes only records the destination accepted, that were
-///   dead-lettered (or refused and skipped, without a dead-letter log), or that the log dropped;
-///   it never moves backwards;
+///   dead-lettered (or refused and skipped, without a dead-letter log), that the log dropped,
+///   or that the log could not read (damaged) and whose range was recorded before (never, with
+///   `onDamage` `.stop`); it never moves backwards;
+/// - no record is sent again (hedges aside) for a flush still waiting once it failed more often
+///   than the flush's `retries` since the flush was asked for (requests abandoned in flight
+///   included): no batch is sent more than 1 + `retries` times for a flush;
 /// - the window is one contiguous run from the committed offset (or the commit in flight);
 /// - a step that sends leaves no more requests in flight than the controller's limit (hedges
 ///   included); hedges stay within their budget (one for 20 other requests); no record is counted delivered twice;
@@ -86,6 +90,8 @@ package struct SyncSimulation {
     var trace: [String] = []
     var maxPayload: Int
     var poisonChance: Double
+    /// The chance that an append damages a run of its records.
+    var damageChance: Double
     var chaosSteps: Int
 
     // What the driver has in flight for the machine.
@@ -96,20 +102,29 @@ package struct SyncSimulation {
     /// The wake of a batch retried on its own, if armed.
     var retryWake: Duration?
     var deadlines: [Int: Duration] = [:]
-    /// Flushes asked for and not answered: what each waits for.
-    var flushes: [Int: (deadline: Duration?, through: UInt64?)] = [:]
+    /// Flushes asked for and not answered: what each waits for, the retries it allows, and
+    /// the failed requests (hedges aside) each record had since it was asked for.
+    var flushes: [Int: Flush] = [:]
     var nextFlush = 0
     var stopped = false
     var requests = 0
+
+    struct Flush {
+        var deadline: Duration?
+        var through: UInt64?
+        var retries: Int
+        var failures: [UInt64: Int] = [:]
+    }
 
     enum Pending {
         case read(from: UInt64, count: Int, bytes: Int, batches: Int, maxCount: Int, maxBytes: Int, readyAt: Duration)
         case commit(end: UInt64, readyAt: Duration)
         case deadLetter([Record], readyAt: Duration)
+        case recordDamage([DamagedRange], readyAt: Duration)
 
         var readyAt: Duration {
             switch self {
-            case .read(_, _, _, _, _, _, let at), .commit(_, let at), .deadLetter(_, let at): at
+            case .read(_, _, _, _, _, _, let at), .commit(_, let at), .deadLetter(_, let at), .recordDamage(_, let at): at
             }
         }
     }
@@ -128,6 +143,7 @@ package struct SyncSimulation {
         configuration.requestTimeout = .seconds(Int64(1 + random.next() % 30))
         configuration.deadLetterEnabled = random.nextUnit() < 0.8
         configuration.hedging = random.nextUnit() < 0.8
+        configuration.onDamage = random.nextUnit() < 0.1 ? .stop : .skip
         do { try configuration.validate() } catch { preconditionFailure("the simulation drew an invalid configuration: \(error)") }
         machine = SyncStateMachine(configuration: configuration, committed: 0, pending: 0)
 
@@ -146,6 +162,7 @@ package struct SyncSimulation {
         world.deadLetterFails = hostility * 0.05 * random.nextUnit()
         maxPayload = random.nextUnit() < 0.2 ? 4_000 : 1 + Int(random.next() % 300)
         poisonChance = random.nextUnit() < 0.3 ? 0.02 * random.nextUnit() : 0
+        damageChance = random.nextUnit() < 0.3 ? 0.2 * random.nextUnit() : 0
         chaosSteps = 100 + Int(random.next() % 600)
         self.random = random
     }

@@ -33,6 +33,10 @@ struct SyncWorld {
     var log: [Record] = []
     /// Records the log dropped (the byte cap, expiry) before the consumer passed them.
     var dropped: [Bool] = []
+    /// Records the log cannot read (damaged bytes): a read skips them with a `corrupt` notice.
+    var damaged: Set<UInt64> = []
+    /// Seqs of the damaged ranges the machine recorded (``SyncStateMachine/Action/recordDamage(_:)``).
+    var damageRecorded: Set<UInt64> = []
     /// Records the destination will refuse in any request (a poison record: 400).
     var poison: Set<UInt64> = []
     /// The consumer's committed offset, as on disk.
@@ -49,8 +53,15 @@ struct SyncWorld {
 
     var written: UInt64 { UInt64(log.count) }
 
-    /// Appends `count` records of up to `maxPayload` bytes; a few become poison.
-    mutating func append(_ count: Int, maxPayload: Int, poisonChance: Double, random: inout SplitMix64) {
+    /// Appends `count` records of up to `maxPayload` bytes; a few become poison, and a run of a
+    /// few may be damaged.
+    mutating func append(_ count: Int, maxPayload: Int, poisonChance: Double, damageChance: Double = 0, random: inout SplitMix64) {
+        let first = written
+        if count > 0, random.nextUnit() < damageChance {
+            let start = first + random.next() % UInt64(count)
+            let length = 1 + random.next() % 10
+            for seq in start..<min(start + length, first + UInt64(count)) { damaged.insert(seq) }
+        }
         for _ in 0..<count {
             let seq = written
             let size = 1 + Int(random.next() % UInt64(maxPayload))
@@ -72,15 +83,23 @@ struct SyncWorld {
     }
 
     /// A consumer's read: from the committed offset, up to `count` records and about `bytes`
-    /// payload bytes (at least one record when any is pending), skipping dropped records;
-    /// its end is past the last record and past the dropped ones after it.
+    /// payload bytes (at least one record when any is pending), skipping dropped records and
+    /// damaged ones (a `corrupt` notice a run); its end is past the last record and past the
+    /// skipped ones after it.
     func read(count: Int, bytes: Int) -> ConsumerBatch {
         var records: [Record] = []
+        var notices: [ReadNotice] = []
         var size = 0
         var seq = committed
         while seq < written {
             if dropped[Int(seq)] {
                 seq += 1
+                continue
+            }
+            if damaged.contains(seq) {
+                let start = seq
+                while seq < written, damaged.contains(seq), !dropped[Int(seq)] { seq += 1 }
+                notices.append(ReadNotice(kind: .corrupt, range: start..<seq, detail: "sim.seg offset \(start): simulated damage"))
                 continue
             }
             let record = log[Int(seq)]
@@ -89,7 +108,7 @@ struct SyncWorld {
             size += record.payload.count
             seq += 1
         }
-        return ConsumerBatch(records: records, endSeq: seq, startSeq: committed)
+        return ConsumerBatch(records: records, notices: notices, endSeq: seq, startSeq: committed)
     }
 
     /// The destination's answer to a request carrying `records`.

@@ -17,7 +17,8 @@ struct SimulateCommand: ParsableCommand {
         abstract: "Runs the deterministic simulator of Spool's sync state machine over many seeds.",
         discussion: """
             Each seed draws a configuration, a destination (413 limits, poison records, 503s, 429s \
-            with Retry-After, timeouts, slow answers, fatal refusals) and an interleaving of every \
+            with Retry-After, timeouts, slow answers, fatal refusals), a log with damaged runs of records, \
+            and an interleaving of every \
             event the machine can receive; the invariants are checked after every step. The first \
             failing seed is replayed with its trace, and the exit status is 1.
             """)

@@ -16,7 +16,11 @@ struct SyncCommand: AsyncParsableCommand {
             the error and exit status 1. With --once it drains what the log holds when it starts (up to the end it sees then; \
             records a writer appends meanwhile wait for the next run) and exits: 0 when that is \
             delivered, 1 with the error when an upload still fails after --retries retries (or a \
-            commit fails). Records the server refuses \
+            commit fails), 3 when the log held records it cannot read (damaged). Such records are \
+            skipped: each range is logged at error level, counted in the summary (damaged), \
+            recorded in DIR/deadletter/CONSUMER.damaged, and committed past, and a run without \
+            --once goes on (exiting 3 when interrupted); --on-damage stop commits up to the first \
+            and stops there instead (exit 3, the summary's failure naming the range). Records the server refuses \
             (4xx) go to the dead-letter log DIR/deadletter/CONSUMER, as their exact bytes and ids, which \
             `spool sync` of that directory sends again. \
             Beside a process that has the log open for writing (an app, `spool append`), or always \
@@ -79,8 +83,11 @@ struct SyncCommand: AsyncParsableCommand {
             help: "The longest wait, in seconds, a server's Retry-After can impose before a retry (default 3600, or 60 with --once).")
     var maxRetryAfter: Double?
 
-    @Option(help: "With --once: retries of a failing upload, with backoff, before giving up.")
+    @Option(help: "With --once: retries of a failing batch, with backoff, before giving up, whatever retries it (alone, the window going back, the halves of a split after a 413); hedges are not retries.")
     var retries = 5
+
+    @Option(name: .customLong("on-damage"), help: "Records the log cannot read: 'skip' (the default: record, count and commit past them, exit 3) or 'stop' (commit up to them and stop).")
+    var onDamage: SyncConfiguration.DamagePolicy = .skip
 
     @Option(help: """
         Requests in flight at once: 'adaptive' (the default: from 1 up to --max-concurrency, \
@@ -182,13 +189,27 @@ struct SyncCommand: AsyncParsableCommand {
             status?.cancel()
             try writeSummary(SyncSummary(await worker.stats), failure: failure)
         }
+        let damaged = await worker.stats.damaged
         await worker.stop()
         try await close()
-        if let failure {
-            Output.error("spool sync: \(failure)")
-            throw ExitCode(1)
-        }
+        try Self.exit(failure: failure.map { "\($0)" }, stoppedAtDamage: failure?.code == .damaged, damaged: damaged,
+                      recordedIn: "\(directory)/deadletter/\(consumer).damaged")
     }
+
+    /// Ends the run: exit 1 with `failure`; exit 3 when it stopped before damaged records
+    /// (`--on-damage stop`) or skipped some (nothing else failed); else 0.
+    private static func exit(failure: String?, stoppedAtDamage: Bool, damaged: DamageTally, recordedIn record: String) throws {
+        if let failure { Output.error("spool sync: \(failure)") }
+        if damaged.records > 0 {
+            let ranges = damaged.rangeCount == 1 ? "1 range" : "\(damaged.rangeCount) ranges"
+            Output.error("spool sync: skipped \(damaged.records) records the log cannot read (damaged), in \(ranges); recorded in \(record)")
+        }
+        if failure != nil && !stoppedAtDamage { throw ExitCode(1) }
+        if stoppedAtDamage || damaged.records > 0 { throw ExitCode(Self.damageExitStatus) }
+    }
+
+    /// The exit status of a run that met damaged records and nothing else failed.
+    static let damageExitStatus: Int32 = 3
 
     /// `--group`: one worker per writer log of DIR, as ``SyncGroup`` runs them.
     private func syncGroup() async throws {
@@ -238,11 +259,10 @@ struct SyncCommand: AsyncParsableCommand {
                                            unopened: [], total: SyncSummary(stats))
             try output.json ? Output.writeJSON(FailedSync(summary: summary, failure: failure)) : Output.write("total: " + summary.total.text)
         }
+        let stats = await group.stats.values
         await group.stop()
-        if let failure {
-            Output.error("spool sync: \(failure)")
-            throw ExitCode(1)
-        }
+        try Self.exit(failure: failure, stoppedAtDamage: stats.contains { $0.fatalError?.code == .damaged } && !stats.contains { $0.fatalError.map { $0.code != .damaged } ?? false },
+                      damaged: Self.sum(stats).damaged, recordedIn: "\(directory)/writers/WRITER/deadletter/\(consumer).damaged")
     }
 
     /// The counters of several workers added up (the most in flight: of any one of them; the
@@ -260,6 +280,7 @@ struct SyncCommand: AsyncParsableCommand {
             total.peakInFlight = max(total.peakInFlight, one.peakInFlight)
             total.pending += one.pending
             total.failures.merge(one.failures, uniquingKeysWith: +)
+            total.damaged.add(one.damaged)
         }
         return total
     }
@@ -298,6 +319,7 @@ struct SyncCommand: AsyncParsableCommand {
         case .adaptive: configuration.concurrency = .adaptive(max: maxConcurrency ?? 32)
         }
         configuration.hedging = hedge == .on
+        configuration.onDamage = onDamage
         // A one-shot run is someone waiting (a script, a cron job): a server's Retry-After may
         // hold it a minute per retry, not the service's hour, unless they say otherwise.
         if let seconds = maxRetryAfter ?? (once ? 60 : nil) { configuration.backoff.maxRetryAfter = .seconds(seconds) }
@@ -371,4 +393,5 @@ enum HedgeSetting: String, ExpressibleByArgument, CaseIterable {
 }
 
 extension HTTPSink.Encoding: ExpressibleByArgument {}
+extension SyncConfiguration.DamagePolicy: ExpressibleByArgument {}
 extension HTTPSink.Compression: ExpressibleByArgument {}

@@ -24,6 +24,31 @@ struct SyncSummary: Encodable {
     var peakInFlight: Int
     /// Records written and not yet committed when it ended.
     var lag: UInt64
+    /// Records skipped because the log cannot read them: lost, recorded and committed past.
+    var damaged: Damaged
+
+    /// The records skipped as damaged: how many, and the ranges (the first 100).
+    struct Damaged: Encodable {
+        struct Range: Encodable {
+            var firstSeq: UInt64
+            var endSeq: UInt64
+            var records: UInt64
+            var segment: String
+            var reason: String
+        }
+
+        var records: UInt64
+        var rangeCount: Int
+        var ranges: [Range]
+
+        init(_ tally: DamageTally) {
+            records = tally.records
+            rangeCount = tally.rangeCount
+            ranges = tally.ranges.map {
+                Range(firstSeq: $0.seqs.lowerBound, endSeq: $0.seqs.upperBound, records: $0.records, segment: $0.segment, reason: $0.reason)
+            }
+        }
+    }
 
     /// - Parameters: what was delivered (one flush's report, or the counters when they are
     ///   the whole run), and the worker's counters for how.
@@ -38,6 +63,7 @@ struct SyncSummary: Encodable {
         hedges = stats.hedges
         peakInFlight = stats.peakInFlight
         lag = stats.pending
+        damaged = Damaged(stats.damaged)
     }
 
     /// A worker's whole run, from its counters.
@@ -51,6 +77,10 @@ struct SyncSummary: Encodable {
         var text = "sent \(records) records in \(batches) requests (\(formatBytes(Int64(bytes))))"
         if deadLettered > 0 { text += "; \(deadLettered) refused records moved to the dead-letter log" }
         text += "; \(requests) requests made, \(retries) retried\(hedges > 0 ? ", \(hedges) hedged" : ""), up to \(peakInFlight) in flight"
+        if damaged.records > 0 {
+            let ranges = damaged.ranges.map { "\($0.firstSeq)-\($0.endSeq - 1)" }.joined(separator: ", ")
+            text += "; DAMAGED: \(damaged.records) records the log cannot read were skipped (\(ranges)\(damaged.rangeCount > damaged.ranges.count ? ", …" : ""))"
+        }
         return text + "\n"
     }
 }

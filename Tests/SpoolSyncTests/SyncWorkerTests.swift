@@ -194,6 +194,41 @@ import Testing
         #expect(uploader.sent.count == 2)
     }
 
+    /// Issue 50: records the log cannot read are recorded before the offset passes them,
+    /// counted, and reported to the app through the per-batch results.
+    @Test func damagedRangesAreRecordedBeforeTheCommitAndReported() async throws {
+        let consumer = MemoryConsumer(records: 30)
+        consumer.damage(10..<20)
+        let deadLetters = MemoryDeadLetters()
+        deadLetters.committed = { consumer.committed }
+        let results = Mutex<[BatchResult]>([])
+        let worker = try worker(consumer, ScriptedUploader(), deadLetters: deadLetters)
+        let report = await worker.dispatch { result in results.withLock { $0.append(result) } }
+        #expect(report.failure == nil)
+        #expect(report.records == 20)
+        #expect(report.damaged.records == 10 && report.damaged.ranges.map(\.seqs) == [10..<20])
+        #expect(deadLetters.damaged.map(\.range.seqs) == [10..<20])
+        #expect(deadLetters.damaged.first?.committed.map { $0 < 20 } == true, "recorded before the commit passed it")
+        #expect(consumer.committed == 30)
+        #expect(await worker.stats.damaged.records == 10)
+        #expect(results.withLock { $0 }.contains { if case .damaged(let ranges) = $0 { ranges.map(\.seqs) == [10..<20] } else { false } })
+    }
+
+    @Test func onDamageStopCommitsUpToTheRangeAndStops() async throws {
+        let consumer = MemoryConsumer(records: 30)
+        consumer.damage(10..<20)
+        var configuration = SyncConfiguration.manual
+        configuration.onDamage = .stop
+        let deadLetters = MemoryDeadLetters()
+        let worker = try worker(consumer, ScriptedUploader(), configuration, deadLetters: deadLetters)
+        let report = await worker.flush()
+        #expect(report.failure?.code == .damaged)
+        #expect(report.failure?.message.contains("10..<20") == true)
+        #expect(consumer.committed == 10)
+        #expect(deadLetters.damaged.isEmpty)
+        #expect(await worker.stats.fatalError?.code == .damaged)
+    }
+
     @Test func poisonRecordsGoToTheDeadLetterSink() async throws {
         let consumer = MemoryConsumer(records: 10)
         let deadLetters = MemoryDeadLetters()

@@ -110,6 +110,22 @@ public struct SyncConfiguration: Sendable {
     /// counted and logged, then skipped. The default is `true`.
     public var deadLetterEnabled: Bool = true
 
+    // MARK: Damage
+
+    /// What the worker does with a range of records the log cannot read (damaged bytes).
+    public enum DamagePolicy: String, Sendable, CaseIterable {
+        /// Record the range (``DeadLetterSink/recordDamage(_:consumer:)``), log it at error
+        /// level, count it (``SyncStats/damaged``), report it (``BatchResult/damaged(_:)``),
+        /// and commit past it: the queue never stalls on damage.
+        case skip
+        /// Commit up to the range and stop there (``SyncError/Code/damaged``), for users who
+        /// prefer to stop and repair: nothing past its first record is committed.
+        case stop
+    }
+
+    /// What the worker does with damaged records. The default is ``DamagePolicy/skip``.
+    public var onDamage: DamagePolicy = .skip
+
     /// The defaults, as documented on each setting.
     public init() {}
 

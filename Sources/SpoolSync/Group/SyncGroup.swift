@@ -259,6 +259,10 @@ public struct GroupFlushReport: Sendable {
     public var bytes: Int { writers.values.reduce(0) { $0 + $1.bytes } }
     /// Refused records moved to dead-letter logs, over every writer.
     public var deadLettered: Int { writers.values.reduce(0) { $0 + $1.deadLettered } }
+    /// Records skipped as damaged (the logs could not read them), over every writer.
+    public var damaged: DamageTally {
+        writers.sorted { $0.key < $1.key }.reduce(into: DamageTally()) { $0.add($1.value.damaged) }
+    }
     /// The first failure, by writer name, if any flush ended with one.
     public var failure: (writer: String, error: SyncError)? {
         writers.sorted { $0.key < $1.key }.lazy.compactMap { name, report in report.failure.map { (name, $0) } }.first

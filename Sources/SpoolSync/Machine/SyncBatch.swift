@@ -20,6 +20,9 @@ package struct SyncBatch: Sendable {
     /// The offset a commit of this batch moves the consumer to: past its last record, and past
     /// any range the read skipped.
     package var end: UInt64
+    /// The ranges among its offsets the read skipped because the log could not read them
+    /// (damaged bytes), in seq order: recorded before a commit passes them.
+    package var damage: [DamagedRange] = []
     /// The sink's request, once built (a half made by a split has none until it is sent).
     var request: SinkRequest<any Sendable>?
     /// The request's size as `maxBatchBytes` measures it, when known (HTTP: the body before
@@ -27,8 +30,10 @@ package struct SyncBatch: Sendable {
     var encodedBytes: Int?
     /// Where the batch is in the window.
     var state: State = .unsent
-    /// How many times its request failed in a way worth retrying, while it was retried on its
-    /// own (``RetryBudget``).
+    /// How many times its requests failed in a way worth retrying (hedges aside), whatever
+    /// path retried them: on its own (``RetryBudget``), after a go-back (kept in the machine's
+    /// ``AttemptLedger`` while it is read again), or as a half of a split, which starts with
+    /// the failures of the batch it comes from.
     var failures = 0
     /// After a failure retried on its own: unsent, and not sent again before this time.
     var retryAt: Duration?
@@ -94,21 +99,35 @@ package struct SyncBatch: Sendable {
 
     /// Splits the batch in two unsent halves of records (it must hold at least two); each half's
     /// encoded size is estimated in proportion to its records. The halves keep the records as
-    /// they were unwrapped.
+    /// they were unwrapped, and the batch's ``failures``: a split is not a retry, and does not
+    /// give its halves a new allowance either.
     func split() -> (SyncBatch, SyncBatch) {
         precondition(outgoing.count > 1, "only a batch of two records or more can be split")
         let middle = outgoing.count / 2
         let first = Array(outgoing[..<middle])
         let share = encodedBytes.map { ($0 * middle / outgoing.count, $0 - $0 * middle / outgoing.count) }
         let middleOffset = first[first.count - 1].stored.seq + 1
-        return (SyncBatch(outgoing: first, start: start, end: middleOffset, encodedBytes: share?.0),
-                SyncBatch(outgoing: Array(outgoing[middle...]), start: middleOffset, end: end, encodedBytes: share?.1))
+        var halves = (SyncBatch(outgoing: first, start: start, end: middleOffset, encodedBytes: share?.0),
+                      SyncBatch(outgoing: Array(outgoing[middle...]), start: middleOffset, end: end, encodedBytes: share?.1))
+        halves.0.failures = failures
+        halves.1.failures = failures
+        halves.0.damage = damage.filter { $0.seqs.lowerBound < middleOffset }
+        halves.1.damage = damage.filter { $0.seqs.lowerBound >= middleOffset }
+        return halves
     }
 
-    /// The part of the batch before `limit` (its start must be below it): its records before
-    /// `limit`, ending there (a skipped range only, if none of its records is).
+    /// The part of the batch before `limit` (its start must be below it): its records and
+    /// damaged ranges before `limit`, ending there (a skipped range only, if none of its
+    /// records is).
     func prefix(before limit: UInt64) -> SyncBatch {
         let kept = Array(outgoing.prefix { $0.stored.seq < limit })
-        return SyncBatch(outgoing: kept, start: start, end: min(end, limit))
+        var part = SyncBatch(outgoing: kept, start: start, end: min(end, limit))
+        part.damage = damage.compactMap { range in
+            guard range.seqs.lowerBound < limit else { return nil }
+            var cut = range
+            cut.seqs = range.seqs.lowerBound..<min(range.seqs.upperBound, limit)
+            return cut
+        }
+        return part
     }
 }

@@ -11,14 +11,21 @@ extension SyncStateMachine {
         // A copy no longer needed: its batch is settled (or gone), whatever it says now.
         if retired.remove(slot) != nil { return pump(now: now) }
         let wasLate = late.remove(slot) != nil
-        if let sent = abandoned.removeValue(forKey: slot) {
-            // Its batch left the window behind a failure; the answer still tells of the server.
+        if let request = abandoned.removeValue(forKey: slot) {
+            // Its batch left the window behind a failure; the answer still tells of the server,
+            // and a failure still counts against the range's retries.
+            var actions: [Action] = []
             if case .retry(let error) = outcome {
                 count(error)
                 failuresAwaitingRetry += 1
+                // The batches read again over its range since count it too.
+                let over = window.indices.filter { window[$0].start < request.range.upperBound && request.range.lowerBound < window[$0].end }
+                let failures = attempts.failed(request.range, after: over.map { window[$0].failures }.max() ?? 0)
+                for index in over { window[index].failures = max(window[index].failures, failures) }
+                actions = failWaiters(error, notify: true) { $0.retries < failures }
             }
-            learn(outcome, roundTrip: now - sent, wasLate: wasLate, now: now)
-            return pump(now: now)
+            learn(outcome, roundTrip: now - request.sent, wasLate: wasLate, now: now)
+            return actions + pump(now: now)
         }
         if let index = window.firstIndex(where: { $0.hedge?.slot == slot }) {
             return hedgeAnswered(at: index, outcome, bytes: bytes, now: now, jitter: jitter)
@@ -84,6 +91,10 @@ extension SyncStateMachine {
         case .retry(let error):
             count(error)
             retryBudget.failed()
+            // One count of failures per batch, whatever retries it (on its own, after a
+            // go-back, as the halves of a split): a flush allowing fewer retries ends before
+            // the batch is sent again.
+            window[index].failures += 1
             if let alone = retryAlone(at: index, error, now: now, jitter: jitter) { return alone + pump(now: now) }
             failuresAwaitingRetry += 1
             // Batches accepted since the last failure are progress: the backoff starts over, as
@@ -98,8 +109,9 @@ extension SyncStateMachine {
             if case .tooLarge = outcome {
                 lowerCeiling(below: batch)
                 // Batches read but not sent were cut for the old limits: read them again.
-                while window.count > index + 1, window[window.count - 1].isUnsent { window.removeLast() }
+                while window.count > index + 1, window[window.count - 1].isUnsent { attempts.keep(window.removeLast()) }
                 caughtUp = false
+                damageAhead = nil
             }
             if batch.records.count > 1 {
                 // Bisect: the halves go first, so a poison record ends up alone and the rest still arrive.
@@ -122,9 +134,9 @@ extension SyncStateMachine {
     /// keeps flowing (the offset still never passes it): when more than one request may be in
     /// flight (`.fixed(1)` keeps its batches in seq order at the server, so there the window
     /// halts and goes back, as it always did), the ``RetryBudget`` allows it, and someone still
-    /// wants the drain after the flushes that allow fewer retries, or whose deadline comes
-    /// first, end with the failure. Nil when it is not: the window halts behind it and the
-    /// worker backs off.
+    /// wants the drain after the flushes that allow fewer retries than the batch's failures, or
+    /// whose deadline comes first, end with the failure. Nil when it is not: the window halts
+    /// behind it and the worker backs off.
     ///
     /// A `Retry-After` on one answer among accepted ones binds its batch (it goes no sooner),
     /// not the window: the requests in flight are not abandoned and sent again, and the
@@ -136,7 +148,7 @@ extension SyncStateMachine {
     /// for the server's `Retry-After`, as it always did.
     private mutating func retryAlone(at index: Int, _ error: SyncError, now: Duration, jitter: Double) -> [Action]? {
         guard concurrency.maximum > 1, retryBudget.allowsRetry else { return nil }
-        let failures = window[index].failures + 1
+        let failures = window[index].failures
         let until = now + selectiveDelay(afterFailures: failures, retryAfter: error.retryAfter, jitter: jitter)
         let minimum = minimumRequestTime
         func keeps(_ waiter: Waiter) -> Bool {
@@ -152,7 +164,6 @@ extension SyncStateMachine {
             return true
         }
         window[index].state = .unsent
-        window[index].failures = failures
         window[index].retryAt = until
         return actions
     }
@@ -197,7 +208,7 @@ extension SyncStateMachine {
     /// controller sees each batch's request once, through its first copy.
     private mutating func noteLateRequests(now: Duration) {
         guard concurrency.adaptive, let after = concurrency.lateAfter else { return }
-        var sent = abandoned.map { (slot: $0.key, at: $0.value) }
+        var sent = abandoned.map { (slot: $0.key, at: $0.value.sent) }
         for batch in window {
             if case .inFlight(let slot, let at) = batch.state { sent.append((slot, at)) }
         }
@@ -208,14 +219,16 @@ extension SyncStateMachine {
     }
 
     /// Drops every batch after `index` (after a failure there): those in flight are
-    /// abandoned, and all are read again after the retry.
-    private mutating func dropWindow(after index: Int) {
+    /// abandoned, and all are read again after the retry, with what they went through.
+    mutating func dropWindow(after index: Int) {
         for batch in window[(index + 1)...] {
-            if case .inFlight(let slot, let sent) = batch.state { abandoned[slot] = sent }
+            attempts.keep(batch)
+            if case .inFlight(let slot, let sent) = batch.state { abandoned[slot] = (sent, batch.start..<batch.end) }
             if let hedge = batch.hedge { retired.insert(hedge.slot) }
         }
         window.removeSubrange((index + 1)...)
         caughtUp = false
+        damageAhead = nil  // found again when what follows is read again
     }
 
     /// A 413: batches from now on hold at most half of the refused one, in records and in
@@ -244,8 +257,7 @@ extension SyncStateMachine {
     mutating func refuse(_ batch: SyncBatch, _ error: SyncError) -> [Action] {
         let log = Action.logRefusal(error, records: batch.records.count)
         guard configuration.deadLetterEnabled else {
-            local = .committing(end: batch.end, .deadLettered(records: batch.records.count))
-            return [log, .commit(upTo: batch.end)]
+            return [log] + commit(upTo: batch.end, .deadLettered(records: batch.records.count), passing: batch.damage)
         }
         local = .deadLettering(batch)
         return [log, .deadLetter(Array(batch.records), error)]
@@ -253,8 +265,27 @@ extension SyncStateMachine {
 
     mutating func deadLetterCompleted(now: Duration) -> [Action] {
         guard case .deadLettering(let batch) = local else { return [] }
-        local = .committing(end: batch.end, .deadLettered(records: batch.records.count))
-        return [.commit(upTo: batch.end)]
+        return commit(upTo: batch.end, .deadLettered(records: batch.records.count), passing: batch.damage)
+    }
+
+    /// Commits the consumer to `end`; when that passes damaged ranges, they are recorded first
+    /// (every skipped range is recorded before the offset passes it).
+    mutating func commit(upTo end: UInt64, _ kind: CommitKind, passing damage: [DamagedRange]) -> [Action] {
+        guard damage.isEmpty else {
+            local = .recordingDamage(end: end, kind, damage)
+            return [.recordDamage(damage)]
+        }
+        local = .committing(end: end, kind)
+        return [.commit(upTo: end)]
+    }
+
+    /// The damaged ranges are recorded: the commit that passes them goes on (they are counted
+    /// once it completes).
+    mutating func damageRecorded() -> [Action] {
+        guard case .recordingDamage(let end, let kind, let damage) = local else { return [] }
+        damagePassed = damage
+        local = .committing(end: end, kind)
+        return [.commit(upTo: end)]
     }
 
     mutating func commitCompleted(now: Duration) -> [Action] {
@@ -262,7 +293,14 @@ extension SyncStateMachine {
         local = nil
         stats.committed = max(stats.committed, end)
         stats.pending = pending
+        attempts.forget(below: stats.committed)
         var actions: [Action] = []
+        if !damagePassed.isEmpty {
+            stats.damaged.add(damagePassed)
+            for index in waiters.indices { waiters[index].report.damaged.add(damagePassed) }
+            if !waiters.isEmpty { actions.append(.notify(ids: waiters.map(\.id), .damaged(damagePassed))) }
+            damagePassed = []
+        }
         switch kind {
         case .delivered(let batches, let records, let bytes):
             stats.batches += batches
@@ -272,8 +310,6 @@ extension SyncStateMachine {
                 waiters[index].report.batches += batches
                 waiters[index].report.records += records
                 waiters[index].report.bytes += bytes
-                // Retries count per upload: a delivered batch gives the next one the full allowance.
-                waiters[index].retriesLeft = waiters[index].retries
             }
             if !waiters.isEmpty {
                 actions += Array(repeating: .notify(ids: waiters.map(\.id), .good), count: batches)
@@ -318,23 +354,20 @@ extension SyncStateMachine {
         // The retry reads again from the committed offset rather than re-sending this batch
         // from memory: records that expired (`maxAge`, `reportingDeadline`) or were dropped
         // by the cap during the backoff are then skipped and counted, never uploaded. The
-        // window goes too; the read makes the same batches again, in the same order.
-        window.removeAll()
-        caughtUp = false
+        // window goes too; the read makes the same batches again, in the same order, and they
+        // get back the failures they had (``attempts``). The flushes allowing fewer retries
+        // than a batch read again has failed end (the failed one's, or one dropped behind a
+        // failure), and those whose deadline comes first.
+        dropWindow(after: -1)
+        let failures = attempts.mostFailures
         var actions: [Action] = waiters.isEmpty ? [] : [.notify(ids: waiters.map(\.id), .error(error))]
         let minimum = minimumRequestTime
-        waiters.removeAll { waiter in
-            let fits = waiter.deadline.map { until + minimum <= $0 } ?? true
-            if waiter.retriesLeft > 0 && fits { return false }
-            var report = waiter.report
-            report.failure = error
-            actions.append(.finishFlush(id: waiter.id, report))
-            return true
+        actions += failWaiters(error, notify: false) { waiter in
+            waiter.retries < failures || !(waiter.deadline.map { until + minimum <= $0 } ?? true)
         }
-        for index in waiters.indices { waiters[index].retriesLeft -= 1 }
         retryOwed = true
         guard wanted else {
-            phase = .idle
+            endDrain()
             return actions
         }
         backoffGeneration += 1
@@ -350,25 +383,28 @@ extension SyncStateMachine {
     mutating func haltingFailure(_ error: SyncError, now: Duration, jitter: Double) -> [Action] {
         guard local != nil else { return [] }
         local = nil
+        damagePassed = []
         count(error)
         consecutiveFailures += 1
         backoffUntil = now + configuration.backoff.delay(afterFailures: consecutiveFailures, unit: jitter)
         dropWindow(after: -1)
         retryOwed = false
-        phase = .idle
+        endDrain()
         return failWaiters(error, notify: true)
     }
 
-    /// Answers every waiting flush with `error` (told through `notify` first when asked) and
-    /// forgets them.
-    mutating func failWaiters(_ error: SyncError, notify: Bool) -> [Action] {
-        var actions: [Action] = notify && !waiters.isEmpty ? [.notify(ids: waiters.map(\.id), .error(error))] : []
-        for waiter in waiters {
+    /// Answers the waiting flushes `ending` picks (every one by default) with `error`, told
+    /// through `notify` first when asked, and forgets them.
+    mutating func failWaiters(_ error: SyncError, notify: Bool, where ending: (Waiter) -> Bool = { _ in true }) -> [Action] {
+        let ended = waiters.filter(ending)
+        guard !ended.isEmpty else { return [] }
+        waiters.removeAll(where: ending)
+        var actions: [Action] = notify ? [.notify(ids: ended.map(\.id), .error(error))] : []
+        for waiter in ended {
             var report = waiter.report
             report.failure = error
             actions.append(.finishFlush(id: waiter.id, report))
         }
-        waiters.removeAll()
         return actions
     }
 

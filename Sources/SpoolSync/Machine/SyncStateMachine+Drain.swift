@@ -25,6 +25,13 @@ extension SyncStateMachine {
         window.reduce(0) { $0 + ($1.slot == nil ? 0 : 1) + ($1.hedge == nil ? 0 : 1) } + abandoned.count + retired.count
     }
 
+    /// Whether the request in `slot` carries a batch of the window as its first copy, or one
+    /// abandoned behind a failure: its failure counts against the batch's retries (a hedge's,
+    /// or a copy's no longer needed, does not).
+    package func carriesBatch(slot: Int) -> Bool {
+        abandoned[slot] != nil || window.contains { $0.slot == slot }
+    }
+
     /// The records and payload bytes the window holds.
     var held: (records: Int, bytes: Int) {
         window.reduce((0, 0)) { ($0.0 + $1.records.count, $0.1 + $1.payloadBytes) }
@@ -54,6 +61,14 @@ extension SyncStateMachine {
         return limit
     }
 
+    /// The drain is over (nobody wants more, or a failure ended it): idle, and the batches'
+    /// failures are forgotten, so that the next flush has its whole `retries` allowance. A
+    /// drain that backs off and goes on keeps them.
+    mutating func endDrain() {
+        phase = .idle
+        attempts = AttemptLedger()
+    }
+
     /// Starts a drain (from idle, or when a backoff ends) and moves it on.
     mutating func nextStep(now: Duration) -> [Action] {
         guard !isStopped else { return [] }
@@ -80,14 +95,15 @@ extension SyncStateMachine {
             } else if head.records.isEmpty {
                 if let violation = contiguityViolation([head], from: stats.committed) { return internalFailure(violation) }
                 window.removeFirst()
-                local = .committing(end: head.end, .skipped)
-                actions.append(.commit(upTo: head.end))
+                actions += commit(upTo: head.end, .skipped, passing: head.damage)
             }
         }
+        if local == nil, window.isEmpty, let damage = damageAhead { return actions + stop(before: damage) }
         let minimum = minimumRequestTime
         if waiters.contains(where: { $0.deadline.map { $0 - now < minimum } ?? false }) {
             if case .committing = local { return actions }  // answered once it is counted
             if case .deadLettering = local { return actions }
+            if case .recordingDamage = local { return actions }
             waiters.removeAll { waiter in
                 guard let deadline = waiter.deadline, deadline - now < minimum else { return false }
                 var report = waiter.report
@@ -99,8 +115,8 @@ extension SyncStateMachine {
         guard wanted else {
             if local == nil && window.allSatisfy({ $0.slot == nil }) {
                 // Nothing more to wait for: what was read and not sent is read again next time.
-                window.removeAll()
-                phase = .idle
+                dropWindow(after: -1)
+                endDrain()
             }
             return actions
         }
@@ -115,7 +131,7 @@ extension SyncStateMachine {
             actions.append(send(at: index, timeout: timeout, now: now))
         }
         actions += armWake(now: now)
-        guard !halted, local == nil, window.isEmpty || (!caughtUp && window.count(where: { $0.isDue(now) }) < concurrency.limit) else {
+        guard !halted, local == nil, damageAhead == nil, window.isEmpty || (!caughtUp && window.count(where: { $0.isDue(now) }) < concurrency.limit) else {
             return actions
         }
         // The window's bound: a read only with room for a whole batch (always, when the window
@@ -209,13 +225,14 @@ extension SyncStateMachine {
         case .accepted:
             var delivered = (batches: 0, records: 0, bytes: 0)
             var end = stats.committed
+            var damage: [DamagedRange] = []
             while case .accepted(let bytes) = window.first?.answer {
                 let batch = window.removeFirst()
                 delivered = (delivered.batches + 1, delivered.records + batch.records.count, delivered.bytes + bytes)
                 end = batch.end
+                damage += batch.damage
             }
-            local = .committing(end: end, .delivered(batches: delivered.batches, records: delivered.records, bytes: delivered.bytes))
-            return [.commit(upTo: end)]
+            return commit(upTo: end, .delivered(batches: delivered.batches, records: delivered.records, bytes: delivered.bytes), passing: damage)
         }
     }
 
@@ -248,6 +265,15 @@ extension SyncStateMachine {
             expected = end
         }
         return nil
+    }
+
+    /// ``SyncConfiguration/DamagePolicy/stop``: the window before the damaged range is
+    /// committed, and the worker stops there with ``SyncError/Code/damaged``.
+    mutating func stop(before damage: DamagedRange) -> [Action] {
+        let error = SyncError(.damaged, "records \(damage.seqs.lowerBound)..<\(damage.seqs.upperBound) (\(damage.records)) cannot be read: \(damage.reason); stopped before them (on damage: stop), committed through \(stats.committed)")
+        count(error)
+        stats.fatalError = error
+        return halt(error) + [.shutDown]
     }
 
     /// The machine found its own invariant broken: stop before committing anything, with an
@@ -288,7 +314,17 @@ extension SyncStateMachine {
                 return batch.end > limit ? batch.prefix(before: limit) : batch
             }
         }
+        if configuration.onDamage == .stop, let damage = batches.lazy.flatMap(\.damage).first {
+            // Nothing at or past the damage is added: the window stops before it.
+            let limit = damage.seqs.lowerBound
+            batches = batches.compactMap { batch in
+                guard batch.start < limit else { return nil }
+                return batch.end > limit ? batch.prefix(before: limit) : batch
+            }
+            damageAhead = damage
+        }
         batches.removeAll { $0.records.isEmpty && $0.end <= windowEnd }
+        if batches.isEmpty, window.isEmpty, let damage = damageAhead { return stop(before: damage) }
         guard let last = batches.last else {
             guard window.isEmpty else {
                 caughtUp = true
@@ -297,7 +333,7 @@ extension SyncStateMachine {
             // Nothing to read: the drain is done. `writtenEnd` stays: a write noticed while
             // this read ran may be past what it saw, and the next timer tick must still see it.
             stats.pending = pending
-            phase = .idle
+            endDrain()
             let ids = waiters.map(\.id)
             var actions: [Action] = ids.isEmpty ? [] : [.notify(ids: ids, .noData)]
             actions += waiters.map { .finishFlush(id: $0.id, $0.report) }
@@ -307,7 +343,7 @@ extension SyncStateMachine {
         caughtUp = false
         writtenEnd = max(writtenEnd, last.end)
         stats.pending = pending
-        window += batches
+        window += batches.map(attempts.restored)
         return pump(now: now)
     }
 

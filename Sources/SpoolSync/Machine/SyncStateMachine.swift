@@ -51,6 +51,9 @@ package struct SyncStateMachine: Sendable {
         case uploadCompleted(slot: Int, SinkOutcome, bytes: Int)
         case deadLetterCompleted
         case deadLetterFailed(SyncError)
+        /// The damaged ranges of ``Action/recordDamage(_:)`` are stored durably.
+        case damageRecorded
+        case damageRecordFailed(SyncError)
         case commitCompleted
         case commitFailed(SyncError)
     }
@@ -68,6 +71,9 @@ package struct SyncStateMachine: Sendable {
         /// Write refused records to the dead-letter log (durably), with the refusal: the records
         /// as read from the log (each ``OutgoingRecord/stored``), whatever the sink was sent.
         case deadLetter([Record], SyncError)
+        /// Store durably that these ranges of records the log could not read are skipped, and
+        /// log them at error level (never payloads): the commit after it passes them.
+        case recordDamage([DamagedRange])
         /// Commit the consumer so that `end` is the next record it delivers.
         case commit(upTo: UInt64)
         /// (Re)arm the interval timer; a fire with an older generation is ignored.
@@ -110,6 +116,8 @@ package struct SyncStateMachine: Sendable {
         case reading(from: UInt64)
         case committing(end: UInt64, CommitKind)
         case deadLettering(SyncBatch)
+        /// Recording the damaged ranges a commit to `end` passes, before it.
+        case recordingDamage(end: UInt64, CommitKind, [DamagedRange])
     }
 
     package enum CommitKind: Sendable {
@@ -122,9 +130,10 @@ package struct SyncStateMachine: Sendable {
     struct Waiter: Sendable {
         var id: Int
         var deadline: Duration?
-        /// Retries granted to each upload; `retriesLeft` goes back to it when a batch is delivered.
+        /// The retries a batch may have while this flush waits: it ends with the failure once
+        /// a batch's requests failed more often (``SyncBatch/failures``), whatever path
+        /// retried them.
         var retries: Int
-        var retriesLeft: Int
         /// The offset this flush waits for, if it does not wait for the end of the log.
         var through: UInt64?
         var report = FlushReport()
@@ -139,9 +148,18 @@ package struct SyncStateMachine: Sendable {
     /// The read, commit or dead-letter write in flight, if any.
     package var local: Local?
     /// Requests in flight whose batches left the window (dropped behind a failure): their
-    /// answers are ignored, but they hold a slot until they come. By slot, with when they
-    /// were sent.
-    var abandoned: [Int: Duration] = [:]
+    /// answers are ignored (a failure still counts against the range's retries), but they
+    /// hold a slot until they come. By slot, with when they were sent and the offsets they carry.
+    var abandoned: [Int: (sent: Duration, range: Range<UInt64>)] = [:]
+    /// What the requests of ranges that left the window unsettled went through, given back
+    /// to their batches when they are read again.
+    var attempts = AttemptLedger()
+    /// The damaged ranges recorded for the commit in flight: counted once it completes.
+    var damagePassed: [DamagedRange] = []
+    /// With ``SyncConfiguration/DamagePolicy/stop``: the first damaged range read, which the
+    /// window stops before. Nothing more is read; once the window before it is committed, the
+    /// worker stops.
+    var damageAhead: DamagedRange?
     /// Slots of requests in flight already reported late to the controller.
     var late: Set<Int> = []
     /// Copies of a hedged batch no longer needed (the other copy settled it, or the batch
@@ -252,15 +270,16 @@ package struct SyncStateMachine: Sendable {
             wakeAt = nil
             return pump(now: now)
         case .flushRequested(let id, let deadline, let retries, let through):
-            let waiter = Waiter(id: id, deadline: deadline, retries: max(retries, 0), retriesLeft: max(retries, 0), through: through)
+            let waiter = Waiter(id: id, deadline: deadline, retries: max(retries, 0), through: through)
             return flushRequested(waiter, now: now)
         case .flushDeadlinePassed(let id): return flushDeadlinePassed(id: id)
         case .readCompleted(let batch): return readCompleted(batch, now: now)
         case .uploadCompleted(let slot, let outcome, let bytes):
             return uploadCompleted(slot: slot, outcome, bytes: bytes, now: now, jitter: jitter)
         case .deadLetterCompleted: return deadLetterCompleted(now: now)
+        case .damageRecorded: return damageRecorded()
         case .commitCompleted: return commitCompleted(now: now)
-        case .readFailed(let error), .deadLetterFailed(let error), .commitFailed(let error):
+        case .readFailed(let error), .deadLetterFailed(let error), .commitFailed(let error), .damageRecordFailed(let error):
             return haltingFailure(error, now: now, jitter: jitter)
         }
     }

@@ -8,6 +8,9 @@ public struct FlushReport: Sendable {
     public var bytes = 0
     /// Records the server refused that were moved to the dead-letter log and committed past.
     public var deadLettered = 0
+    /// Records skipped as damaged (the log could not read them), recorded and committed past
+    /// during the flush: lost, never delivered.
+    public var damaged = DamageTally()
     /// The failure that ended the flush, if one did. `nil` when the flush ended because nothing
     /// was pending, or at its deadline.
     public var failure: SyncError?
@@ -30,4 +33,7 @@ public enum BatchResult: Sendable {
     case noData
     /// A request or a commit failed.
     case error(SyncError)
+    /// Ranges of records the log could not read (damaged bytes) were recorded and are
+    /// committed past: lost, never delivered (``SyncConfiguration/DamagePolicy/skip``).
+    case damaged([DamagedRange])
 }

@@ -13,7 +13,7 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         private enum Kind: String, Sendable {
             case network, timeout, serverError, rateLimited, unexpectedResponse, unauthorized
             case payloadTooLarge, rejected, readFailed, commitFailed, deadLetterFailed
-            case stopped, invalidConfiguration, destinationRefused, internalError
+            case stopped, invalidConfiguration, destinationRefused, internalError, damaged
         }
         private let kind: Kind
         private init(_ kind: Kind) { self.kind = kind }
@@ -59,6 +59,11 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         /// window. The worker stops before committing anything past the gap; the message names
         /// the offsets. Please report it.
         public static let internalError = Code(.internalError)
+        /// The log could not read a range of records (damaged bytes) and
+        /// ``SyncConfiguration/onDamage`` is ``SyncConfiguration/DamagePolicy/stop``: the worker
+        /// stopped, committed up to the range and not past it; the message names the range
+        /// and the segment.
+        public static let damaged = Code(.damaged)
 
         /// Whether a failure of this kind is retried with backoff (nothing is committed, nothing lost).
         public var isRetryable: Bool {

@@ -30,6 +30,9 @@ public struct SyncStats: Sendable {
     public var failures: [SyncError.Code: Int] = [:]
     /// Records moved to the dead-letter log (or skipped, with dead-lettering disabled).
     public var deadLettered = 0
+    /// Records skipped because the log could not read them (damaged bytes), recorded and
+    /// committed past (see ``SyncConfiguration/onDamage``): lost, never delivered.
+    public var damaged = DamageTally()
     /// The consumer's committed offset: the next record to deliver.
     public var committed: UInt64 = 0
     /// Records written and not yet committed, as far as the worker knows.

@@ -60,6 +60,9 @@ package struct AnySink: Sendable {
     /// before ends. With no record from `from` on, one empty batch from `from` that carries
     /// the read's `endSeq` (a skipped range), or ends at `from` (nothing pending).
     ///
+    /// The ranges the read skipped as damaged (`corrupt` notices) go with the batch holding
+    /// them (``SyncBatch/damage``).
+    ///
     /// The new records are unwrapped here, once for this read, and no more of them than the
     /// batches can take (`batches × maxCount`); those a byte limit leaves over are unwrapped
     /// again by the read that takes them.
@@ -79,7 +82,19 @@ package struct AnySink: Sendable {
             left -= batch.outgoing.count
             start = batch.end
         }
-        return cut.isEmpty ? [SyncBatch(outgoing: [], start: from, end: max(from, read.endSeq))] : cut
+        if cut.isEmpty { cut = [SyncBatch(outgoing: [], start: from, end: max(from, read.endSeq))] }
+        // Each damaged range the read skipped goes with the batch whose offsets hold it (a
+        // notice lies between two records, so inside one batch); those past the last batch
+        // are read again with it. A range that began inside the window (damage running to the
+        // end of a segment that has grown since) counts from `from`: the part before was
+        // recorded with the batch that holds it.
+        for notice in read.notices where notice.kind == .corrupt && notice.range.upperBound > from {
+            var damage = DamagedRange(notice)
+            damage.seqs = max(notice.range.lowerBound, from)..<notice.range.upperBound
+            guard let index = cut.firstIndex(where: { damage.seqs.lowerBound < $0.end }) else { break }
+            cut[index].damage.append(damage)
+        }
+        return cut
     }
 
     /// The request of `batch`: the one prepared with it, or, for a half of a split, one made

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import Spool
 import Synchronization
@@ -106,6 +107,21 @@ public final class DeadLetterLog: DeadLetterSink {
         let (log, sourceHoldsOrigins) = try await open()
         for record in records {
             try await log.append(Self.entry(record, logID: sourceLog, sourceHoldsOrigins: sourceHoldsOrigins), durability: .synced)
+        }
+    }
+
+    /// Records durably that `consumer` skipped `ranges` of records the log could not read: a
+    /// line each in `deadletter/<consumer>.damaged`, beside the dead-letter log (FORMAT.md,
+    /// "Dead letters"), synced before it returns. The file is made with the log's file mode,
+    /// and `deadletter/` with its directory mode; neither is followed if it is a link.
+    /// - Throws: `SpoolError` `.io` naming the path when it cannot be written or synced.
+    public func recordDamage(_ ranges: [DamagedRange], consumer: String) async throws {
+        let (logDirectory, name, configuration) = (logDirectory, self.consumer, configuration)
+        let time = Date()
+        try await offload {
+            let directory = try EventLog.createDirectories([EventLog.deadLetterDirectory], inside: logDirectory, permissions: configuration.directoryMode)
+            try DamageFile(path: "\(directory)/\(DamageFile.name(consumer: name))", permissions: configuration.fileMode)
+                .append(ranges, consumer: consumer, at: time)
         }
     }
 

@@ -4,7 +4,9 @@ import Metrics
 /// disagree. Dimensions: `consumer`, and `outcome` for uploads (`accepted` or a
 /// ``SyncError/Code`` such as `serverError`, `rateLimited`, `payloadTooLarge`, `rejected`),
 /// `kind` for failures (every ``SyncError/Code``, commits and reads included).
-/// `spool_sync_hedges_total` counts hedged requests (``SyncStats/hedges``).
+/// `spool_sync_hedges_total` counts hedged requests (``SyncStats/hedges``);
+/// `spool_sync_damaged_records_total` and `spool_sync_damaged_ranges_total` the records and
+/// ranges skipped because the log could not read them (``SyncStats/damaged``).
 /// One gauge, `spool_sync_pending`: records written and not yet committed (the consumer's lag,
 /// as the worker knows it), to watch a running sync from outside the process.
 struct SyncMetrics: Sendable {
@@ -15,6 +17,8 @@ struct SyncMetrics: Sendable {
     private let deadLettered: Counter
     private let records: Counter
     private let bytes: Counter
+    private let damagedRecords: Counter
+    private let damagedRanges: Counter
     private let pending: Gauge
 
     /// Instruments from `factory`, or from the process-wide `MetricsSystem` when nil.
@@ -28,6 +32,8 @@ struct SyncMetrics: Sendable {
         deadLettered = Counter(label: "spool_sync_dead_lettered_total", dimensions: dimensions, factory: factory)
         records = Counter(label: "spool_sync_records_total", dimensions: dimensions, factory: factory)
         bytes = Counter(label: "spool_sync_bytes_total", dimensions: dimensions, factory: factory)
+        damagedRecords = Counter(label: "spool_sync_damaged_records_total", dimensions: dimensions, factory: factory)
+        damagedRanges = Counter(label: "spool_sync_damaged_ranges_total", dimensions: dimensions, factory: factory)
         pending = Gauge(label: "spool_sync_pending", dimensions: dimensions, factory: factory)
     }
 
@@ -47,6 +53,8 @@ struct SyncMetrics: Sendable {
         increment(deadLettered, new.deadLettered - old.deadLettered)
         increment(records, new.records - old.records)
         increment(bytes, new.bytes - old.bytes)
+        increment(damagedRecords, Int(clamping: new.damaged.records - old.damaged.records))
+        increment(damagedRanges, new.damaged.rangeCount - old.damaged.rangeCount)
         if new.pending != old.pending { pending.record(new.pending) }
     }
 

@@ -17,6 +17,13 @@ import Spool
 /// - Launch: ``start()`` sends at once whatever a previous run left.
 /// - ``pause()`` / ``resume()`` stop and restart the automatic policies.
 ///
+/// Records the log cannot read (damaged bytes) are never passed silently: with
+/// ``SyncConfiguration/onDamage`` ``SyncConfiguration/DamagePolicy/skip`` each range is logged
+/// at error level and recorded (``DeadLetterSink/recordDamage(_:consumer:)``) before the offset
+/// passes it, then counted (``SyncStats/damaged``, ``FlushReport/damaged``) and reported to
+/// ``dispatch(deadline:retries:onBatch:)`` as ``BatchResult/damaged(_:)``; with
+/// ``SyncConfiguration/DamagePolicy/stop`` the worker stops before it (``SyncError/Code/damaged``).
+///
 /// Delivery is at least once: the offset moves only after a 2xx, through the records
 /// accepted. A crash between the answer and the commit sends the batch again with the same
 /// `Spool-Batch` header and record ids, so the server can drop the duplicates.
@@ -298,6 +305,20 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
                     return .deadLetterCompleted
                 } catch {
                     return .deadLetterFailed(SyncError(.deadLetterFailed, "writing refused records to the dead-letter log failed", cause: error))
+                }
+            }
+        case .recordDamage(let ranges):
+            for range in ranges {
+                logger.error("skipping records the log cannot read (damaged); they are lost", metadata: [
+                    "spool.records": "\(range.seqs.lowerBound)..<\(range.seqs.upperBound)", "spool.count": "\(range.records)",
+                    "spool.segment": "\(range.segment)", "spool.reason": "\(range.reason)"])
+            }
+            run { [deadLetters, source] in
+                do {
+                    try await deadLetters?.recordDamage(ranges, consumer: source.consumerName)
+                    return .damageRecorded
+                } catch {
+                    return .damageRecordFailed(SyncError(.deadLetterFailed, "recording the damaged records skipped failed", cause: error))
                 }
             }
         case .commit(let end):

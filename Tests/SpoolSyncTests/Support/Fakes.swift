@@ -37,6 +37,17 @@ final class MemoryDeadLetters: DeadLetterSink {
     func store(_ records: [Record], refusedWith error: SyncError) async throws {
         stored.withLock { $0 += records.map { ($0, error) } }
     }
+
+    /// The damaged ranges recorded, with the consumer's committed offset when each was (read
+    /// through `committed`, if set).
+    private let damage = Mutex<[(range: DamagedRange, committed: UInt64?)]>([])
+    var damaged: [(range: DamagedRange, committed: UInt64?)] { damage.withLock { $0 } }
+    nonisolated(unsafe) var committed: (() -> UInt64)?
+
+    func recordDamage(_ ranges: [DamagedRange], consumer: String) async throws {
+        let offset = committed?()
+        damage.withLock { $0 += ranges.map { ($0, offset) } }
+    }
 }
 
 /// What ``eventually(_:polls:_:)`` throws when its condition never held.

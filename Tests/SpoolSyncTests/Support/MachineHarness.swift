@@ -229,6 +229,8 @@ struct MachineHarness {
         case .deadLetter(let refused, _):
             deadLettered += refused.map(\.seq)
             return .deadLetterCompleted
+        case .recordDamage:
+            return .damageRecorded
         case .commit(let end):
             if failCommits > 0 {
                 failCommits -= 1
@@ -279,6 +281,7 @@ extension BatchResult {
         case .good: "good"
         case .noData: "noData"
         case .error(let error): "error(\(error.code))"
+        case .damaged(let ranges): "damaged(\(ranges.map(\.seqs)))"
         }
     }
 }

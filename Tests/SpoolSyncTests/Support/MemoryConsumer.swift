@@ -5,7 +5,8 @@ import Synchronization
 /// commit failures. It keeps Spool's contract: a read starts at the committed offset and
 /// returns the same records until they are committed, `endSeq` is exclusive, and a commit
 /// backwards or past the last record throws `.invalidCommit` (committing the offset it has is
-/// a no-op). Every commit is durable; nothing expires, so a batch has no notices.
+/// a no-op). Every commit is durable; nothing expires; records marked ``damage(_:)`` are
+/// skipped with a `corrupt` notice, as a log's reader skips damaged bytes.
 final class MemoryConsumer: LogConsumer {
     private struct State {
         var records: [Record] = []
@@ -16,6 +17,7 @@ final class MemoryConsumer: LogConsumer {
         var readFailures = 0
         var commits: [UInt64] = []
         var reads: [[UInt64]] = []
+        var damaged: Set<UInt64> = []
     }
 
     private let state = Mutex(State())
@@ -44,6 +46,9 @@ final class MemoryConsumer: LogConsumer {
     /// The end of every commit that returned, in order (a no-op commit included).
     var commits: [UInt64] { state.withLock { $0.commits } }
 
+    /// Makes `seqs` unreadable: reads skip them with a `corrupt` notice a run.
+    func damage(_ seqs: Range<UInt64>) { state.withLock { $0.damaged.formUnion(seqs) } }
+
     /// Makes the next `count` commits fail with an I/O error.
     func failCommits(_ count: Int) { state.withLock { $0.commitFailures = count } }
     /// Makes the next `count` reads fail with an I/O error.
@@ -71,15 +76,26 @@ final class MemoryConsumer: LogConsumer {
                 throw SpoolError(.io, "injected read failure")
             }
             var records: [Record] = []
+            var notices: [ReadNotice] = []
             var bytes = 0
+            var end = state.committed
             for record in state.records[Int(state.committed)...] {
+                if state.damaged.contains(record.seq) {
+                    if let last = notices.last, last.range.upperBound == record.seq {
+                        notices[notices.count - 1].range = last.range.lowerBound..<record.seq + 1
+                    } else {
+                        notices.append(ReadNotice(kind: .corrupt, range: record.seq..<record.seq + 1, detail: "memory.seg: damaged"))
+                    }
+                    end = record.seq + 1
+                    continue
+                }
                 if records.count == maxCount || (!records.isEmpty && bytes + record.payload.count > maxBytes) { break }
                 records.append(record)
                 bytes += record.payload.count
+                end = record.seq + 1
             }
-            let end = records.last.map { $0.seq + 1 } ?? state.committed
             state.reads.append(records.map(\.seq))
-            return ConsumerBatch(records: records, endSeq: end, startSeq: state.committed)
+            return ConsumerBatch(records: records, notices: notices, endSeq: end, startSeq: state.committed)
         }
     }
 
