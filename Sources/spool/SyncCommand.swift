@@ -238,7 +238,7 @@ struct SyncCommand: AsyncParsableCommand {
                 writers: report.writers.sorted(by: { $0.key < $1.key }).compactMap { name, one in
                     stats[name].map { SyncSummary(writer: name, records: one.records, batches: one.batches, bytes: one.bytes, deadLettered: one.deadLettered, stats: $0) }
                 },
-                unopened: report.unopened.sorted(by: { $0.key < $1.key }).map { .init(writer: $0.key, error: "\($0.value)") },
+                unopened: report.unopened.sorted(by: { $0.key < $1.key }).map { UnopenedWriter(writer: $0.key, cause: $0.value) },
                 total: SyncSummary(records: report.records, batches: report.batches, bytes: report.bytes, deadLettered: report.deadLettered, stats: Self.sum(stats.values)))
             failure = report.failure.map { "writer \($0.writer): \($0.error)" }
                 ?? report.unopened.sorted(by: { $0.key < $1.key }).first.map { "writer \($0.key): \($0.value)" }

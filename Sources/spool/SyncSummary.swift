@@ -88,13 +88,8 @@ struct SyncSummary: Encodable {
 /// What `spool sync --group` reports when it ends: each writer log, the ones it could not
 /// open, and the totals.
 struct GroupSyncSummary: Encodable {
-    struct Unopened: Encodable {
-        var writer: String
-        var error: String
-    }
-
     var writers: [SyncSummary]
-    var unopened: [Unopened]
+    var unopened: [UnopenedWriter]
     var total: SyncSummary
 
     var text: String {
