@@ -9,8 +9,10 @@ extension SyncSimulation {
         package var steps = 0
         package var committed: UInt64 = 0
         package var hedges = 0
-        /// Runs that made at least one hedge, and runs that ended stopped.
+        /// Runs that made at least one hedge, runs that recorded a damaged range, and runs that
+        /// ended stopped.
         package var hedgedRuns = 0
+        package var damagedRuns = 0
         package var stoppedRuns = 0
         package var firstFailure: UInt64?
 
@@ -20,6 +22,7 @@ extension SyncSimulation {
             committed += summary.committed
             hedges += summary.hedges
             if summary.hedges > 0 { hedgedRuns += 1 }
+            if summary.damageRecorded > 0 { damagedRuns += 1 }
             if summary.stopped { stoppedRuns += 1 }
         }
 
@@ -29,6 +32,7 @@ extension SyncSimulation {
             committed += other.committed
             hedges += other.hedges
             hedgedRuns += other.hedgedRuns
+            damagedRuns += other.damagedRuns
             stoppedRuns += other.stoppedRuns
             if let failed = other.firstFailure { firstFailure = min(firstFailure ?? failed, failed) }
         }

@@ -40,6 +40,8 @@ package struct SyncSimulation {
         package var requests = 0
         /// Second copies of requests (hedges) among them.
         package var hedges = 0
+        /// Records the log could not read whose range the machine recorded before passing it.
+        package var damageRecorded = 0
         package var stopped = false
         /// A line a step, when the run was traced.
         package var trace: [String] = []
@@ -168,6 +170,6 @@ package struct SyncSimulation {
     }
 
     var summary: Summary {
-        Summary(steps: step, written: world.written, committed: world.committed, requests: requests, hedges: machine.stats.hedges, stopped: stopped, trace: trace)
+        Summary(steps: step, written: world.written, committed: world.committed, requests: requests, hedges: machine.stats.hedges, damageRecorded: world.damageRecorded.count, stopped: stopped, trace: trace)
     }
 }

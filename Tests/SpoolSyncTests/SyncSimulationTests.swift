@@ -32,6 +32,8 @@ import Testing
         #expect(sweep.stoppedRuns > 0 && sweep.stoppedRuns < Int(Self.seeds) / 2)
         // Slow answers made hedges in some runs: both copies answered in any order.
         #expect(sweep.hedgedRuns > 0)
+        // Damaged records made reads skip ranges in some runs, and the machine recorded them.
+        #expect(sweep.damagedRuns > 0)
     }
 
     @Test func aSeedReplaysExactly() throws {
