@@ -12,11 +12,6 @@ public struct PublishRequest: Sendable {
     public var messages: Int
     /// The size of its largest message, encoded.
     public var largestMessage: Int
-
-    /// Always `nil`: every record is published, a collector log's record that does not decode
-    /// as an origin record under the collector log's id (see `OutgoingRecord` in SpoolSync).
-    @available(*, deprecated, message: "every record is published: a collector log's record that does not decode goes out under the collector log's id (OutgoingRecord)")
-    public var unpublishable: String? { nil }
 }
 
 /// Lays records out as a Pub/Sub publish body, straight into bytes.

@@ -66,17 +66,6 @@ import SpoolPubSub
         unwrapper?.unwrap(records) ?? []
     }
 
-    /// Code that still hands the three sinks records as read (the deprecated `Record` form of
-    /// `prepare`) gets the same: the records are unwrapped by the sink's unwrapper, a record
-    /// that does not decode under the collector log's own id.
-    @available(*, deprecated, message: "calls the deprecated Record form of prepare")
-    @Test func theRecordFormOfTheThreeSinksSendsTheSame() throws {
-        let expected = Self.expected
-        #expect(try httpSent { $0.prepare(Self.records[...], maxBytes: 1 << 20) } == expected)
-        #expect(try pubSubSent { $0.prepare(Self.records[...], maxBytes: 1 << 20) } == expected)
-        #expect(try postgresSent { $0.prepare(Self.records[...], maxBytes: 1 << 20) } == expected)
-    }
-
     /// The records of an HTTP body `prepare` makes, as the reference collector reads them
     /// (each forwarded record under its origin).
     private func httpSent(_ prepare: (HTTPSink) throws -> SinkRequest<UploadRequest>) throws -> [Sent] {

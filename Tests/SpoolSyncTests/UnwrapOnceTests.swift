@@ -90,8 +90,7 @@ import Testing
     }
 
     /// A record of a collector's log that does not decode goes out under the collector log's
-    /// own id and seq, with its exact bytes, to a sink of the `OutgoingRecord` form through
-    /// the worker, and through the deprecated `Record` form's bridge.
+    /// own id and seq, with its exact bytes, through the worker.
     @Test func aRecordThatDoesNotDecodeGoesOutUnderTheCollectorLogsOwnId() async throws {
         let consumer = MemoryConsumer(holding: Self.records)
         let sink = RecordingSink(script: [])
@@ -101,34 +100,6 @@ import Testing
         #expect(last.log == Self.collector && last.seq == 4 && last.time == 1_700_000_000_004)
         #expect(last.bytes == Self.records[4].payload && !last.isOrigin)
         #expect(sink.prepared.first?.prefix(4).allSatisfy { $0.isOrigin && $0.log == Self.device } == true)
-    }
-
-    @available(*, deprecated, message: "calls the deprecated Record form of prepare")
-    @Test func theRecordFormOfANewSinkUnwrapsByItsUnwrapper() {
-        let sink = RecordingSink(script: [])
-        let request = sink.prepare(Self.records[...], maxBytes: .max)
-        #expect(request.body == Self.expected)
-        #expect(request.body.last?.id == Self.collector.eventID(seq: 4))
-        #expect(sink.prepare(exactly: [Self.records[4]]).body == [Self.expected[4]])
-    }
-
-    /// A sink that implements only the deprecated `Record` form is given the records as read
-    /// (each ``OutgoingRecord/stored``), splits and retries included, and its batches are
-    /// committed as before.
-    @available(*, deprecated, message: "drives a sink of the deprecated Record form")
-    @Test func aSinkOfTheRecordFormStillWorks() async throws {
-        let consumer = MemoryConsumer(holding: Self.records)
-        let sink = LegacySink(script: Self.script)
-        let report = try await worker(consumer, sink).flush(retries: 2)
-        #expect(report.failure == nil)
-        #expect(report.records == 5)
-        #expect(consumer.committed == 5)
-        let prepared = sink.prepared
-        #expect(prepared.first == Self.records)
-        #expect(prepared.count >= 3 && prepared[1] == Array(Self.records[..<2]))
-        #expect(prepared.allSatisfy { batch in batch.allSatisfy { Self.records[Int($0.seq)] == $0 } })
-        // The new form's bridge hands it the stored records, nothing unwrapped.
-        #expect(sink.prepare(Self.expected[...], maxBytes: .max).body == Self.records)
     }
 
     /// The address of an origin record's unwrapped bytes: a new array each time one is
@@ -182,30 +153,5 @@ private final class RecordingSink: SyncSink {
     func send(_ request: [OutgoingRecord], timeout: Duration) async -> SinkOutcome {
         requests.withLock { $0.append(request) }
         return script.next()
-    }
-}
-
-/// A sink written before the worker unwrapped records: only the `Record` form.
-@available(*, deprecated, message: "a sink of the deprecated Record form, to test it")
-private final class LegacySink: SyncSink {
-    let script: Script
-    let log = Mutex<[[Record]]>([])
-
-    init(script: [SinkOutcome]) { self.script = Script(script) }
-
-    /// What every `prepare` was given, in order.
-    var prepared: [[Record]] { log.withLock { $0 } }
-
-    func prepare(_ records: ArraySlice<Record>, maxBytes: Int) -> SinkRequest<[Record]> {
-        prepare(exactly: Array(records))
-    }
-
-    func prepare(exactly records: [Record]) -> SinkRequest<[Record]> {
-        log.withLock { $0.append(records) }
-        return SinkRequest(body: records, count: records.count, bytes: records.reduce(0) { $0 + $1.payload.count })
-    }
-
-    func send(_ request: [Record], timeout: Duration) async -> SinkOutcome {
-        script.next()
     }
 }

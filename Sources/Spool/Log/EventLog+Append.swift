@@ -106,18 +106,6 @@ extension EventLog {
         try waitBlocking(Wait(end: end, record: nil), durability)
     }
 
-    /// Returns once record `seq` (already appended) is as durable as `durability` asks.
-    @available(*, deprecated, message: "use waitUntil(before: seq + 1, is:): offsets are exclusive ends")
-    public func waitUntil(_ seq: UInt64, is durability: Durability) async throws {
-        try await waitUntil(before: seq + 1, is: durability)
-    }
-
-    /// Blocks until record `seq` is as durable as `durability` asks. Not for the cooperative pool.
-    @available(*, deprecated, message: "use waitUntilBlocking(before: seq + 1, is:): offsets are exclusive ends")
-    public func waitUntilBlocking(_ seq: UInt64, is durability: Durability) throws {
-        try waitUntilBlocking(before: seq + 1, is: durability)
-    }
-
     /// Suspends until a range of records is as durable as `durability` asks. `prepare` runs
     /// under the lock and returns what to wait for, nil if there is nothing to wait for, or throws.
     private func suspendUntilStored(_ durability: Durability, _ prepare: () throws -> Wait?) async throws {

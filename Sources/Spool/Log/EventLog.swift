@@ -137,12 +137,6 @@ public final class EventLog: @unchecked Sendable {
     public var writtenEnd: UInt64 { lock.withLock { state.writtenEnd } }
     /// The end (exclusive) of the durable records: every record below this seq is durable.
     public var syncedEnd: UInt64 { lock.withLock { state.syncedEnd } }
-    /// Renamed ``writtenEnd``: it is an exclusive end, as every offset in Spool's API.
-    @available(*, deprecated, renamed: "writtenEnd")
-    public var writtenThrough: UInt64 { writtenEnd }
-    /// Renamed ``syncedEnd``: it is an exclusive end, as every offset in Spool's API.
-    @available(*, deprecated, renamed: "syncedEnd")
-    public var syncedThrough: UInt64 { syncedEnd }
     /// Why the log does not take appends now, or nil while it does: the write error the writer
     /// is retrying (`.diskFull`, `.io`: nil again once a retry succeeds), `.failed` after an
     /// `fdatasync` failed (until the log is reopened), or `.closed`. A health check reads it

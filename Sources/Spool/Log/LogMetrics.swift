@@ -71,12 +71,6 @@ public struct LogStats: Sendable, Equatable {
     public var writtenEnd: UInt64
     /// The end (exclusive) of the durable records: every record below this seq is durable.
     public var syncedEnd: UInt64
-    /// Renamed ``writtenEnd``.
-    @available(*, deprecated, renamed: "writtenEnd")
-    public var writtenThrough: UInt64 { writtenEnd }
-    /// Renamed ``syncedEnd``.
-    @available(*, deprecated, renamed: "syncedEnd")
-    public var syncedThrough: UInt64 { syncedEnd }
     /// Segment files and their bytes on disk.
     public var segments: Int
     /// Bytes of the segment files' valid data.

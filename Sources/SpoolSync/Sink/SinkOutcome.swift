@@ -26,7 +26,3 @@ public enum SinkOutcome: Sendable {
         return .retry(SyncError(.network, "the request failed without an answer", cause: error))
     }
 }
-
-/// The outcome's name before it moved to `Sink/`: a sink's words, not an upload's.
-@available(*, deprecated, renamed: "SinkOutcome")
-public typealias UploadOutcome = SinkOutcome

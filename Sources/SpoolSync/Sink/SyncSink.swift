@@ -18,10 +18,7 @@ import Spool
 /// Records reach a sink unwrapped: the worker reads a batch and turns each record into the
 /// ``OutgoingRecord`` every sink sends (``RecordUnwrapper``, with the sink's ``unwrapper``),
 /// once, and keeps them with the batch for its retries, splits and hedges. A sink implements
-/// the two `prepare` requirements that take ``OutgoingRecord``s. A sink written before them
-/// implements the two that take `Record`s instead (deprecated; they go in the next release):
-/// each form has a default implementation that calls the other, as `Hashable`'s `hashValue`
-/// and `hash(into:)` do, so a sink implements one form, not both, and never neither.
+/// the two `prepare` requirements, which take ``OutgoingRecord``s.
 ///
 /// Thread safety: every member may be called from any task, several ``send(_:timeout:)`` at
 /// once (up to the worker's concurrency, and at most ``maxInFlight`` when the sink sets it).
@@ -60,19 +57,6 @@ public protocol SyncSink: Sendable {
     /// which always fits (it is smaller than a request `prepare` made). The records are the
     /// very ones the batch was read with: a split unwraps nothing again.
     func prepare(exactly records: [OutgoingRecord]) -> SinkRequest<Request>
-
-    /// The next request, from records as read: the form a sink implemented before the worker
-    /// unwrapped records for it. Implement the ``OutgoingRecord`` form instead; a sink that
-    /// still implements this form is given each ``OutgoingRecord/stored``. Called on a sink of
-    /// the ``OutgoingRecord`` form, it unwraps by the sink's ``unwrapper`` (and traps when the
-    /// sink names none: it does not know its log's id).
-    @available(*, deprecated, message: "implement prepare(_: ArraySlice<OutgoingRecord>, maxBytes:): the worker unwraps records once for every sink; the Record form goes in the next release")
-    func prepare(_ records: ArraySlice<Record>, maxBytes: Int) -> SinkRequest<Request>
-
-    /// The request for exactly `records`, as read: the form before the worker unwrapped
-    /// records for the sink. Implement `prepare(exactly:)` with ``OutgoingRecord``s instead.
-    @available(*, deprecated, message: "implement prepare(exactly: [OutgoingRecord]): the worker unwraps records once for every sink; the Record form goes in the next release")
-    func prepare(exactly records: [Record]) -> SinkRequest<Request>
 
     /// Sends `request` and says what the answer means for its records.
     ///
@@ -116,49 +100,5 @@ public struct SinkRequest<Body: Sendable>: Sendable {
         self.count = count
         self.bytes = bytes
         self.measuredBytes = measuredBytes ?? bytes
-    }
-}
-
-// The two forms of `prepare`, bridged both ways for the one release the `Record` form stays
-// (as `Hashable` bridges `hashValue` and `hash(into:)`): a sink implements one of them, the
-// `OutgoingRecord` form, or, written before it, the `Record` form. Implementing neither
-// recurses for ever.
-
-extension SyncSink {
-    /// A sink written for `Record`s, given what the worker unwrapped: each record as it was
-    /// read (``OutgoingRecord/stored``), so it sees what it always saw.
-    @available(*, deprecated, message: "implement prepare(_: ArraySlice<OutgoingRecord>, maxBytes:); this default only bridges a sink written for Records")
-    public func prepare(_ records: ArraySlice<OutgoingRecord>, maxBytes: Int) -> SinkRequest<Request> {
-        prepare(records.map(\.stored)[...], maxBytes: maxBytes)
-    }
-
-    /// A sink written for `Record`s, given what the worker unwrapped: each record as read.
-    @available(*, deprecated, message: "implement prepare(exactly: [OutgoingRecord]); this default only bridges a sink written for Records")
-    public func prepare(exactly records: [OutgoingRecord]) -> SinkRequest<Request> {
-        prepare(exactly: records.map(\.stored))
-    }
-
-    /// The `Record` form of a sink that implements the ``OutgoingRecord`` form, for code that
-    /// still calls it: the records are unwrapped by the sink's ``unwrapper``, as the worker does.
-    /// Traps for a sink that names none (it does not know its log's id).
-    @available(*, deprecated, message: "pass OutgoingRecords (RecordUnwrapper.unwrap); the Record form goes in the next release")
-    public func prepare(_ records: ArraySlice<Record>, maxBytes: Int) -> SinkRequest<Request> {
-        prepare(bridging(records)[...], maxBytes: maxBytes)
-    }
-
-    /// The `Record` form of `prepare(exactly:)`, unwrapped by the sink's ``unwrapper`` as
-    /// the `Record` form of `prepare(_:maxBytes:)` is.
-    @available(*, deprecated, message: "pass OutgoingRecords (RecordUnwrapper.unwrap); the Record form goes in the next release")
-    public func prepare(exactly records: [Record]) -> SinkRequest<Request> {
-        prepare(exactly: bridging(records))
-    }
-
-    /// `records` unwrapped as the worker would for this sink, for the deprecated `Record` form.
-    @available(*, deprecated, message: "only for the deprecated Record form")
-    private func bridging(_ records: some Collection<Record>) -> [OutgoingRecord] {
-        guard let unwrapper else {
-            preconditionFailure("\(Self.self) names no unwrapper, so it cannot be given Records: pass OutgoingRecords (RecordUnwrapper.unwrap)")
-        }
-        return unwrapper.unwrap(records)
     }
 }

@@ -1,34 +1,14 @@
 import Logging
 import Spool
 
-/// What the worker reads from and commits to, with the worker's error handling folded in:
-/// ``ConsumerSource`` (a Spool consumer), and, until the deprecated `SyncSource` goes, its
-/// adapter. Internal: the public contract is `Spool.LogConsumer`.
+/// What the worker reads from and commits to: a Spool consumer, whichever process writes the
+/// log (`Consumer` in this one, `DetachedConsumer` beside another, or an in-memory one in
+/// tests), with the worker's error handling folded in. Reads and commits run off the
+/// cooperative pool; commits are durable.
 ///
 /// Thread safety: all members may be called from any task; the worker calls at most one of
 /// `read` and `commit` at a time.
-protocol WorkerSource: Sendable {
-    /// The log the records come from (the first half of every record id).
-    var logID: LogID { get }
-    /// What the worker's metrics and logs call it.
-    var consumerName: String { get }
-    /// The committed offset: the seq of the next record to deliver.
-    var committed: UInt64 { get }
-    /// Records written past the committed offset. Cheap: no I/O.
-    var pendingRecords: UInt64 { get }
-    /// The next batch from the committed offset, off the cooperative pool.
-    func read(maxCount: Int, maxBytes: Int) async throws -> ConsumerBatch
-    /// A durable commit up to `end` (exclusive), off the cooperative pool.
-    func commit(upTo end: UInt64) async throws
-    /// Calls `handler` with the seq past the last written record each time the log grows; never
-    /// throws (a watch that cannot be set up is said and replaced by none).
-    func watchWrites(_ handler: @escaping @Sendable (UInt64) -> Void) -> WriteObservation
-}
-
-/// A Spool consumer as the worker's source, whichever process writes the log (`Consumer` in
-/// this one, `DetachedConsumer` beside another, or an in-memory one in tests): reads and
-/// commits run off the cooperative pool; commits are durable.
-struct ConsumerSource: WorkerSource {
+struct ConsumerSource: Sendable {
     let consumer: any LogConsumer
     /// Where a watch that cannot be set up is said.
     let logger: Logger

@@ -56,7 +56,7 @@ import Spool
 /// Thread safety: an actor; call it from anywhere.
 public actor SyncWorker<C: Clock> where C.Duration == Duration {
     private var machine: SyncStateMachine
-    private let source: any WorkerSource
+    private let source: ConsumerSource
     private let sink: AnySink
     private let deadLetters: (any DeadLetterSink)?
     private let clock: C
@@ -83,11 +83,11 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
     /// The teardown, once ``stop()`` (or a fatal answer) started it.
     private var teardown: Task<Void, Never>?
 
-    /// The worker every initializer makes (the public ones are in `SyncWorker+Consumer.swift`,
-    /// the deprecated ones in `SyncSource.swift`), reading `source`; parameters as for
+    /// The worker every initializer makes (the public ones are in `SyncWorker+Consumer.swift`),
+    /// reading `source`; parameters as for
     /// ``init(consumer:sink:configuration:deadLetters:clock:random:logger:metricsFactory:)``.
     init(
-        reading source: any WorkerSource,
+        reading source: ConsumerSource,
         sink: some SyncSink,
         configuration: SyncConfiguration,
         deadLetters: (any DeadLetterSink)?,
