@@ -50,17 +50,59 @@ struct Ledger {
     }
 
     /// Opens (creating if needed) the collector's log and marks it as a log of origin records
-    /// (``OriginRecord/markStoresOrigins(_:)``).
+    /// (``OriginRecord/markStoresOrigins(_:)``), then learns what it holds
+    /// (``learn(from:)``): a collector restarted still compares a repeat with what it stored.
     mutating func openLog(directory: String, configuration: Configuration, logger: Logger) throws -> EventLog {
         let log = try EventLog.open(directory: directory, configuration: configuration, logger: logger)
         do {
             try OriginRecord.markStoresOrigins(log)
+            let started = ContinuousClock.now
+            let (records, logs) = try learn(from: log)
+            if records > 0 {
+                logger.info("learned the records the log holds", metadata: [
+                    "records": "\(records)", "logs": "\(logs)", "seconds": "\((ContinuousClock.now - started).seconds)"])
+            }
         } catch {
             try? log.close()
             throw error
         }
         self.log = log
         return log
+    }
+
+    /// Learns the seqs and digests of the origin records `log` holds, oldest first, as if they
+    /// had been received in that order: the same memory (bounded the same way) a collector
+    /// that never stopped would have of them. Records the log no longer holds (its retention
+    /// deleted them once forwarded) are not learned. Returns how many records, of how many logs.
+    private mutating func learn(from log: EventLog) throws -> (records: Int, logs: Int) {
+        let reader = log.reader()
+        var records = 0
+        var seen: Set<String> = []
+        while let item = try reader.next() {
+            guard case .record(let stored) = item, let origin = try? OriginRecord.decode(stored.payload) else { continue }
+            let id = origin.log.description
+            if logs[id] == nil && logs.count >= maxLogs { forgetLeastRecentlySeen() }
+            // A conflict's seq was received before it (or flagged by a forwarder): as in `record`.
+            if !origin.conflict { logs[id, default: ReceivedSeqs()].insert(origin.seq) }
+            digests[id, default: StoredDigests()].remember(OriginRecord.digest(of: origin.payload), at: origin.seq)
+            batches += 1
+            lastSeen[id] = batches
+            seen.insert(id)
+            records += 1
+        }
+        return (records, seen.count)
+    }
+
+    /// Forgets the least recently seen tenth (at least one) of the logs; returns how many.
+    @discardableResult
+    private mutating func forgetLeastRecentlySeen() -> Int {
+        let oldest = lastSeen.sorted { $0.value < $1.value }.prefix(max(1, maxLogs / 10))
+        for (id, _) in oldest {
+            logs[id] = nil
+            digests[id] = nil
+            lastSeen[id] = nil
+        }
+        return oldest.count
     }
 
     /// Records the records of one batch (from one log, or from many for a batch a collector
@@ -129,13 +171,7 @@ struct Ledger {
         }
         for logID in order {
             if logs[logID] == nil && logs.count >= maxLogs {
-                let oldest = lastSeen.sorted { $0.value < $1.value }.prefix(max(1, maxLogs / 10))
-                for (id, _) in oldest {
-                    logs[id] = nil
-                    digests[id] = nil
-                    lastSeen[id] = nil
-                }
-                outcome.forgotten += oldest.count
+                outcome.forgotten += forgetLeastRecentlySeen()
             }
             batches += 1
             logs[logID] = touched[logID]

@@ -45,7 +45,7 @@ struct PublishEncoder: Sendable {
         }
         body += Self.close
         let first = records[records.startIndex].stored.seq
-        let batch = BatchID(log: logID, first: first, last: records[records.startIndex + count - 1].stored.seq)
+        let batch = BatchID(log: records[records.startIndex].source, first: first, last: records[records.startIndex + count - 1].stored.seq)
         return PublishRequest(batch: batch, body: body, messages: count, largestMessage: largest)
     }
 

@@ -23,6 +23,12 @@ struct LogStat: Encodable {
         var dropped: UInt64
     }
 
+    /// One epoch (FORMAT.md §13): the records from `first_seq` on go out under `id`.
+    struct Epoch: Encodable {
+        var firstSeq: UInt64
+        var id: String
+    }
+
     /// The writer's name when the log is one writer log of a group; absent for a lone log.
     var writer: String?
     var log: String
@@ -37,6 +43,8 @@ struct LogStat: Encodable {
     var compressionRatio: Double
     var segments: [Segment]
     var consumers: [Consumer]
+    /// The log's epochs: empty unless its directory was opened for writing somewhere new.
+    var epochs: [Epoch]
 
     /// Reads the snapshot's block headers (no payload).
     /// - Throws: what reading a segment throws.
@@ -44,6 +52,7 @@ struct LogStat: Encodable {
         let summary = try snapshot.summary()
         self.writer = writer
         log = "\(summary.id)"
+        epochs = try LogEpochs.load(directory: snapshot.directory, base: summary.id).epochs.map { Epoch(firstSeq: $0.firstSeq, id: "\($0.id)") }
         directory = snapshot.directory
         records = summary.records
         firstSeq = summary.firstSeq
@@ -66,6 +75,9 @@ struct LogStat: Encodable {
         var lines = [String]()
         lines.append("log         \(log)")
         lines.append("directory   \(directory)")
+        for epoch in epochs {
+            lines.append("epoch       \(epoch.id) from seq \(epoch.firstSeq) (the directory was opened for writing somewhere new)")
+        }
         lines.append("records     \(records) stored, seqs \(firstSeq)..<\(nextSeq)")
         lines.append("segments    \(segments.count), \(diskBytes) bytes (\(formatBytes(diskBytes)))")
         lines.append("raw         \(rawBytes) bytes, ratio \(String(format: "%.2f", compressionRatio))")

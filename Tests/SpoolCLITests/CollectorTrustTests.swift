@@ -226,14 +226,40 @@ import Testing
         #expect(collector.stderr.contains("conflict") && !collector.stderr.contains("forged"), "\(collector.stderr)")
     }
 
+    /// A collector restarted on its log learns what the log holds: a repeat of a record stored
+    /// before the restart is still a duplicate, and other bytes under its id still a conflict
+    /// (before, both were stored again under the plain id, and a destination keyed on it kept
+    /// only the first).
+    @Test func aRestartedCollectorStillComparesWithWhatItsLogHolds() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let collectorLog = dir + "/collector"
+        let id = LogID.random()
+        let first = try CollectorChild(["--log", collectorLog], stderrPath: dir + "/first.err")
+        let sent = post(first, log: id, seqs: 0..<10)
+        #expect(sent.body == #"{"accepted":10,"duplicates":0,"conflicts":0}"#, "\(sent)")
+        first.stop()
+
+        let second = try CollectorChild(["--log", collectorLog], stderrPath: dir + "/second.err")
+        defer { second.kill() }
+        let repeated = post(second, log: id, seqs: 0..<10)
+        #expect(repeated.body == #"{"accepted":0,"duplicates":10,"conflicts":0}"#, "\(repeated)")
+        let other = post(second, log: id, seqs: 8..<12, data: { #"{"other":\#($0)}"# })
+        #expect(other.body == #"{"accepted":4,"duplicates":0,"conflicts":2}"#, "\(other)")
+        second.stop()
+        let origins = try dumpOrigins(collectorLog)
+        #expect(origins.count == 14 && origins.filter(\.conflict).map(\.seq) == [8, 9], "\(origins.map(\.id))")
+    }
+
     /// A log directory copied (an app restored from a backup onto a second phone): both copies
     /// go on with the same seqs and different events; every record of both is stored, the
-    /// records they share once.
+    /// records they share once. The copy's writer starts an epoch (FORMAT.md §13), so its new
+    /// records go out under an id of their own: no conflict at all.
     @Test func twoCopiesOfOneLogDirectoryEachHaveEveryRecordStoredOnce() throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (first, second, collectorLog) = (dir + "/first", dir + "/second", dir + "/collector")
-        try makeDeviceLog(first, device: 1, count: 20)
+        let id = try makeDeviceLog(first, device: 1, count: 20)
         try FileManager.default.copyItem(atPath: first, toPath: second)
         for (path, device) in [(first, 2), (second, 3)] {
             let lines = (0..<10).map { #"{"device":\#(device),"n":\#($0)}"# }.joined(separator: "\n") + "\n"
@@ -252,6 +278,16 @@ import Testing
         let missing = expected.filter { wanted in !payloads.contains { $0.hasPrefix(wanted) && ($0 == wanted || wanted.hasSuffix(",")) } }
         #expect(missing.isEmpty, "missing: \(missing)")
         #expect(payloads.count == 40, "stored \(payloads.count) records")
+        let origins = try dumpOrigins(collectorLog)
+        #expect(origins.allSatisfy { !$0.conflict }, "a copy's records taken for conflicts")
+        let copied = origins.filter { String(decoding: $0.payload, as: UTF8.self).hasPrefix(#"{"device":3,"#) }
+        let epoch = try #require(copied.first?.log)
+        #expect(epoch != id && copied.allSatisfy { $0.log == epoch } && copied.map(\.seq) == Array(20..<30), "\(copied.map(\.id))")
+        #expect(origins.filter { $0.log == id }.count == 30, "the original's records and the shared ones keep the log's id")
+        // `spool stat` shows the copy's epoch, and none for the original.
+        let stat = try SpoolBinary.run(["stat", second])
+        #expect(stat.stdout.contains("epoch       \(epoch) from seq 20"), "\(stat.stdout)")
+        #expect(try !SpoolBinary.run(["stat", first]).stdout.contains("epoch"))
     }
 
     // MARK: Helpers

@@ -52,6 +52,8 @@ public final class Consumer: LogConsumer, @unchecked Sendable {
 
     /// The log's id (`log.id`).
     public var logID: LogID { log.id }
+    /// The ids the log's records are sent under (`log.epochs`).
+    public var epochs: LogEpochs { log.epochs }
     /// The log's directory (`log.directory`).
     public var directory: String { log.directory }
     /// The log's configuration (`log.configuration`).

@@ -38,6 +38,9 @@ public final class DetachedConsumer: LogConsumer, @unchecked Sendable {
     public let directory: String
     /// The log's identity.
     public let logID: LogID
+    /// The ids the log's records are sent under, as its `EPOCHS` file said at open (FORMAT.md
+    /// §13): an epoch the writer starts later (its directory opened elsewhere) is not seen.
+    public let epochs: LogEpochs
     /// The configuration given at open: its keys, expiry rules and file modes.
     public let configuration: Configuration
 
@@ -65,6 +68,7 @@ public final class DetachedConsumer: LogConsumer, @unchecked Sendable {
         self.configuration = configuration
         live = try LiveSegments(directory: directory, configuration: configuration, logger: logger)
         logID = live.id
+        epochs = try LogEpochs.load(directory: directory, base: live.id)
         committer = try Committer(name: name, directory: directory, configuration: configuration, creating: creating, log: live)
     }
 

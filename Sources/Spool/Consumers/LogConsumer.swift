@@ -24,6 +24,10 @@ public protocol LogConsumer: AnyObject, Sendable {
     var logID: LogID { get }
     /// The log's directory.
     var directory: String { get }
+    /// The ids the log's records are sent under (``LogEpochs``), as they were when the
+    /// consumer was opened. A conformer of its own may leave it to the default: the log's
+    /// id for every record.
+    var epochs: LogEpochs { get }
     /// The log's configuration as this consumer knows it: its keys, expiry rules and file modes.
     var configuration: Configuration { get }
     /// The committed offset: the seq of the next record to deliver.
@@ -58,6 +62,8 @@ public protocol LogConsumer: AnyObject, Sendable {
 }
 
 extension LogConsumer {
+    /// No epoch: every record goes out under ``logID``.
+    public var epochs: LogEpochs { LogEpochs(base: logID) }
     /// Commits `batch`, skipped ranges included: ``commit(upTo:mode:)`` with its `endSeq`.
     /// An empty batch changes nothing.
     public func commit(_ batch: ConsumerBatch, mode: CommitMode = .durable) throws {
@@ -84,8 +90,9 @@ extension LogConsumer {
         try await offload { try self.commit(upTo: end, mode: mode) }
     }
 
-    /// The globally unique, stable id of record `seq`: `"<log id>-<seq>"`.
-    public func eventID(of seq: UInt64) -> String { logID.eventID(seq: seq) }
+    /// The globally unique, stable id of record `seq`: `"<log id>-<seq>"`, with the id of the
+    /// epoch holding `seq` (``epochs``).
+    public func eventID(of seq: UInt64) -> String { epochs.eventID(seq: seq) }
 }
 
 /// How a commit is made durable.

@@ -11,6 +11,8 @@ enum Format {
     /// `SYNCED`: the synced watermark (FORMAT.md §6), laid out as a consumer offset file (§5).
     static let watermarkFileName = "SYNCED"
     static let lockFileName = "LOCK"
+    /// Where the log was last opened for writing, and its epochs (FORMAT.md §13).
+    static let epochsFileName = "EPOCHS"
     static let consumersDirectory = "consumers"
     /// `deadletter/<consumer>/`: a log of the records a server refused (FORMAT.md §1).
     static let deadLetterDirectory = "deadletter"

@@ -21,6 +21,10 @@ public final class EventLog: @unchecked Sendable {
     public let directory: String
     /// The log's random 128-bit identity, made when it was created.
     public let id: LogID
+    /// The ids its records are sent under: ``id``, then each epoch's from its first seq on,
+    /// an epoch starting when the log is opened where it was not before (a copy or a restore
+    /// of its directory; FORMAT.md §13).
+    public let epochs: LogEpochs
     /// The validated configuration the log runs with.
     public let configuration: Configuration
     /// What opening found and repaired.
@@ -94,6 +98,9 @@ public final class EventLog: @unchecked Sendable {
         self.recoveryReport = recovered.report
         // Seqs are never reused: not even one a consumer saw before a power loss cut the tail.
         let nextSeq = max(recovered.endSeq, recovered.consumerOffsets.values.max() ?? 0)
+        // Before any append: a copy of the directory opened here starts its records' new ids at `nextSeq`.
+        self.epochs = try LogEpochs.settle(directory: directory, base: recovered.meta.logID, nextSeq: nextSeq,
+                                           permissions: configuration.fileMode, logger: logger)
         var segments = recovered.segments
         let codec = try LogCodec(directory: directory, configuration: configuration, logID: recovered.meta.logID,
                                  inheritedThrough: segments.last?.baseSeq, logger: logger)

@@ -32,6 +32,7 @@ enum Recovery {
             } else if name.hasSuffix(Format.temporarySuffix) {
                 report.removedTemporaryFiles.append(name)  // removed below, once the keys checked
             } else if name != Format.metaFileName && name != Format.lockFileName && name != Format.watermarkFileName
+                        && name != Format.epochsFileName
                         && name != Format.consumersDirectory
                         && name != Format.deadLetterDirectory && name != Format.dictionariesDirectory && name != Format.keysDirectory {
                 report.ignoredFiles.append(name)

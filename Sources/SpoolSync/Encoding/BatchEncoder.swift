@@ -157,7 +157,11 @@ public struct BatchEncoder: Sendable {
     /// bytes the ``OutgoingRecord`` carries.
     func appendEnvelope(_ outgoing: OutgoingRecord, to body: inout [UInt8], oneLine: Bool) {
         let record = outgoing.stored
-        body.append(contentsOf: idPrefix)
+        if outgoing.source == logID {
+            body.append(contentsOf: idPrefix)
+        } else {
+            body.append(contentsOf: "{\"id\":\"\(outgoing.source)-".utf8)
+        }
         appendDecimal(record.seq, to: &body)
         body.append(contentsOf: #"","seq":"#.utf8)
         appendDecimal(record.seq, to: &body)

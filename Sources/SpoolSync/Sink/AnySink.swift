@@ -19,9 +19,11 @@ package struct AnySink: Sendable {
 
     /// `sink` as the worker sees it, draining the log `logID` (the id its records go out
     /// under when the sink names no ``SyncSink/unwrapper`` of its own).
-    package init<S: SyncSink>(_ sink: S, logID: LogID) {
+    package init<S: SyncSink>(_ sink: S, logID: LogID, epochs: LogEpochs? = nil) {
         maxInFlight = sink.maxInFlight
-        unwrapper = sink.unwrapper ?? RecordUnwrapper(logID: logID, origins: false)
+        var unwrapper = sink.unwrapper ?? RecordUnwrapper(logID: logID, origins: false)
+        if let epochs, epochs.base == unwrapper.logID { unwrapper.epochs = epochs }
+        self.unwrapper = unwrapper
         prepareNext = { records, maxBytes in
             let request = sink.prepare(records, maxBytes: maxBytes)
             precondition((1...records.count).contains(request.count), "a sink's request carries 1 to \(records.count) records")
@@ -74,7 +76,9 @@ package struct AnySink: Sendable {
         var cut: [SyncBatch] = []
         var start = from
         while cut.count < batches, !rest.isEmpty {
-            let chunk = rest.prefix(maxCount)
+            // One request carries the records of one id: an epoch's records go apart.
+            let source = rest[rest.startIndex].source
+            let chunk = rest.prefix(maxCount).prefix { $0.source == source }
             let end = chunk.count == left ? read.endSeq : chunk[chunk.endIndex - 1].stored.seq + 1
             let batch = prepare(chunk, end: end, start: start, maxBytes: maxBytes)
             cut.append(batch)

@@ -30,8 +30,12 @@ public struct OutgoingRecord: Sendable, Hashable {
     /// The record as read from the log being drained: its seq there is what the worker
     /// commits past, and its bytes are what a dead letter stores.
     public var stored: Record
+    /// The id of the drained log for this record's seq (`LogEpochs`): the log's own id, or the
+    /// id of the epoch holding the seq. An HTTP envelope's `id` and `Spool-Batch` header name
+    /// it; every record of a request has the same.
+    public var source: LogID
     /// The log the record is sent as coming from: the device's for an origin record, else
-    /// the drained log's.
+    /// ``source``.
     public var log: LogID
     /// The record's seq in ``log``.
     public var seq: UInt64
@@ -58,13 +62,14 @@ public struct OutgoingRecord: Sendable, Hashable {
     ///
     /// - Parameters:
     ///   - stored: the record as read.
-    ///   - logID: the id of the log it was read from.
+    ///   - logID: the id of the log it was read from, for this record's seq (its epoch's).
     ///   - origins: whether that log is a collector's, whose records are `OriginRecord`s:
     ///     then the record is unwrapped, or, when it does not decode, sent as it is (see
     ///     ``OutgoingRecord``).
     /// - Complexity: O(payload size) for an origin record (its payload is copied out), O(1) otherwise.
     public init(_ stored: Record, logID: LogID, origins: Bool) {
         self.stored = stored
+        self.source = logID
         if origins, let origin = try? OriginRecord.decode(stored.payload) {
             (log, seq, time, bytes, isOrigin, conflict) = (origin.log, origin.seq, origin.time, origin.payload, true, origin.conflict)
         } else {

@@ -17,18 +17,22 @@ public struct RecordUnwrapper: Sendable, Hashable {
     /// Whether that log is a collector's (`spool collector --log`, marked `ORIGINS`), whose
     /// records are `OriginRecord`s to unwrap.
     public var origins: Bool
+    /// The log's epochs (`LogEpochs`, FORMAT.md §13): a record of an epoch goes out under the
+    /// epoch's id. None unless the worker sets them (from its consumer's `epochs`).
+    public var epochs: LogEpochs
 
     /// The adapter for the records of log `logID`; `origins` says whether it is a collector's.
     public init(logID: LogID, origins: Bool) {
         self.logID = logID
         self.origins = origins
+        self.epochs = LogEpochs(base: logID)
     }
 
     /// `record` as destinations receive it (``OutgoingRecord/init(_:logID:origins:)``).
     ///
     /// - Complexity: O(payload size) for an origin record (its payload is copied out), O(1) otherwise.
     public func unwrap(_ record: Record) -> OutgoingRecord {
-        OutgoingRecord(record, logID: logID, origins: origins)
+        OutgoingRecord(record, logID: epochs.epochs.isEmpty ? logID : epochs.id(forSeq: record.seq), origins: origins)
     }
 
     /// `records`, in their order, as destinations receive them.

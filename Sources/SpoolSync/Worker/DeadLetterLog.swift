@@ -34,8 +34,10 @@ public final class DeadLetterLog: DeadLetterSink {
     private let sourceLog: LogID
     private let configuration: Configuration
     private let logger: Logger
-    /// The dead-letter log once opened, and whether the source log holds origin records.
-    private let opened = Mutex<(log: EventLog, sourceHoldsOrigins: Bool)?>(nil)
+    /// The dead-letter log once opened, whether the source log holds origin records, and the
+    /// source log's epochs (a record keeps the id its epoch gives it, FORMAT.md §13).
+    private typealias Opened = (log: EventLog, sourceHoldsOrigins: Bool, epochs: LogEpochs)
+    private let opened = Mutex<Opened?>(nil)
 
     /// The dead-letter log of `consumer` of the log in `logDirectory` (opened on first use).
     ///
@@ -104,9 +106,9 @@ public final class DeadLetterLog: DeadLetterSink {
     /// - Throws: `SpoolError` if the log cannot be opened or a record cannot be stored; the
     ///   records appended before the failure stay.
     public func store(_ records: [Record], refusedWith error: SyncError) async throws {
-        let (log, sourceHoldsOrigins) = try await open()
+        let (log, sourceHoldsOrigins, epochs) = try await open()
         for record in records {
-            try await log.append(Self.entry(record, logID: sourceLog, sourceHoldsOrigins: sourceHoldsOrigins), durability: .synced)
+            try await log.append(Self.entry(record, logID: epochs.id(forSeq: record.seq), sourceHoldsOrigins: sourceHoldsOrigins), durability: .synced)
         }
     }
 
@@ -150,10 +152,11 @@ public final class DeadLetterLog: DeadLetterSink {
 
     /// The dead-letter log, opened (and marked `ORIGINS` when new) on first use, and whether
     /// the source log holds origin records.
-    private func open() async throws -> (log: EventLog, sourceHoldsOrigins: Bool) {
+    private func open() async throws -> Opened {
         if let opened = opened.withLock({ $0 }) { return opened }
-        let (logDirectory, consumer, configuration, logger) = (logDirectory, consumer, configuration, logger)
-        let fresh = try await offload {
+        let (logDirectory, consumer, configuration, logger, sourceLog) = (logDirectory, consumer, configuration, logger, sourceLog)
+        let fresh: Opened = try await offload {
+            let epochs = try LogEpochs.load(directory: logDirectory, base: sourceLog)
             // Neither `deadletter/` nor `deadletter/<consumer>` may be a link (SpoolError .io).
             let directory = try EventLog.createDirectories([EventLog.deadLetterDirectory, consumer], inside: logDirectory, permissions: configuration.directoryMode)
             let log = try EventLog.open(directory: directory, configuration: configuration, logger: logger)
@@ -164,7 +167,7 @@ public final class DeadLetterLog: DeadLetterSink {
                 try? log.close()
                 throw error
             }
-            return (log: log, sourceHoldsOrigins: OriginRecord.storesOrigins(at: logDirectory))
+            return (log: log, sourceHoldsOrigins: OriginRecord.storesOrigins(at: logDirectory), epochs: epochs)
         }
         opened.withLock { $0 = fresh }
         return fresh

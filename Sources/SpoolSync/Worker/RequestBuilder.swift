@@ -42,7 +42,7 @@ struct RequestBuilder: Sendable {
     }
 
     private func request(_ records: ArraySlice<OutgoingRecord>, body: [UInt8]) -> UploadRequest {
-        let batch = BatchID(log: logID, first: records[records.startIndex].stored.seq, last: records[records.endIndex - 1].stored.seq)
+        let batch = BatchID(log: records[records.startIndex].source, first: records[records.startIndex].stored.seq, last: records[records.endIndex - 1].stored.seq)
         let (compressed, contentEncoding) = compressor.compress(body)
         var headers = extraHeaders
         headers["Content-Type"] = encoder.contentType

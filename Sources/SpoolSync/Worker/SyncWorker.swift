@@ -104,7 +104,7 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
         self.machine = SyncStateMachine(
             configuration: configuration, committed: source.committed, pending: source.pendingRecords)
         self.source = source
-        self.sink = AnySink(sink, logID: source.logID)
+        self.sink = AnySink(sink, logID: source.logID, epochs: source.consumer.epochs)
         self.deadLetters = deadLetters
         self.clock = clock
         self.epoch = clock.now
