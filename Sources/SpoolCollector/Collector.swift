@@ -279,10 +279,6 @@ public final class Collector: Sendable {
 
     /// Runs `body` on the ledger's serial queue, with the ledger locked.
     func onLedgerQueue<T: Sendable>(_ body: @escaping @Sendable (inout Ledger) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async {
-                continuation.resume(with: Result { try self.ledger.withLock { try body(&$0) } })
-            }
-        }
+        try await offload(on: queue) { try self.ledger.withLock { try body(&$0) } }
     }
 }

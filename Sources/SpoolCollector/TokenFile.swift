@@ -108,9 +108,7 @@ final class TokenFile: Sendable {
 
     /// Reads the file on the token queue (see ``load()``).
     func reload() async throws -> Int {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try self.load() }) }
-        }
+        try await offload(on: queue) { try self.load() }
     }
 
     /// Checks the file every `interval` and re-reads it when it changed; a re-read that fails

@@ -143,12 +143,14 @@ private let blockingWork = DispatchQueue(label: "spool.blocking", attributes: .c
 
 /// Runs blocking work (file I/O, `fsync`, opening or closing a log) on a Dispatch thread, off
 /// Swift's cooperative pool, whose few threads must never block, and resumes with its result.
-/// The one such helper of the package: consumers, the sync worker's dead-letter log and the
-/// `spool` command all use it.
+/// The one such helper of the package: consumers, the sync worker's dead-letter log, the
+/// collector's ledger and token file, a follower's reads and the `spool` command all use it.
 ///
+/// - Parameter queue: where `work` runs: a concurrent queue for blocking work by default; a
+///   serial queue of the caller's when calls must run one at a time, in order.
 /// - Throws: whatever `work` throws.
-package func offload<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+package func offload<T: Sendable>(on queue: DispatchQueue? = nil, _ work: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
-        blockingWork.async { continuation.resume(with: Result { try work() }) }
+        (queue ?? blockingWork).async { continuation.resume(with: Result { try work() }) }
     }
 }

@@ -162,9 +162,7 @@ public final class LogFollower: Sendable {
                 if index == buffer.count {
                     let follower = follower
                     buffer = try await withTaskCancellationHandler {
-                        try await withCheckedThrowingContinuation { continuation in
-                            follower.queue.async { continuation.resume(with: Result { try follower.nextBatch() }) }
-                        }
+                        try await offload(on: follower.queue) { try follower.nextBatch() }
                     } onCancel: {
                         follower.stop()
                     }

@@ -1,5 +1,6 @@
 import Foundation
 import Spool
+import SpoolJSON
 
 /// Lays records out as a request body, straight into `[UInt8]` (no `JSONEncoder`, no
 /// intermediate strings: this is on the drain path).
@@ -255,10 +256,10 @@ public struct BatchEncoder: Sendable {
         guard payload.first(where: { !isJSONWhitespace($0) }) == UInt8(ascii: "{") else { return false }
         guard contains(base64Key, in: payload) || contains(unicodeEscape, in: payload) else { return false }
         guard payload.withUnsafeBufferPointer(JSONValidator.isValid) else { return false }  // not JSON: base64 anyway
-        guard let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any] else {
-            return true  // valid to us, refused by Foundation: base64 is the safe side
-        }
-        return object.keys.contains { $0.utf8.elementsEqual(base64Member.utf8) }
+        // Nested deeper than the scanner reads: base64 is the safe side.
+        guard let object = try? JSONScanner.singleValue(of: payload, in: payload.indices),
+              let members = try? JSONScanner.objectMembers(of: payload, in: object) else { return true }
+        return members.contains { JSONScanner.stringValue(payload, $0.key.lowerBound - 1 ..< $0.key.upperBound + 1) == base64Key }
     }
 }
 

@@ -1,5 +1,3 @@
-import SpoolJSON
-
 extension JSONScanner {
     /// The value of the JSON string `bytes[range]` (its quotes included), as UTF-8 bytes:
     /// every escape resolved, every other byte copied.
@@ -9,7 +7,7 @@ extension JSONScanner {
     /// - Returns: `nil` when the string has no UTF-8 value: a `\u` escape of a lone surrogate
     ///   (a high one not followed by a low one's escape, or a low one alone).
     /// - Complexity: O(range.count).
-    static func stringValue(_ bytes: [UInt8], _ range: Range<Int>) -> [UInt8]? {
+    package static func stringValue(_ bytes: [UInt8], _ range: Range<Int>) -> [UInt8]? {
         var out: [UInt8] = []
         out.reserveCapacity(range.count)
         var index = range.lowerBound + 1
