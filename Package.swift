@@ -13,8 +13,8 @@ let package = Package(
     // Why these versions: Spool's locks and counters are the standard library's `Mutex` and
     // `Atomic` (the Synchronization module), which need macOS 15 / iOS 18. That is the only
     // reason. Lowering to iOS 16 (the floor of `Duration` and `Clock`, used throughout) means
-    // replacing them (22 declarations in 14 files of Spool and SpoolSync today) with
-    // `OSAllocatedUnfairLock` and swift-atomics; below iOS 16, replacing the clocks as well.
+    // replacing them with `OSAllocatedUnfairLock` and swift-atomics; below iOS 16, replacing
+    // the clocks as well.
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .library(name: "Spool", targets: ["Spool"]),

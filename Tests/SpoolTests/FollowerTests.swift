@@ -4,8 +4,10 @@ import Testing
 
 /// `LogFollower` (issue #19, follow): records in order, none skipped or repeated, across
 /// segment rolls, writer restarts, torn tails and retention; stopping ends the wait.
-/// Each test is bounded: a follower that failed to wake or to stop would wait for ever.
-@Suite(.timeLimit(.minutes(1))) struct FollowerTests {
+/// Each test is bounded: a follower that failed to wake or to stop would wait for ever. The
+/// bound catches a hang, not slowness: 2,000 appends each waiting for its write took over a
+/// minute on a machine running four builds beside the tests.
+@Suite(.timeLimit(.minutes(5))) struct FollowerTests {
     /// 96 hex digits fixed by `i`: payloads that compress little, so small segments roll.
     func noise(_ i: Int) -> String {
         var random = SplitMix64(seed: UInt64(i))
