@@ -121,7 +121,10 @@ extension LogEpochs {
         return try parse(bytes, base: base, path: path)
     }
 
-    /// The epochs of the log in `directory`, for a reader: ``read(directory:base:)`` without the place.
+    /// The epochs of the log in `directory` whose own id is `base`, as its `EPOCHS` file says
+    /// (none when there is no such file). Blocking: reads the file; never writes it.
+    /// - Throws: ``SpoolError`` `.corrupt` naming the file and the line when it does not parse,
+    ///   or when it is larger than 256 KiB; `.io` when it cannot be read.
     public static func load(directory: String, base: LogID) throws -> LogEpochs {
         try read(directory: directory, base: base).0
     }
