@@ -178,7 +178,7 @@ struct FileIO {
 }
 
 /// Directory-level operations: create, list, lock, rename, remove, and make entries durable.
-enum DirectoryIO {
+package enum DirectoryIO {
     /// Creates `path` (and missing parents) with `permissions`; an existing directory is fine.
     /// Every directory it creates is made durable in its parent (`fsync` of the parent), so a
     /// power loss cannot take away a directory whose files were already made durable.
@@ -258,6 +258,18 @@ enum DirectoryIO {
 
     static func exists(_ path: String) -> Bool {
         access(path, F_OK) == 0
+    }
+
+    /// Appends `bytes` to the file at `path` in `directory` and makes them durable: the file is
+    /// created with `permissions` when missing (and the directory synced then), no link is
+    /// followed, and its data is synced before this returns. Callers serialise their appends.
+    package static func appendDurably(_ bytes: [UInt8], to path: String, directory: String, permissions: UInt16) throws {
+        let created = !exists(path)
+        let file = try FileIO.open(path, created ? .createNew(permissions: permissions) : .readWrite)
+        defer { file.close() }
+        try file.write(bytes, at: try file.size())
+        try file.syncData()
+        if created { try sync(directory) }
     }
 
     /// Writes a small file atomically: temporary file, fsync, rename over `path`, fsync the directory.

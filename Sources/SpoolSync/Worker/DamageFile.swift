@@ -1,10 +1,5 @@
 import Foundation
 import Spool
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The durable record of the damaged ranges a consumer skipped: `deadletter/<consumer>.damaged`
 /// beside its dead-letter log, one JSON object a line (FORMAT.md, "Dead letters"), appended and
@@ -40,8 +35,8 @@ struct DamageFile: Sendable {
     static func name(consumer: String) -> String { "\(consumer).damaged" }
 
     /// Appends one line per range and syncs the file (and its directory when the file is new).
-    /// - Throws: `SpoolError` `.io` naming the path when it cannot be opened (a symbolic link
-    ///   is refused), written or synced.
+    /// - Throws: `SpoolError` `.io` (or `.diskFull`) naming the path when it cannot be opened (a
+    ///   symbolic link is refused), written or synced.
     func append(_ ranges: [DamagedRange], consumer: String, at time: Date) throws {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
@@ -55,28 +50,6 @@ struct DamageFile: Sendable {
             bytes += (try? encoder.encode(line)).map(Array.init) ?? []
             bytes.append(UInt8(ascii: "\n"))
         }
-        let existed = access(path, F_OK) == 0
-        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode_t(permissions))
-        guard fd >= 0 else { throw failure("opening") }
-        defer { _ = close(fd) }
-        var written = 0
-        while written < bytes.count {
-            let count = bytes[written...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { throw failure("writing") }
-            written += count
-        }
-        guard fsync(fd) == 0 else { throw failure("syncing") }
-        if !existed {
-            let directory = (path as NSString).deletingLastPathComponent
-            let dirFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            guard dirFD >= 0 else { throw failure("opening the directory of") }
-            defer { _ = close(dirFD) }
-            guard fsync(dirFD) == 0 else { throw failure("syncing the directory of") }
-        }
-    }
-
-    private func failure(_ operation: String) -> SpoolError {
-        SpoolError(.io, "\(operation) the record of damaged records failed: \(String(cString: strerror(errno)))", path: path)
+        try DirectoryIO.appendDurably(bytes, to: path, directory: (path as NSString).deletingLastPathComponent, permissions: permissions)
     }
 }
