@@ -5,17 +5,17 @@ import Testing
 /// The seeded simulator (`LogLifecycleSimulationTests`) covers the interleavings.
 @Suite struct LogStateTests {
     private func state(appending count: Int) -> LogState {
-        var state = LogState(nextSeq: 0, segments: [SegmentInfo(baseSeq: 0, size: 16)])
+        var state = LogState(nextSeq: 0, segments: [SegmentInfo(baseSeq: 0, size: 16)], blockSize: 1024, linger: 0)
         let payload = [UInt8](repeating: 7, count: 10)
         for _ in 0..<count {
-            _ = payload.withUnsafeBytes { state.append($0, timestamp: 1, blockSize: 1024, now: 0) }
+            _ = payload.withUnsafeBytes { state.append($0, timestamp: 1, now: 0) }
         }
         return state
     }
 
     /// Writes everything pending: the writer's steps (write, then sync when asked), with a successful outcome.
     private func writeAll(_ state: inout LogState, sync: Bool, error: SpoolError? = nil, syncFailed: Bool = false) -> WriteVerdict {
-        state.sealCurrentBlock(blockSize: 1024)
+        state.sealCurrentBlock()
         var (batch, _) = state.beginWrite()
         var outcome = SegmentWriter.Outcome()
         outcome.blocksWritten = error == nil ? batch.count : 0
@@ -34,7 +34,7 @@ import Testing
         let again = state.queueIdleSuspension()
         #expect(queued && !again, "one at a time")
         let payload = [UInt8](repeating: 7, count: 10)
-        _ = payload.withUnsafeBytes { state.append($0, timestamp: 1, blockSize: 1024, now: 0) }
+        _ = payload.withUnsafeBytes { state.append($0, timestamp: 1, now: 0) }
         let pending = try state.beginSuspend(onlyIfIdle: true)
         #expect(pending == nil, "a record came after the queueing")
         #expect(state.isOpen && state.error == nil)
@@ -119,8 +119,8 @@ import Testing
         let target = state.beginSync()
         let payload = [UInt8](repeating: 7, count: 10)
         for _ in 0..<2 {
-            _ = payload.withUnsafeBytes { state.append($0, timestamp: 1, blockSize: 1024, now: 0) }
-            state.sealCurrentBlock(blockSize: 1024)
+            _ = payload.withUnsafeBytes { state.append($0, timestamp: 1, now: 0) }
+            state.sealCurrentBlock()
         }
         #expect(state.pipelineCanWrite)
         var (batch, _) = state.beginWrite()
@@ -162,7 +162,7 @@ import Testing
         state.startGather(served: 2, started: 0, finished: 100)
         let payload = [UInt8](repeating: 7, count: 10)
         for _ in 0..<3 {
-            _ = payload.withUnsafeBytes { state.append($0, timestamp: 1, blockSize: 1024, now: 0) }
+            _ = payload.withUnsafeBytes { state.append($0, timestamp: 1, now: 0) }
         }
         let oneBack = state.addWaiter(waiter(2, .synced))
         #expect(!oneBack, "one of the two served is back: the group still gathers")
@@ -181,7 +181,7 @@ import Testing
         func arrive(_ count: Int, _ level: Durability = .synced) {
             let payload = [UInt8](repeating: 7, count: 10)
             for _ in 0..<count {
-                _ = payload.withUnsafeBytes { state.append($0, timestamp: 1, blockSize: 1024, now: 0) }
+                _ = payload.withUnsafeBytes { state.append($0, timestamp: 1, now: 0) }
                 _ = state.addWaiter(Waiter(wait: Wait(end: seq + 1, record: seq), level: level, kind: .blocking(id: Int(seq))))
                 seq += 1
             }

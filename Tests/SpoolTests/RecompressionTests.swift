@@ -329,7 +329,7 @@ import Testing
     /// stop it; a replacement takes the new size.
     @Test func theStateAllowsOneRewriteOfAListedSealedSegment() throws {
         let sealed = SegmentInfo(baseSeq: 0, size: 5000)
-        var state = LogState(nextSeq: 200, segments: [sealed, SegmentInfo(baseSeq: 100, size: 3000), SegmentInfo(baseSeq: 200, size: 64)])
+        var state = LogState(nextSeq: 200, segments: [sealed, SegmentInfo(baseSeq: 100, size: 3000), SegmentInfo(baseSeq: 200, size: 64)], blockSize: 1024, linger: 0)
         let active = state.beginRewrite(of: SegmentInfo(baseSeq: 200, size: 64))
         #expect(active == nil, "never the active segment")
         let resized = state.beginRewrite(of: SegmentInfo(baseSeq: 0, size: 4999))
@@ -349,7 +349,7 @@ import Testing
         state.finishRewrite(replacedBy: nil)
         #expect(state.rewrite == nil && state.counters.segmentsRecompressed == 0)
 
-        var other = LogState(nextSeq: 200, segments: [sealed, SegmentInfo(baseSeq: 200, size: 64)])
+        var other = LogState(nextSeq: 200, segments: [sealed, SegmentInfo(baseSeq: 200, size: 64)], blockSize: 1024, linger: 0)
         let again = other.beginRewrite(of: sealed)
         #expect(again != nil)
         other.finishRewrite(replacedBy: 3100)

@@ -111,7 +111,8 @@ public final class EventLog: @unchecked Sendable {
         }
         self.writer = writer
         self.codec = codec
-        self.state = LogState(nextSeq: nextSeq, segments: segments)
+        self.state = LogState(nextSeq: nextSeq, segments: segments, blockSize: configuration.blockSize,
+                              linger: UInt64(configuration.linger.wholeNanoseconds))  // validated 0 ... 60 s
         for (name, next) in recovered.consumerOffsets { self.state.recordCommit(of: name, at: next) }
         self.metrics = LogMetrics(directory: directory, factory: metricsFactory)
         // The gauges show the log as opened, before the first write or retention pass moves them.

@@ -186,7 +186,8 @@ struct LogState {
     private(set) var pipelineExited = false
     /// The write in progress began while a sync ran (counted in `blocksWrittenDuringSync`).
     private var writeDuringSync = false
-    /// The writer thread sleeps until the write token is released (a blocking caller holds it).
+    /// The writer thread's last step was ``WriterStep/awaitToken``: it sleeps until the holder of
+    /// the write or sync token wakes it.
     private(set) var writerAwaitsToken = false
     /// Group-commit gathering after an fdatasync: wait (until `deadline`, monotonic ns) for
     /// `target` synced callers before the next one. See `EventLog.writerLoop`.
@@ -203,7 +204,15 @@ struct LogState {
     /// The committed offset (next seq to deliver) of every consumer, by name.
     private(set) var consumerOffsets: [String: UInt64] = [:]
 
-    init(nextSeq: UInt64, segments: [SegmentInfo]) {
+    /// The size at which an append seals the current block (``Configuration/blockSize``).
+    let blockSize: Int
+    /// How long a block with no waiter lingers before the writer seals it, in ns
+    /// (``Configuration/linger``).
+    let linger: UInt64
+
+    init(nextSeq: UInt64, segments: [SegmentInfo], blockSize: Int, linger: UInt64) {
+        self.blockSize = blockSize
+        self.linger = linger
         self.nextSeq = nextSeq
         self.writtenEnd = nextSeq
         self.syncedEnd = nextSeq
@@ -279,12 +288,11 @@ struct LogState {
     /// record filled, if it did (sealed, now in the writer's queue; its bytes are shared).
     /// `now` (monotonic ns) is read only when the record starts a block (its linger clock): the
     /// append path reads no clock otherwise.
-    mutating func append(_ payload: UnsafeRawBufferPointer, timestamp: Int64, blockSize: Int,
-                         now: @autoclosure () -> UInt64) -> (seq: UInt64, wake: Bool, filled: PendingBlock?) {
+    mutating func append(_ payload: UnsafeRawBufferPointer, timestamp: Int64, now: @autoclosure () -> UInt64) -> (seq: UInt64, wake: Bool, filled: PendingBlock?) {
         let framed = PendingBlock.framedSize(payload.count)
         var wake = false
         if !current.isEmpty, current.raw.count + framed > Format.maxRawLength {
-            sealCurrentBlock(blockSize: blockSize)
+            sealCurrentBlock()
             wake = true
         }
         let seq = nextSeq
@@ -300,7 +308,7 @@ struct LogState {
         counters.appendedBytes += UInt64(payload.count)
         var filled: PendingBlock?
         if current.raw.count >= blockSize {
-            sealCurrentBlock(blockSize: blockSize)
+            sealCurrentBlock()
             filled = full.last
             wake = true
         }
@@ -308,7 +316,7 @@ struct LogState {
     }
 
     /// Moves the current block to the writer's queue and starts a new one from a spare buffer.
-    mutating func sealCurrentBlock(blockSize: Int) {
+    mutating func sealCurrentBlock() {
         guard !current.isEmpty else { return }
         var next = spare.popLast() ?? PendingBlock()
         next.reset(firstSeq: nextSeq)
@@ -421,8 +429,82 @@ struct LogState {
 
     // MARK: Writing
 
-    /// The writer thread waits for the write token (a blocking caller holds it), or got it back.
-    mutating func writerAwaitsToken(_ awaits: Bool) { writerAwaitsToken = awaits }
+    /// The writer thread's next step at `now` (monotonic ns), the whole of its policy: wait
+    /// for the token another thread holds; fail the waiters of a failed log; wait for a stalled
+    /// write's retry; gather a group; let the current block linger; write; sync what is written;
+    /// sleep; or exit. Ends a gathering that no longer holds (``endGather(at:)``) and seals a
+    /// current block that must be written. `EventLog.writerLoop` executes what it returns, and
+    /// `LogLifecycleSimulation` drives it.
+    ///
+    /// Group commit, gathering: the callers an fdatasync just served append again within
+    /// microseconds. Without waiting for them, syncs alternate between two half-groups; waiting
+    /// (at most one write-and-sync's duration) until as many synced callers are back as the
+    /// last sync saw lets one fdatasync cover all of them. Only synced callers gather: a
+    /// `written` waiter ends it, and so does `close()`. Arrivals do not wake the writer until the
+    /// group is complete (``shouldWakeWriter(for:)``).
+    mutating func nextWriterStep(now: UInt64) -> WriterStep {
+        // Someone else writes, or a blocking caller's sync runs (the writer must not roll the
+        // file it syncs): whoever it is wakes the writer when done.
+        writerAwaitsToken = writing || syncTarget != nil
+        if writerAwaitsToken { return .awaitToken }
+        switch status {
+        case .closed:
+            return .exit
+        case .failed(_, let closing):
+            // Nothing can be trusted until reopen: write nothing more, and exit once closing
+            // (close() reports what was not written).
+            return closing ? .exit : .failWaiters
+        case .stalled:
+            if let retryAt, retryAt > now { return .retry(at: retryAt) }
+        case .open, .suspending, .suspended, .closing:
+            break
+        }
+        let closing = isClosing
+        if !closing, let gather, now < gather.deadline, syncedWaiters < gather.target, waiters.count == syncedWaiters {
+            return .gather(until: gather.deadline)
+        }
+        endGather(at: now)
+        if !current.isEmpty {
+            let deadline = current.openedAt &+ linger
+            if closing || !waiters.isEmpty || now >= deadline {
+                sealCurrentBlock()
+            } else if full.isEmpty {
+                return .linger(until: deadline)
+            }
+        }
+        if let work = pendingWork() { return .work(work) }
+        return closing ? .exit : .idle
+    }
+
+    /// What a blocking caller waiting for its record does at `now` (monotonic ns): when the log
+    /// takes writes, no one holds a token and no gathering holds, it seals the current block and
+    /// writes it, or syncs what is written, itself: its own record is then written without two
+    /// thread hand-offs. Nil: it waits for the writer.
+    mutating func nextLeaderWork(now: @autoclosure () -> UInt64) -> WriterWork? {
+        guard acceptsWrites, !writing, syncTarget == nil else { return nil }
+        if let gather, now() < gather.deadline { return nil }
+        sealCurrentBlock()
+        return pendingWork()
+    }
+
+    /// What the pipeline thread does while the writer is in an `fdatasync`
+    /// (``pipelineCanWrite``): it seals the current block when some caller waits for it, and
+    /// writes the full blocks into the page cache. `sync` says a synced caller waits (the write
+    /// preallocates for the sync to come); none runs beside the one in flight. Nil: it sleeps.
+    mutating func nextPipelineWork() -> WriterWork? {
+        guard pipelineCanWrite else { return nil }
+        if waitsForUnwritten { sealCurrentBlock() }
+        return .write(sync: syncedWaiters > 0)
+    }
+
+    /// Full blocks to write (synced when a synced caller waits), else written records a synced
+    /// caller waits for to sync; nil when neither.
+    private func pendingWork() -> WriterWork? {
+        let wantsSync = syncedWaiters > 0
+        if !full.isEmpty { return .write(sync: wantsSync) }
+        if wantsSync && writtenEnd > syncedEnd { return .sync }
+        return nil
+    }
 
     /// Ends a group-commit gathering window at `now`, and learns from it how long the next
     /// may wait. A gathering that ended on its own terms (its group complete, or its deadline
