@@ -155,7 +155,7 @@ struct LogLifecycleSimulation {
             }
             suspendStep()
             try check()
-            if guardSteps > 10_000 { throw failure("suspend() never finished its flush (\(suspension); ends \(state.writtenEnd)/\(state.syncedEnd)/\(state.nextSeq), waiters \(state.waiters.map { ($0.wait.end, $0.level) }), writing \(state.writing), retentions \(state.retentionsInFlight))") }
+            if guardSteps > 10_000 { throw failure("suspend() never finished its flush (\(suspension); ends \(state.writtenEnd)/\(state.syncedEnd)/\(state.nextSeq), waiters \(state.waiters.map { ($0.wait.end, $0.level) }), writing \(state.group.writing), retentions \(state.retentionsInFlight))") }
         }
         if !closing { close() }
         while !closed {
@@ -194,7 +194,7 @@ struct LogLifecycleSimulation {
         if rewriting != nil { return rewriteStep() }
         if inFlight != nil { return write() }
         if syncing != nil { return syncOnly() }
-        if !state.writerExited { return writerStep() }
+        if !state.group.writerExited { return writerStep() }
         if state.retentionsInFlight == 0 && state.rewrite == nil {
             let unwritten = state.finishClosing()
             log("closed, \(unwritten.count) unwritten")
@@ -234,11 +234,11 @@ struct LogLifecycleSimulation {
     /// write or sync begins, the waiters fail, the writer exits; a sleep lets the model clock
     /// run), and the invariants of that decision checked against the state before it.
     private mutating func writerStep() {
-        guard !state.writerExited else { return }
-        let gathering = state.gather
-        let before = (limit: state.gatherLimit, synced: state.syncedWaiters, waiters: state.waiters.count)
+        guard !state.group.writerExited else { return }
+        let gathering = state.group.gather
+        let before = (limit: state.group.gatherLimit, synced: state.syncedWaiters, waiters: state.waiters.count)
         let step = state.nextWriterStep(now: clock)
-        if let gathering, state.gather == nil {
+        if let gathering, state.group.gather == nil {
             checkGatheringEnd(gathering, limit: before.limit, synced: before.synced)
         }
         if let gathering {
@@ -315,7 +315,7 @@ struct LogLifecycleSimulation {
         guard let (batch, sync, duringSync) = inFlight else {
             guard syncing != nil else { return writerStep() }
             // The pipeline thread: only when the state lets it, and never once the writer exited.
-            guard !state.writerExited, let work = state.nextPipelineWork() else { return }
+            guard !state.group.writerExited, let work = state.nextPipelineWork() else { return }
             return begin(work, gathers: false, pipelined: true)
         }
         var batchCopy = batch
@@ -390,10 +390,10 @@ struct LogLifecycleSimulation {
     /// `EventLog.runSync` does, after a write and sync that took a random time.
     private mutating func startGathering(served: Int) {
         let cycle = 1 + rng.next() % 4_000
-        let limit = state.gatherLimit
+        let limit = state.group.gatherLimit
         let waiting = state.syncedWaiters
         state.startGather(served: served, started: clock - cycle, finished: clock)
-        guard let gathering = state.gather else { gatherBroken = "no gathering began"; return }
+        guard let gathering = state.group.gather else { gatherBroken = "no gathering began"; return }
         let window = gathering.window
         log("gathering: \(served) served, \(waiting) waiting, window \(window) of a \(cycle) ns cycle")
         if gathering.began != clock || window != min(cycle, limit) || gathering.target != served + waiting {
@@ -418,9 +418,9 @@ struct LogLifecycleSimulation {
             expected = max(gathering.cycle / 8, window / 2)
             gatheringStreams += 1
         }
-        log("gathering ends: \(arrived) arrived in \(elapsed) ns, limit \(limit) -> \(state.gatherLimit)")
-        if state.gatherLimit != expected {
-            gatherBroken = "a gathering (\(arrived) of \(gathering.served) back in \(elapsed) ns of a \(window) ns window, cycle \(gathering.cycle), on its terms: \(onItsTerms)) left the limit \(state.gatherLimit), expected \(expected)"
+        log("gathering ends: \(arrived) arrived in \(elapsed) ns, limit \(limit) -> \(state.group.gatherLimit)")
+        if state.group.gatherLimit != expected {
+            gatherBroken = "a gathering (\(arrived) of \(gathering.served) back in \(elapsed) ns of a \(window) ns window, cycle \(gathering.cycle), on its terms: \(onItsTerms)) left the limit \(state.group.gatherLimit), expected \(expected)"
         }
     }
 
@@ -462,7 +462,7 @@ struct LogLifecycleSimulation {
         guard let segment = rewriting else {
             guard !state.segments.isEmpty else { return }
             let pick = state.segments[Int(rng.next() % UInt64(state.segments.count))]
-            guard let begun = state.beginRewrite(of: pick) else { return }
+            guard let begun = state.beginRewrite(of: pick)?.segment else { return }
             if begun.baseSeq == state.segments.last?.baseSeq { rewriteBroken = "a rewrite of the active segment \(begun.baseSeq) began" }
             if !filesOpen || closing { rewriteBroken = "a rewrite began while the files are released or the log closes" }
             rewriting = begun
@@ -604,7 +604,7 @@ struct LogLifecycleSimulation {
             }
             if next != state.nextSeq { throw failure("the pending blocks end at \(next), nextSeq is \(state.nextSeq)") }
         }
-        if state.isSuspended && (filesOpen || state.writing) { throw failure("suspended while holding files or the write token") }
+        if state.isSuspended && (filesOpen || state.group.writing) { throw failure("suspended while holding files or the write token") }
         if case .suspended = suspension, !state.isSuspended, !closing { throw failure("suspend() returned but the log does not say it is suspended") }
         let bases = state.segments.map(\.baseSeq)
         if bases != bases.sorted() || Set(bases).count != bases.count { throw failure("segment list \(bases) is not sorted and unique") }
@@ -614,16 +614,19 @@ struct LogLifecycleSimulation {
         if let gatherBroken { throw failure(gatherBroken) }
         if let lingerBroken { throw failure(lingerBroken) }
         if !state.shouldWakeWriter(for: .written) { throw failure("a written caller would not wake the writer") }
-        let gatherHolds = state.gather.map { state.syncedWaiters < $0.target } ?? false
+        let gatherHolds = state.group.gather.map { state.syncedWaiters < $0.target } ?? false
         if state.shouldWakeWriter(for: .synced) == gatherHolds {
-            throw failure("a synced arrival \(gatherHolds ? "wakes" : "does not wake") the writer with \(state.syncedWaiters) waiting and the gathering \(String(describing: state.gather))")
+            throw failure("a synced arrival \(gatherHolds ? "wakes" : "does not wake") the writer with \(state.syncedWaiters) waiting and the gathering \(String(describing: state.group.gather))")
         }
-        if state.syncTarget != syncing { throw failure("the state's sync in flight \(String(describing: state.syncTarget)) is not the model's \(String(describing: syncing))") }
+        if state.group.syncTarget != syncing { throw failure("the state's sync in flight \(String(describing: state.group.syncTarget)) is not the model's \(String(describing: syncing))") }
         if !state.isFailed, let waiter = state.waiters.first(where: { $0.wait.end <= state.mark(for: $0.level) }) {
             throw failure("a waiter for records below \(waiter.wait.end) at \(waiter.level) is still waiting, though they reached it")
         }
         if (state.rewrite != nil) != (rewriting != nil) { throw failure("the state's rewrite \(String(describing: state.rewrite)) is not the model's") }
         if state.rewriteReservation < 0 { throw failure("a negative rewrite reservation") }
+        if let rewrite = state.rewrite, rewrite.stop.isRaised == state.rewriteMayContinue {
+            throw failure("the rewrite's stop flag (raised: \(rewrite.stop.isRaised)) disagrees with the state (may continue: \(state.rewriteMayContinue))")
+        }
         if state.counters.segmentsRecompressed != UInt64(rewritesReplaced) || state.counters.bytesSavedByRecompression != bytesSavedByRewrites {
             throw failure("the counters say \(state.counters.segmentsRecompressed) rewrites saving \(state.counters.bytesSavedByRecompression) bytes, the model \(rewritesReplaced) saving \(bytesSavedByRewrites)")
         }

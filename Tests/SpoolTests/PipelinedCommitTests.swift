@@ -113,7 +113,7 @@ import Testing
         #expect(eventually { many.succeeded })
         for i in 2..<300 { try log.append(noisyPayload(i, size: 600)) }
         // The pipeline writes until a block needs a new segment, then stops until the sync ends.
-        #expect(eventually { log.lock.withLock { log.state.pipelineBlocked } }, "the pipeline stopped at the roll")
+        #expect(eventually { log.lock.withLock { log.state.group.pipelineBlocked } }, "the pipeline stopped at the roll")
         #expect(dir.segments() == segmentsBefore, "no segment rolled while its sync was held")
         #expect(log.writtenEnd < 300, "the blocks past the roll wait for the sync's end")
         #expect(!first.isDone)

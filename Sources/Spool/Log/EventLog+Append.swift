@@ -125,7 +125,7 @@ extension EventLog {
                 return
             }
             let wake = state.addWaiter(Waiter(wait: wait, level: durability, kind: .async(continuation)))
-            let duringSync = state.syncTarget != nil
+            let duringSync = state.group.syncTarget != nil
             lock.unlock()
             if wake { self.wake(pipeline: duringSync) }
         }
@@ -184,7 +184,7 @@ extension EventLog {
             // waiting again for a record whose append failed neither spins nor gives up early.
             return nil
         case .open, .suspending, .suspended: return nil
-        case .closing where !state.writerExited: return nil
+        case .closing where !state.group.writerExited: return nil
         case .failed, .closed, .closing:
             // (Closing with the writer gone: nobody is left to complete a new waiter.)
             var error = state.error!

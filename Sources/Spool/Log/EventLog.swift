@@ -175,7 +175,7 @@ public final class EventLog: @unchecked Sendable {
                 return false
             }
             lock.wakeWriter()
-            while !state.writerExited || !state.pipelineExited || state.retentionsInFlight > 0 || state.rewrite != nil { lock.progressWait() }
+            while !state.group.writerExited || !state.group.pipelineExited || state.retentionsInFlight > 0 || state.rewrite != nil { lock.progressWait() }
             let unwritten = state.finishClosing()
             if !unwritten.isEmpty {
                 failure = SpoolError(.io, "\(unwritten.count) appended records could not be written before close (records \(unwritten.lowerBound)..<\(unwritten.upperBound))", path: directory)

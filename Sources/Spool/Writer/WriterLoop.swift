@@ -3,10 +3,10 @@ extension EventLog {
     /// writes them outside the lock, syncs when a caller asked, then publishes the new
     /// watermarks and completes the waiters. Appends continue while it writes (group commit).
     ///
-    /// Whoever writes holds the write token (`state.writing`): this thread, the pipeline thread
+    /// Whoever writes holds the write token (`state.group.writing`): this thread, the pipeline thread
     /// (``pipelineLoop()``) while this one is in an `fdatasync`, or a blocking caller that found
     /// it idle and writes its own record (``leadWrite()``). Whoever syncs holds the sync token
-    /// (`state.syncTarget`), and lets go of the write token first: the next group is compressed
+    /// (`state.group.syncTarget`), and lets go of the write token first: the next group is compressed
     /// and written while the one before it syncs (a two-stage pipeline, as MySQL's binlog group
     /// commit flushes one group while the previous one syncs).
     ///
@@ -47,10 +47,10 @@ extension EventLog {
     /// instead of the writer while one does (``wakeForWork()``). Exits after the writer thread.
     func pipelineLoop() {
         lock.lock()
-        while !state.writerExited {
+        while !state.group.writerExited {
             if let work = state.nextPipelineWork() {
                 perform(work, gathering: false)
-                if state.writerAwaitsToken { lock.wakeWriter() }
+                if state.group.writerAwaitsToken { lock.wakeWriter() }
                 continue
             }
             lock.pipelineWait()
@@ -73,7 +73,7 @@ extension EventLog {
     /// Wakes whoever writes next: the pipeline thread while an `fdatasync` runs, else the
     /// writer thread. Lock held (the choice reads the state).
     @inline(__always)
-    func wakeForWork() { wake(pipeline: state.syncTarget != nil) }
+    func wakeForWork() { wake(pipeline: state.group.syncTarget != nil) }
 
     /// Wakes the pipeline thread or the writer, as ``wakeForWork()`` chose under the lock; may
     /// be called once the lock is let go (both re-check the state before they wait).
@@ -88,7 +88,7 @@ extension EventLog {
     /// With `gathering`, a sync that served synced callers starts a gathering window for the
     /// next group. Lock held on entry and exit; released while writing and syncing.
     func writeFullBlocks(sync: Bool, gathering: Bool) {
-        let duringSync = state.syncTarget != nil
+        let duringSync = state.group.syncTarget != nil
         // Taken, not copied: the batch then owns its blocks' buffers alone, so recycling them
         // (`publish`) allocates nothing, and it is handed back as the idle array below.
         var (batch, served) = state.beginWrite()
@@ -129,7 +129,7 @@ extension EventLog {
         if failure == nil && served > 0 {
             state.startGather(served: served, started: started, finished: monotonicNanos())
         }
-        if state.writerAwaitsToken { lock.wakeWriter() }
+        if state.group.writerAwaitsToken { lock.wakeWriter() }
         lock.broadcastProgress()
         resumeReady()
     }
@@ -186,7 +186,7 @@ extension EventLog {
     func leadWrite() -> Bool {
         guard let work = state.nextLeaderWork(now: monotonicNanos()) else { return false }
         perform(work, gathering: false)
-        if state.writerAwaitsToken || !state.current.isEmpty || !state.full.isEmpty || !state.waiters.isEmpty {
+        if state.group.writerAwaitsToken || !state.current.isEmpty || !state.full.isEmpty || !state.waiters.isEmpty {
             wakeForWork()
         }
         return true
