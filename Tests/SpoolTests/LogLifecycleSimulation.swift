@@ -3,8 +3,8 @@ import Foundation
 
 /// A seeded, deterministic simulator of the log's state machine (`LogState`), as the sync
 /// machine has one: a driver that, at every step, picks one of the events the log can receive
-/// (appends at every durability, seals, the writer's writes and syncs with injected write and
-/// `fdatasync` failures and segment rolls, the pipeline thread's writes while a sync runs and
+/// (appends at every durability, the writer's steps, its writes and syncs with injected write and
+/// `fdatasync` failures and segment rolls, blocking callers leading a write, the pipeline thread's writes while a sync runs and
 /// syncs ending in the middle of them, suspend and resume, idle suspension, consumers' commits
 /// and retention, close) and checks the invariants after it. The I/O is a model (a
 /// disk that knows what it holds and what is durable), so each seed runs in microseconds and a
@@ -36,8 +36,16 @@ import Foundation
 ///   `gatherLimit`; the limit doubles after a burst of callers (up to a whole cycle), halves
 ///   after a steady stream, never below an eighth of a cycle, and a gathering ended early changes
 ///   nothing; an arrival wakes the writer exactly when no gathering holds it (a written caller
-///   always); the model's writer writes during a gathering only once the group is complete,
-///   its deadline passed, a written caller waits or the log closes, as `EventLog.writerLoop` does.
+///   always); a gathering holds the writer only before its deadline, while its group is
+///   incomplete, nothing but synced callers wait and the log is not closing, and while it holds
+///   the writer neither writes nor syncs;
+/// - the writer never goes on leaving unsealed a block a caller waits for, that lingered out or
+///   that a close must write, and never rests with blocks to write or a sync a caller waits for.
+///
+/// The writer thread, the pipeline thread and a blocking caller leading a write are not
+/// modelled: the simulator asks the state for their decisions (`LogState.nextWriterStep`,
+/// `nextPipelineWork`, `nextLeaderWork`), the same calls `EventLog`'s threads make, and does
+/// what they say on the model disk and the model clock.
 struct LogLifecycleSimulation {
     struct Failure: Error, CustomStringConvertible {
         var seed: UInt64
@@ -60,10 +68,12 @@ struct LogLifecycleSimulation {
     static let segmentSize: Int64 = 600
     static let maxPending = 4096
     static let header: Int64 = 16
+    /// The model log's `Configuration.linger`, in ns of the model clock.
+    static let linger: UInt64 = 2_000
 
     let seed: UInt64
     private var rng: SplitMix64
-    private var state = LogState(nextSeq: 0, segments: [SegmentInfo(baseSeq: 0, size: header)])
+    private var state = LogState(nextSeq: 0, segments: [SegmentInfo(baseSeq: 0, size: header)], blockSize: blockSize, linger: linger)
     private var trace: [String] = []
     private var step = 0
 
@@ -85,6 +95,8 @@ struct LogLifecycleSimulation {
     private var clock: UInt64 = 1_000_000
     /// What a gathering broke when it began or ended.
     private var gatherBroken: String?
+    /// What the writer's step broke about the linger or the work left pending.
+    private var lingerBroken: String?
     private var syncing: UInt64?
     private var waiting: [Int: (end: UInt64, level: Durability)] = [:]
     private var acknowledged: [(end: UInt64, level: Durability)] = []
@@ -136,16 +148,14 @@ struct LogLifecycleSimulation {
                 rewriteStep()  // and for a cold rewrite
             } else if syncing != nil {
                 syncOnly()
-            } else if inFlight != nil || !state.full.isEmpty {
+            } else if inFlight != nil {
                 write()
-            } else if state.syncedWaiters > 0 && state.writtenEnd > state.syncedEnd {
-                syncOnly()
             } else {
-                seal()
+                writerStep()
             }
             suspendStep()
             try check()
-            if guardSteps > 10_000 { throw failure("suspend() never finished its flush (\(suspension); ends \(state.writtenEnd)/\(state.syncedEnd)/\(state.nextSeq), waiters \(state.waiters.map { ($0.wait.end, $0.level) }), writing \(state.writing), retentions \(state.retentionsInFlight))") }
+            if guardSteps > 10_000 { throw failure("suspend() never finished its flush (\(suspension); ends \(state.writtenEnd)/\(state.syncedEnd)/\(state.nextSeq), waiters \(state.waiters.map { ($0.wait.end, $0.level) }), writing \(state.group.writing), retentions \(state.retentionsInFlight))") }
         }
         if !closing { close() }
         while !closed {
@@ -164,7 +174,7 @@ struct LogLifecycleSimulation {
         clock += 1 + rng.next() % 400
         switch rng.next() % 100 {
         case 0..<35: append()
-        case 35..<45: seal()
+        case 35..<45: lead()
         case 45..<62: write()
         case 62..<70: syncOnly()
         case 70..<76: commit()
@@ -172,38 +182,19 @@ struct LogLifecycleSimulation {
         case 82..<87: suspendStep()
         case 87..<91: resume()
         case 91..<95: idleSuspension()
-        case 95..<97: if rng.next() % 4 == 0 { close() } else { seal() }
+        case 95..<97: if rng.next() % 4 == 0 { close() } else { lead() }
         case 97..<99: rewriteStep()
         default: collect()
         }
     }
 
-    /// After close: what the writer does until it exits, then close's own end.
+    /// After close: what the writer does until it exits (its own steps), then close's own end.
     private mutating func drainStep() {
         if retention != nil { return runRetention() }
         if rewriting != nil { return rewriteStep() }
-        if inFlight == nil, syncing == nil, state.full.isEmpty, state.current.isEmpty, state.syncedWaiters > 0,
-           state.writtenEnd > state.syncedEnd, !state.writerExited {
-            if case .failed = state.status {} else { return syncOnly() }
-        }
-        if inFlight != nil || syncing != nil || !state.full.isEmpty || !state.current.isEmpty {
-            if inFlight == nil && syncing == nil {
-                switch state.status {
-                case .failed: break
-                default:
-                    seal()
-                    if !state.full.isEmpty { return write() }
-                }
-            } else {
-                return inFlight != nil ? write() : syncOnly()
-            }
-        }
-        if !state.writerExited {
-            log("writer exits")
-            state.writerDidExit()
-            failWaiters(nil)
-            return collect()
-        }
+        if inFlight != nil { return write() }
+        if syncing != nil { return syncOnly() }
+        if !state.group.writerExited { return writerStep() }
         if state.retentionsInFlight == 0 && state.rewrite == nil {
             let unwritten = state.finishClosing()
             log("closed, \(unwritten.count) unwritten")
@@ -219,7 +210,7 @@ struct LogLifecycleSimulation {
         guard state.error == nil else { return log("append refused: \(state.error!.code)") }
         guard state.pendingBytes + framed <= Self.maxPending else { return log("append waits (backpressure)") }
         let payload = [UInt8](repeating: UInt8(truncatingIfNeeded: expectedNext), count: size)
-        let (seq, _, _) = payload.withUnsafeBytes { state.append($0, timestamp: 1_000, blockSize: Self.blockSize, now: 0) }
+        let (seq, _, _) = payload.withUnsafeBytes { state.append($0, timestamp: 1_000, now: clock) }
         expectedNext = seq == expectedNext ? expectedNext + 1 : UInt64.max  // checked below
         framedPending += framed
         let levels: [Durability] = [.buffered, .written, .synced]
@@ -231,31 +222,101 @@ struct LogLifecycleSimulation {
         }
     }
 
-    private mutating func seal() {
-        log("seal")
-        state.sealCurrentBlock(blockSize: Self.blockSize)
+    /// A blocking caller waiting for its record: it writes or syncs what is pending itself when
+    /// the state lets it lead (`EventLog.leadWrite`), never starting a gathering.
+    private mutating func lead() {
+        guard let work = state.nextLeaderWork(now: clock) else { return }
+        log("a blocking caller leads: \(work)")
+        begin(work, gathers: false, pipelined: false)
+    }
+
+    /// The writer thread's step: what `LogState.nextWriterStep` decides, done on the model (a
+    /// write or sync begins, the waiters fail, the writer exits; a sleep lets the model clock
+    /// run), and the invariants of that decision checked against the state before it.
+    private mutating func writerStep() {
+        guard !state.group.writerExited else { return }
+        let gathering = state.group.gather
+        let before = (limit: state.group.gatherLimit, synced: state.syncedWaiters, waiters: state.waiters.count)
+        let step = state.nextWriterStep(now: clock)
+        if let gathering, state.group.gather == nil {
+            checkGatheringEnd(gathering, limit: before.limit, synced: before.synced)
+        }
+        if let gathering {
+            // The contract of a gathering: it holds the writer only before its deadline, while
+            // the group is incomplete, nothing but synced callers wait and the log is not
+            // closing; and while it holds, the writer neither writes nor syncs.
+            let holds = !closing && clock < gathering.deadline && before.synced < gathering.target && before.waiters == before.synced
+            switch step {
+            case .gather(let until):
+                if !holds || until != gathering.deadline {
+                    gatherBroken = "the writer gathers until \(until) (deadline \(gathering.deadline), \(before.synced) of \(gathering.target) synced, \(before.waiters) waiting, at \(clock)), but the gathering no longer holds"
+                }
+            case .work, .idle, .linger:
+                if holds { gatherBroken = "the writer went on (\(step)) while its gathering holds (\(before.synced) of \(gathering.target), at \(clock) before \(gathering.deadline))" }
+            case .awaitToken, .failWaiters, .retry, .exit:
+                break
+            }
+        }
+        switch step {
+        case .gather, .linger, .awaitToken, .failWaiters, .retry:
+            break
+        case .exit where state.isFailed:
+            break  // a failed log writes nothing more
+        case .idle, .work, .exit:
+            // Past a gathering and the linger: no block is left that a caller waits for, that
+            // lingered out, or that a close must write.
+            if !state.current.isEmpty && (closing || !state.waiters.isEmpty || clock >= state.current.openedAt + Self.linger) {
+                lingerBroken = "the writer went on (\(step)) leaving the current block unsealed (opened at \(state.current.openedAt), now \(clock), \(state.waiters.count) waiting)"
+            }
+        }
+        if step == .idle || step == .exit, !state.isFailed, !state.full.isEmpty || (state.syncedWaiters > 0 && state.writtenEnd > state.syncedEnd) {
+            lingerBroken = "the writer rests (\(step)) with \(state.full.count) full blocks and synced callers at \(state.syncedEnd) of \(state.writtenEnd)"
+        }
+        log("the writer: \(step)")
+        switch step {
+        case .awaitToken, .idle:
+            break
+        case .failWaiters:
+            failWaiters(nil)
+            collect()
+        case .retry(let at):
+            clock = max(clock, at)  // it sleeps until the retry
+        case .gather, .linger:
+            clock += 1 + rng.next() % 1_000  // it sleeps, and time passes
+        case .work(let work):
+            begin(work, gathers: true, pipelined: false)
+        case .exit:
+            state.writerDidExit()
+            failWaiters(nil)
+            collect()
+        }
+    }
+
+    /// Starts the write or sync a writing thread chose: `gathers` (the writer thread's) starts a
+    /// gathering after a sync that served synced callers; `pipelined` (the pipeline thread's)
+    /// writes during a sync and never syncs.
+    private mutating func begin(_ work: WriterWork, gathers: Bool, pipelined: Bool) {
+        switch work {
+        case .write(let sync):
+            let (taken, served) = state.beginWrite()
+            inFlight = (taken, sync && !pipelined, pipelined)
+            if !pipelined { gatherServed = gathers ? served : nil }
+            log("write begins: \(taken.count) blocks\(pipelined ? " (during a sync)" : "")")
+        case .sync:
+            syncing = state.beginSync()
+            gatherServed = nil
+            log("sync begins to \(syncing!)")
+        }
     }
 
     /// The writer: takes the full blocks, or finishes the write it took, with an outcome from
     /// the model disk (rolls, a write error after some blocks, a failed `fdatasync`).
     private mutating func write() {
         guard let (batch, sync, duringSync) = inFlight else {
-            guard !state.writing, !state.full.isEmpty else { return }
-            if syncing != nil {
-                // The pipeline thread: only when the state lets it.
-                guard state.pipelineCanWrite else { return }
-            }
-            switch state.status {
-            case .failed, .closed: return
-            default: break
-            }
-            let pipelined = syncing != nil
-            if !pipelined && writerGathers() { return }
-            let (taken, served) = state.beginWrite()
-            inFlight = (taken, !pipelined && (served > 0 || state.syncedWaiters > 0), pipelined)
-            gatherServed = pipelined ? nil : served
-            log("write begins: \(taken.count) blocks\(pipelined ? " (during a sync)" : "")")
-            return
+            guard syncing != nil else { return writerStep() }
+            // The pipeline thread: only when the state lets it, and never once the writer exited.
+            guard !state.group.writerExited, let work = state.nextPipelineWork() else { return }
+            return begin(work, gathers: false, pipelined: true)
         }
         var batchCopy = batch
         inFlight = nil
@@ -290,7 +351,7 @@ struct LogLifecycleSimulation {
             outcome.error = SpoolError(.io, "simulated fdatasync failure")
         }
         let verdict = state.finishWrite(outcome, batch: &batchCopy, activeSegment: SegmentInfo(baseSeq: activeBase, size: activeSize),
-                                        syncFailed: syncFailed, now: 0)
+                                        syncFailed: syncFailed, now: clock)
         log("write ends: \(outcome.blocksWritten) of \(batch.count) blocks: \(verdict)")
         if sync && outcome.error == nil && !state.isFailed {
             // The writer syncs in the same step, holding the sync token only.
@@ -322,24 +383,17 @@ struct LogLifecycleSimulation {
             gatherServed = nil
             return collect()
         }
-        guard inFlight == nil, !state.writing, state.syncTarget == nil, state.syncedWaiters > 0, state.writtenEnd > state.syncedEnd else { return }
-        if writerGathers() { return }
-        switch state.status {
-        case .failed, .closed: return
-        default: break
-        }
-        syncing = state.beginSync()
-        log("sync begins to \(syncing!)")
+        writerStep()
     }
 
     /// The writer's sync of `served` synced callers ended: it gathers the next group, as
     /// `EventLog.runSync` does, after a write and sync that took a random time.
     private mutating func startGathering(served: Int) {
         let cycle = 1 + rng.next() % 4_000
-        let limit = state.gatherLimit
+        let limit = state.group.gatherLimit
         let waiting = state.syncedWaiters
         state.startGather(served: served, started: clock - cycle, finished: clock)
-        guard let gathering = state.gather else { gatherBroken = "no gathering began"; return }
+        guard let gathering = state.group.gather else { gatherBroken = "no gathering began"; return }
         let window = gathering.window
         log("gathering: \(served) served, \(waiting) waiting, window \(window) of a \(cycle) ns cycle")
         if gathering.began != clock || window != min(cycle, limit) || gathering.target != served + waiting {
@@ -347,22 +401,12 @@ struct LogLifecycleSimulation {
         }
     }
 
-    /// The writer's rule before it writes or syncs: while a gathering holds it (nothing but
-    /// synced callers wait, fewer than the group, before the deadline, the log not closing)
-    /// it sleeps, and time passes; otherwise the gathering ends and teaches the limit.
-    private mutating func writerGathers() -> Bool {
-        guard let gathering = state.gather else { return false }
-        if !closing, clock < gathering.deadline, state.syncedWaiters < gathering.target,
-           state.waiters.count == state.syncedWaiters {
-            clock += 1 + rng.next() % 1_000
-            log("the writer gathers (\(state.syncedWaiters) of \(gathering.target))")
-            return true
-        }
-        let limit = state.gatherLimit
-        let onItsTerms = state.syncedWaiters >= gathering.target || clock >= gathering.deadline
-        let arrived = UInt64(max(0, state.syncedWaiters - gathering.waitingAtStart))
+    /// A gathering ended (in the writer's step at `clock`): it taught the limit what the model
+    /// expects. `limit` and `synced` are the limit and the synced callers waiting before that step.
+    private mutating func checkGatheringEnd(_ gathering: Gathering, limit: UInt64, synced: Int) {
+        let onItsTerms = synced >= gathering.target || clock >= gathering.deadline
+        let arrived = UInt64(max(0, synced - gathering.waitingAtStart))
         let elapsed = max(1, clock - gathering.began)
-        state.endGather(at: clock)
         let window = gathering.window
         let expected: UInt64
         if !onItsTerms {
@@ -374,11 +418,10 @@ struct LogLifecycleSimulation {
             expected = max(gathering.cycle / 8, window / 2)
             gatheringStreams += 1
         }
-        log("gathering ends: \(arrived) arrived in \(elapsed) ns, limit \(limit) -> \(state.gatherLimit)")
-        if state.gather != nil || state.gatherLimit != expected {
-            gatherBroken = "a gathering (\(arrived) of \(gathering.served) back in \(elapsed) ns of a \(window) ns window, cycle \(gathering.cycle), on its terms: \(onItsTerms)) left the limit \(state.gatherLimit), expected \(expected)"
+        log("gathering ends: \(arrived) arrived in \(elapsed) ns, limit \(limit) -> \(state.group.gatherLimit)")
+        if state.group.gatherLimit != expected {
+            gatherBroken = "a gathering (\(arrived) of \(gathering.served) back in \(elapsed) ns of a \(window) ns window, cycle \(gathering.cycle), on its terms: \(onItsTerms)) left the limit \(state.group.gatherLimit), expected \(expected)"
         }
-        return false
     }
 
     private mutating func commit() {
@@ -419,7 +462,7 @@ struct LogLifecycleSimulation {
         guard let segment = rewriting else {
             guard !state.segments.isEmpty else { return }
             let pick = state.segments[Int(rng.next() % UInt64(state.segments.count))]
-            guard let begun = state.beginRewrite(of: pick) else { return }
+            guard let begun = state.beginRewrite(of: pick)?.segment else { return }
             if begun.baseSeq == state.segments.last?.baseSeq { rewriteBroken = "a rewrite of the active segment \(begun.baseSeq) began" }
             if !filesOpen || closing { rewriteBroken = "a rewrite began while the files are released or the log closes" }
             rewriting = begun
@@ -561,7 +604,7 @@ struct LogLifecycleSimulation {
             }
             if next != state.nextSeq { throw failure("the pending blocks end at \(next), nextSeq is \(state.nextSeq)") }
         }
-        if state.isSuspended && (filesOpen || state.writing) { throw failure("suspended while holding files or the write token") }
+        if state.isSuspended && (filesOpen || state.group.writing) { throw failure("suspended while holding files or the write token") }
         if case .suspended = suspension, !state.isSuspended, !closing { throw failure("suspend() returned but the log does not say it is suspended") }
         let bases = state.segments.map(\.baseSeq)
         if bases != bases.sorted() || Set(bases).count != bases.count { throw failure("segment list \(bases) is not sorted and unique") }
@@ -569,17 +612,21 @@ struct LogLifecycleSimulation {
         if let rewriteBroken { throw failure(rewriteBroken) }
         if let suspendBroken { throw failure(suspendBroken) }
         if let gatherBroken { throw failure(gatherBroken) }
+        if let lingerBroken { throw failure(lingerBroken) }
         if !state.shouldWakeWriter(for: .written) { throw failure("a written caller would not wake the writer") }
-        let gatherHolds = state.gather.map { state.syncedWaiters < $0.target } ?? false
+        let gatherHolds = state.group.gather.map { state.syncedWaiters < $0.target } ?? false
         if state.shouldWakeWriter(for: .synced) == gatherHolds {
-            throw failure("a synced arrival \(gatherHolds ? "wakes" : "does not wake") the writer with \(state.syncedWaiters) waiting and the gathering \(String(describing: state.gather))")
+            throw failure("a synced arrival \(gatherHolds ? "wakes" : "does not wake") the writer with \(state.syncedWaiters) waiting and the gathering \(String(describing: state.group.gather))")
         }
-        if state.syncTarget != syncing { throw failure("the state's sync in flight \(String(describing: state.syncTarget)) is not the model's \(String(describing: syncing))") }
+        if state.group.syncTarget != syncing { throw failure("the state's sync in flight \(String(describing: state.group.syncTarget)) is not the model's \(String(describing: syncing))") }
         if !state.isFailed, let waiter = state.waiters.first(where: { $0.wait.end <= state.mark(for: $0.level) }) {
             throw failure("a waiter for records below \(waiter.wait.end) at \(waiter.level) is still waiting, though they reached it")
         }
         if (state.rewrite != nil) != (rewriting != nil) { throw failure("the state's rewrite \(String(describing: state.rewrite)) is not the model's") }
         if state.rewriteReservation < 0 { throw failure("a negative rewrite reservation") }
+        if let rewrite = state.rewrite, rewrite.stop.isRaised == state.rewriteMayContinue {
+            throw failure("the rewrite's stop flag (raised: \(rewrite.stop.isRaised)) disagrees with the state (may continue: \(state.rewriteMayContinue))")
+        }
         if state.counters.segmentsRecompressed != UInt64(rewritesReplaced) || state.counters.bytesSavedByRecompression != bytesSavedByRewrites {
             throw failure("the counters say \(state.counters.segmentsRecompressed) rewrites saving \(state.counters.bytesSavedByRecompression) bytes, the model \(rewritesReplaced) saving \(bytesSavedByRewrites)")
         }

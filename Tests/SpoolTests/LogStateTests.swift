@@ -5,17 +5,17 @@ import Testing
 /// The seeded simulator (`LogLifecycleSimulationTests`) covers the interleavings.
 @Suite struct LogStateTests {
     private func state(appending count: Int) -> LogState {
-        var state = LogState(nextSeq: 0, segments: [SegmentInfo(baseSeq: 0, size: 16)])
+        var state = LogState(nextSeq: 0, segments: [SegmentInfo(baseSeq: 0, size: 16)], blockSize: 1024, linger: 0)
         let payload = [UInt8](repeating: 7, count: 10)
         for _ in 0..<count {
-            _ = payload.withUnsafeBytes { state.append($0, timestamp: 1, blockSize: 1024, now: 0) }
+            _ = payload.withUnsafeBytes { state.append($0, timestamp: 1, now: 0) }
         }
         return state
     }
 
     /// Writes everything pending: the writer's steps (write, then sync when asked), with a successful outcome.
     private func writeAll(_ state: inout LogState, sync: Bool, error: SpoolError? = nil, syncFailed: Bool = false) -> WriteVerdict {
-        state.sealCurrentBlock(blockSize: 1024)
+        state.sealCurrentBlock()
         var (batch, _) = state.beginWrite()
         var outcome = SegmentWriter.Outcome()
         outcome.blocksWritten = error == nil ? batch.count : 0
@@ -34,7 +34,7 @@ import Testing
         let again = state.queueIdleSuspension()
         #expect(queued && !again, "one at a time")
         let payload = [UInt8](repeating: 7, count: 10)
-        _ = payload.withUnsafeBytes { state.append($0, timestamp: 1, blockSize: 1024, now: 0) }
+        _ = payload.withUnsafeBytes { state.append($0, timestamp: 1, now: 0) }
         let pending = try state.beginSuspend(onlyIfIdle: true)
         #expect(pending == nil, "a record came after the queueing")
         #expect(state.isOpen && state.error == nil)
@@ -59,7 +59,7 @@ import Testing
         #expect(token)
         state.markReleased()
         state.releaseWriteToken(resuming: false)
-        #expect(state.isSuspended && !state.writing)
+        #expect(state.isSuspended && !state.group.writing)
         let resumeToken = state.takeWriteToken(waitingForRetention: false)
         #expect(resumeToken)
         state.releaseWriteToken(resuming: true)
@@ -119,8 +119,8 @@ import Testing
         let target = state.beginSync()
         let payload = [UInt8](repeating: 7, count: 10)
         for _ in 0..<2 {
-            _ = payload.withUnsafeBytes { state.append($0, timestamp: 1, blockSize: 1024, now: 0) }
-            state.sealCurrentBlock(blockSize: 1024)
+            _ = payload.withUnsafeBytes { state.append($0, timestamp: 1, now: 0) }
+            state.sealCurrentBlock()
         }
         #expect(state.pipelineCanWrite)
         var (batch, _) = state.beginWrite()
@@ -162,7 +162,7 @@ import Testing
         state.startGather(served: 2, started: 0, finished: 100)
         let payload = [UInt8](repeating: 7, count: 10)
         for _ in 0..<3 {
-            _ = payload.withUnsafeBytes { state.append($0, timestamp: 1, blockSize: 1024, now: 0) }
+            _ = payload.withUnsafeBytes { state.append($0, timestamp: 1, now: 0) }
         }
         let oneBack = state.addWaiter(waiter(2, .synced))
         #expect(!oneBack, "one of the two served is back: the group still gathers")
@@ -181,7 +181,7 @@ import Testing
         func arrive(_ count: Int, _ level: Durability = .synced) {
             let payload = [UInt8](repeating: 7, count: 10)
             for _ in 0..<count {
-                _ = payload.withUnsafeBytes { state.append($0, timestamp: 1, blockSize: 1024, now: 0) }
+                _ = payload.withUnsafeBytes { state.append($0, timestamp: 1, now: 0) }
                 _ = state.addWaiter(Waiter(wait: Wait(end: seq + 1, record: seq), level: level, kind: .blocking(id: Int(seq))))
                 seq += 1
             }
@@ -192,7 +192,7 @@ import Testing
             _ = writeAll(&state, sync: true)
             arrive(duringSync)
             state.startGather(served: served, started: end - 1_000, finished: end)
-            return state.gather!
+            return state.group.gather!
         }
         // A closed loop: the 4 served are back 100 ns after the sync: the window stays whole.
         arrive(4)
@@ -200,43 +200,43 @@ import Testing
         #expect(window.deadline == 11_000 && window.target == 4)
         arrive(4)
         state.endGather(at: 10_100)
-        #expect(state.gatherLimit == .max, "a burst keeps the whole window")
+        #expect(state.group.gatherLimit == .max, "a burst keeps the whole window")
         // A steady stream: 1 waiting when the sync ended, 4 more only by the deadline.
         window = gather(served: 4, endingAt: 20_000, duringSync: 1)
         #expect(window.deadline == 21_000 && window.target == 5 && window.waitingAtStart == 1)
         arrive(4)
         state.endGather(at: 21_000)
-        #expect(state.gatherLimit == 500, "a stream halves the window")
+        #expect(state.group.gatherLimit == 500, "a stream halves the window")
         window = gather(served: 5, endingAt: 30_000)
         #expect(window.deadline == 30_500)
         state.endGather(at: 30_500)  // nobody came at all
-        #expect(state.gatherLimit == 250)
+        #expect(state.group.gatherLimit == 250)
         _ = gather(served: 5, endingAt: 40_000)
         state.endGather(at: 40_250)
-        #expect(state.gatherLimit == 125, "an eighth of a cycle")
+        #expect(state.group.gatherLimit == 125, "an eighth of a cycle")
         _ = gather(served: 5, endingAt: 50_000)
         state.endGather(at: 50_125)
-        #expect(state.gatherLimit == 125, "never shorter than an eighth of a cycle")
+        #expect(state.group.gatherLimit == 125, "never shorter than an eighth of a cycle")
         // A gathering a written caller ends early teaches nothing.
         window = gather(served: 5, endingAt: 60_000)
         #expect(window.deadline == 60_125)
         arrive(1, .written)
         state.endGather(at: 60_010)
-        #expect(state.gatherLimit == 125)
+        #expect(state.group.gatherLimit == 125)
         // The closed loop starts: its 5 are back within the short window, at a burst's rate,
         // each time: the window doubles, then is whole again.
         window = gather(served: 5, endingAt: 70_000)
         arrive(5)
         state.endGather(at: 70_040)
-        #expect(state.gatherLimit == 250, "a burst doubles the window")
+        #expect(state.group.gatherLimit == 250, "a burst doubles the window")
         #expect(gather(served: 5, endingAt: 80_000).deadline == 80_250)
         arrive(5)
         state.endGather(at: 80_040)
-        #expect(state.gatherLimit == 500)
+        #expect(state.group.gatherLimit == 500)
         #expect(gather(served: 5, endingAt: 90_000).deadline == 90_500)
         arrive(5)
         state.endGather(at: 90_040)
-        #expect(state.gatherLimit == .max, "half a cycle doubled is a whole one")
+        #expect(state.group.gatherLimit == .max, "half a cycle doubled is a whole one")
         #expect(gather(served: 5, endingAt: 100_000).deadline == 101_000)
     }
 }

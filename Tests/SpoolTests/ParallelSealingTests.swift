@@ -28,26 +28,25 @@ import Testing
         }
     }
 
-    /// A manual schedule of `SealAhead`: lane A takes block 1 and is held mid-block while
-    /// lane B seals blocks 2 and 3, so they finish out of order. The writer, taking blocks in
-    /// seq order, seals block 0 itself (still queued), waits for block 1 until lane A lets go,
-    /// then takes 2 and 3 as sealed: each byte for byte what one encoder makes for its segment.
-    /// A block sealed for a segment that a roll then replaced is handed back to be sealed again.
+    /// A manual schedule of `SealAhead`: lane A takes block 1 and is held mid-block (at a
+    /// `FaultGate`) while lane B seals blocks 2 and 3, so they finish out of order. The writer,
+    /// taking blocks in seq order, seals block 0 itself (still queued), waits for block 1 (the
+    /// test sees it wait) until lane A lets go, then takes 2 and 3 as sealed: each byte for byte
+    /// what one encoder makes for its segment. A block sealed for a segment that a roll then
+    /// replaced is handed back to be sealed again.
     @Test func theWriterTakesBlocksInSeqOrderWhicheverLaneFinishedFirst() throws {
         let dir = TemporaryDirectory()
         defer { dir.cleanup() }
         let codec = try Self.plainCodec(in: dir)
         let spawned = Mutex(0)
-        let holdLaneA = DispatchSemaphore(value: 0)
-        let laneAHolds = DispatchSemaphore(value: 0)
+        let laneA = FaultGate()
+        let waitedFor = Mutex<[UInt64]>([])
         let sealAhead = SealAhead(sealingThreads: 3, level: 1, codec: codec,
                                   spawn: { _ in spawned.withLock { $0 += 1 } },
                                   willSeal: { seq in
-                                      if seq == Self.firstSeqs[1] {
-                                          laneAHolds.signal()
-                                          holdLaneA.wait()
-                                      }
-                                  })
+                                      if seq == Self.firstSeqs[1] { _ = laneA.pass() }
+                                  },
+                                  willWait: { seq in waitedFor.withLock { $0.append(seq) } })
         let segment = Self.firstSegment
         let blocks = Self.unevenBlocks(count: 5, firstSeq: 1000)
         sealAhead.setSegment(segment)
@@ -56,23 +55,21 @@ import Testing
         // Block 0 is taken by the writer before any lane ran: it seals it itself.
         #expect(sealAhead.take(blocks[0], for: segment) == nil)
         // Lane A takes block 1 and is held; lane B seals 2 and 3, finishing first.
-        let laneA = Thread { _ = sealAhead.sealNext() }
-        laneA.start()
-        laneAHolds.wait()
+        Thread { _ = sealAhead.sealNext() }.start()
+        #expect(eventually { laneA.arrivals == 1 }, "lane A holds block 1")
         #expect(sealAhead.sealNext() && sealAhead.sealNext())
         // The writer waits for block 1 until lane A finishes it.
         let taken = Mutex<[SealAhead.Sealed?]>([])
-        let writer = Thread {
+        Thread {
             for block in blocks[1...3] {
                 let sealed = sealAhead.take(block, for: segment)
                 taken.withLock { $0.append(sealed) }
             }
-        }
-        writer.start()
-        Thread.sleep(forTimeInterval: 0.05)
+        }.start()
+        #expect(eventually { waitedFor.withLock { $0.contains(blocks[1].firstSeq) } }, "the writer waits for lane A's block")
         #expect(taken.withLock { $0.isEmpty }, "the writer took block 1 before its lane finished it")
-        holdLaneA.signal()
-        while taken.withLock({ $0.count }) < 3 { Thread.sleep(forTimeInterval: 0.001) }
+        laneA.release()
+        #expect(eventually { taken.withLock { $0.count } == 3 }, "the writer takes blocks 1-3 once lane A lets go")
         let serial = BlockEncoder(level: 1)
         for (index, sealed) in taken.withLock({ $0 }).enumerated() {
             let block = blocks[1 + index]

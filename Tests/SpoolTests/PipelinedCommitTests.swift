@@ -112,7 +112,8 @@ import Testing
         let many = Caller(log, noisyPayload(1, size: 600), .written)
         #expect(eventually { many.succeeded })
         for i in 2..<300 { try log.append(noisyPayload(i, size: 600)) }
-        Thread.sleep(forTimeInterval: 0.05)
+        // The pipeline writes until a block needs a new segment, then stops until the sync ends.
+        #expect(eventually { log.lock.withLock { log.state.group.pipelineBlocked } }, "the pipeline stopped at the roll")
         #expect(dir.segments() == segmentsBefore, "no segment rolled while its sync was held")
         #expect(log.writtenEnd < 300, "the blocks past the roll wait for the sync's end")
         #expect(!first.isDone)

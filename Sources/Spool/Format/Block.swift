@@ -306,8 +306,8 @@ final class BlockEncoder {
         return scratch
     }
 
-    /// Asked while a block is compressed (``ZstdCompressor/interruption``); nil for none.
-    var interruption: (() -> Bool)? {
+    /// Polled while a block is compressed (``ZstdCompressor/interruption``); nil for none.
+    var interruption: StopFlag? {
         get { compressor.interruption }
         set { compressor.interruption = newValue }
     }

@@ -11,11 +11,12 @@ final class ZstdCompressor {
     /// The dictionary the context references (kept alive while referenced); nil for none.
     private var referenced: ZstdDictionary?
     private var contentSize = true
-    /// Asked between steps of ``interruptionStep`` input bytes, when set: true stops the
+    /// Polled between steps of ``interruptionStep`` input bytes, when set: raised, it stops the
     /// compression with ``Interrupted``. A cold rewrite's (a 1 MiB block at level 9 takes a
-    /// thread at the lowest priority long enough that `close()` should not wait for all of it);
-    /// the writer's compressor has none and compresses in one call.
-    var interruption: (() -> Bool)?
+    /// thread at the lowest priority long enough that `close()` should not wait for all of it),
+    /// raised by the log's state when the rewrite may not go on; the writer's compressor has
+    /// none and compresses in one call.
+    var interruption: StopFlag?
     /// Input bytes compressed between two looks at ``interruption``.
     static let interruptionStep = 32 * 1024
     /// What an ``interruption`` stopped.
@@ -61,13 +62,13 @@ final class ZstdCompressor {
     /// The same frame as one `ZSTD_compress2` call makes (the content size pledged, so a frame
     /// that declares it declares it), streamed ``interruptionStep`` bytes at a time.
     private func compressInSteps(_ source: UnsafeRawBufferPointer, into destination: UnsafeMutableRawBufferPointer,
-                                 _ interrupted: () -> Bool) throws -> Int {
+                                 _ interruption: StopFlag) throws -> Int {
         try check(ZSTD_CCtx_reset(context, ZSTD_reset_session_only))
         try check(ZSTD_CCtx_setPledgedSrcSize(context, UInt64(source.count)))
         var input = ZSTD_inBuffer(src: source.baseAddress, size: 0, pos: 0)
         var output = ZSTD_outBuffer(dst: destination.baseAddress, size: destination.count, pos: 0)
         while true {
-            if interrupted() {
+            if interruption.isRaised {
                 _ = ZSTD_CCtx_reset(context, ZSTD_reset_session_only)
                 throw Interrupted()
             }

@@ -125,7 +125,7 @@ extension EventLog {
                 return
             }
             let wake = state.addWaiter(Waiter(wait: wait, level: durability, kind: .async(continuation)))
-            let duringSync = state.syncTarget != nil
+            let duringSync = state.group.syncTarget != nil
             lock.unlock()
             if wake { self.wake(pipeline: duringSync) }
         }
@@ -143,10 +143,7 @@ extension EventLog {
         var wokeWriter = false
         while true {
             if let result = state.takeBlockingResult(id) { return try result.get() }
-            if canLeadWrite() {
-                leadWrite()
-                continue
-            }
+            if leadWrite() { continue }
             if !wokeWriter && state.shouldWakeWriter(for: durability) {
                 wakeForWork()
                 wokeWriter = true
@@ -187,7 +184,7 @@ extension EventLog {
             // waiting again for a record whose append failed neither spins nor gives up early.
             return nil
         case .open, .suspending, .suspended: return nil
-        case .closing where !state.writerExited: return nil
+        case .closing where !state.group.writerExited: return nil
         case .failed, .closed, .closing:
             // (Closing with the writer gone: nobody is left to complete a new waiter.)
             var error = state.error!
@@ -231,16 +228,11 @@ extension EventLog {
         // A block seals once it reaches `blockSize`, and one record at the size limit that would
         // take it past the format's bound on a block's raw length starts a block. The writer
         // starts the linger clock; while it gathers a group it wakes by itself.
-        let (seq, wake, filled) = state.append(payload, timestamp: timestamp, blockSize: configuration.blockSize, now: monotonicNanos())
+        let (seq, wake, filled) = state.append(payload, timestamp: timestamp, now: monotonicNanos())
         // A block this append filled is sealed on another core while the writer writes the
         // ones before it (`Configuration.sealingThreads`).
         if let filled, let sealAhead = writer.sealAhead { sealAhead.offer(filled) }
         if wake { wakeForWork() }
         return seq
-    }
-
-    /// Moves the current block to the writer's queue and starts a new one from a spare buffer. Lock held.
-    func sealCurrentBlock() {
-        state.sealCurrentBlock(blockSize: configuration.blockSize)
     }
 }

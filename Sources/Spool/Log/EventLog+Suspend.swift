@@ -98,7 +98,7 @@ extension EventLog {
             state.releaseWriteToken(resuming: resuming)
             // Resumed while idle-suspending: the writer looks again whether it is idle, so a
             // resume that no append follows does not keep the lock.
-            if state.writerAwaitsToken || (resuming && configuration.suspendsWhenIdle) { lock.wakeWriter() }
+            if state.group.writerAwaitsToken || (resuming && configuration.suspendsWhenIdle) { lock.wakeWriter() }
             lock.broadcastProgress()
         }
     }

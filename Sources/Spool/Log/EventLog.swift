@@ -118,7 +118,8 @@ public final class EventLog: @unchecked Sendable {
         }
         self.writer = writer
         self.codec = codec
-        self.state = LogState(nextSeq: nextSeq, segments: segments)
+        self.state = LogState(nextSeq: nextSeq, segments: segments, blockSize: configuration.blockSize,
+                              linger: UInt64(configuration.linger.wholeNanoseconds))  // validated 0 ... 60 s
         for (name, next) in recovered.consumerOffsets { self.state.recordCommit(of: name, at: next) }
         self.metrics = LogMetrics(directory: directory, factory: metricsFactory)
         // The gauges show the log as opened, before the first write or retention pass moves them.
@@ -181,7 +182,7 @@ public final class EventLog: @unchecked Sendable {
                 return false
             }
             lock.wakeWriter()
-            while !state.writerExited || !state.pipelineExited || state.retentionsInFlight > 0 || state.rewrite != nil { lock.progressWait() }
+            while !state.group.writerExited || !state.group.pipelineExited || state.retentionsInFlight > 0 || state.rewrite != nil { lock.progressWait() }
             let unwritten = state.finishClosing()
             if !unwritten.isEmpty {
                 failure = SpoolError(.io, "\(unwritten.count) appended records could not be written before close (records \(unwritten.lowerBound)..<\(unwritten.upperBound))", path: directory)

@@ -17,7 +17,7 @@ struct SegmentInfo: Sendable, Equatable {
 ///
 /// Who holds the write token (the writer thread, the pipeline thread, a blocking caller
 /// writing its own record, `suspend()`/`resume()`) and whether an `fdatasync` is in flight (the
-/// sync token) are kept beside it (``LogState/writing``, ``LogState/syncTarget``): a log is
+/// sync token) are kept beside it (``LogState/group``): a log is
 /// written while open, stalled (the retry), suspending (the flush) and closing (the last write).
 enum LogStatus {
     /// Taking appends.
@@ -97,27 +97,6 @@ enum WriteVerdict {
     case lostWhileClosing(SpoolError)
 }
 
-/// A group-commit gathering window after an fdatasync (``LogState/gather``): the writer
-/// waits until `target` synced callers wait, or until `deadline`.
-struct Gathering: Equatable {
-    /// Monotonic ns: the gathering gives up then and the writer writes what it has.
-    let deadline: UInt64
-    /// Monotonic ns: when the sync ended and the gathering began.
-    let began: UInt64
-    /// The write and sync before it, in ns: the longest any gathering waits.
-    let cycle: UInt64
-    /// The synced callers that sync served: those the gathering waits to come back.
-    let served: Int
-    /// Synced callers already waiting when it began (they arrived during the sync).
-    let waitingAtStart: Int
-
-    /// Synced waiters that complete the group: the sync's callers back, on top of those
-    /// already waiting when it began.
-    var target: Int { served + waitingAtStart }
-    /// How long it may wait, in ns: the write and sync before it, or less (``LogState/gatherLimit``).
-    var window: UInt64 { deadline - began }
-}
-
 /// Everything appenders, the writer thread, readers and consumers share; guarded by
 /// `EventLog.lock`.
 ///
@@ -126,7 +105,10 @@ struct Gathering: Equatable {
 /// retention and the cap say what happened and the state decides what follows. Pure: no
 /// I/O, no clock (times arrive as arguments), no lock of its own.
 struct LogState {
-    private(set) var status: LogStatus = .open
+    private(set) var status: LogStatus = .open {
+        // A status that lets go of the files or fails the log stops a rewrite in flight.
+        didSet { if !rewritesAllowed { rewrite?.stop.raise() } }
+    }
     /// The seq the next append gets.
     private(set) var nextSeq: UInt64
     /// The block being filled by appends.
@@ -156,46 +138,23 @@ struct LogState {
     private(set) var segments: [SegmentInfo]
     /// When the writer, stalled by a write error, tries again (monotonic ns).
     private(set) var retryAt: UInt64? = nil
-    private(set) var writerExited = false
     /// Commits' retention deleting segments right now (see `EventLog.applyRetention`):
     /// `close()` waits for them before it releases the directory lock.
     private(set) var retentionsInFlight = 0
     /// The sealed segment cold recompression is rewriting, if any (one at a time): the bytes
     /// its temporary file takes (`written`, counted before they are written) count against the
-    /// cap, and `close()` and `suspend()` wait for it to end. `cancelled` once the cap or
-    /// retention took that segment, or a write or an append needed the room: the rewrite then
-    /// ends without replacing anything.
-    private(set) var rewrite: (baseSeq: UInt64, written: Int64, cancelled: Bool)? = nil
+    /// cap, and `close()` and `suspend()` wait for it to end. `stop` is raised once the cap or
+    /// retention took that segment, a write or an append needed the room, or the files are let
+    /// go or the log failed: the rewrite then ends without replacing anything, and its
+    /// compression, which polls the flag without the lock, stops within a step.
+    private(set) var rewrite: (baseSeq: UInt64, written: Int64, stop: StopFlag)? = nil
     /// An idle suspension (`Configuration.suspendsWhenIdle`) is queued and has not run.
     private var idleSuspendQueued = false
     /// A retention run is queued on the retention queue and has not started.
     private var retentionQueued = false
-    /// Someone holds the write token and is writing outside the lock: the writer thread, the
-    /// pipeline thread (while the writer is in an `fdatasync`) or a blocking caller
-    /// (`EventLog.leadWrite`). Only the holder touches the `SegmentWriter`'s state.
-    private(set) var writing = false
-    /// The end (exclusive) of what the `fdatasync` in flight makes durable: the writer thread
-    /// holds the sync token (at most one sync runs) and has let go of the write token, so the
-    /// pipeline thread may write the next group into the page cache meanwhile (never rolling a
-    /// segment: the sync holds the active one's descriptor). Nil when no sync runs.
-    private(set) var syncTarget: UInt64? = nil
-    /// A write during the sync in flight stopped before a block that needs a new segment: the
-    /// pipeline thread writes nothing more until the sync ends, and the writer rolls after it.
-    private(set) var pipelineBlocked = false
-    /// The pipeline thread has exited (``EventLog/pipelineLoop()``).
-    private(set) var pipelineExited = false
-    /// The write in progress began while a sync ran (counted in `blocksWrittenDuringSync`).
-    private var writeDuringSync = false
-    /// The writer thread sleeps until the write token is released (a blocking caller holds it).
-    private(set) var writerAwaitsToken = false
-    /// Group-commit gathering after an fdatasync: wait (until `deadline`, monotonic ns) for
-    /// `target` synced callers before the next one. See `EventLog.writerLoop`.
-    private(set) var gather: Gathering? = nil
-    /// The longest the next gathering may wait (ns): a whole write-and-sync (`.max`) while
-    /// gatherings find their callers coming back in a burst, halved (down to an eighth of one)
-    /// each time a gathering finds arrivals no faster than a steady stream, doubled by each
-    /// burst. See ``endGather(at:)``.
-    private(set) var gatherLimit: UInt64 = .max
+    /// Group commit's tokens (who writes, who syncs), the writing threads' waits and exits,
+    /// and the gathering after a sync.
+    private(set) var group = GroupCommit()
     private(set) var counters = LogCounters()
     /// Write observers by registration number (``EventLog/observeWrites(_:)``), in order.
     private(set) var observers: [(id: UInt64, handler: @Sendable (UInt64) -> Void)] = []
@@ -203,7 +162,15 @@ struct LogState {
     /// The committed offset (next seq to deliver) of every consumer, by name.
     private(set) var consumerOffsets: [String: UInt64] = [:]
 
-    init(nextSeq: UInt64, segments: [SegmentInfo]) {
+    /// The size at which an append seals the current block (``Configuration/blockSize``).
+    let blockSize: Int
+    /// How long a block with no waiter lingers before the writer seals it, in ns
+    /// (``Configuration/linger``).
+    let linger: UInt64
+
+    init(nextSeq: UInt64, segments: [SegmentInfo], blockSize: Int, linger: UInt64) {
+        self.blockSize = blockSize
+        self.linger = linger
         self.nextSeq = nextSeq
         self.writtenEnd = nextSeq
         self.syncedEnd = nextSeq
@@ -279,12 +246,11 @@ struct LogState {
     /// record filled, if it did (sealed, now in the writer's queue; its bytes are shared).
     /// `now` (monotonic ns) is read only when the record starts a block (its linger clock): the
     /// append path reads no clock otherwise.
-    mutating func append(_ payload: UnsafeRawBufferPointer, timestamp: Int64, blockSize: Int,
-                         now: @autoclosure () -> UInt64) -> (seq: UInt64, wake: Bool, filled: PendingBlock?) {
+    mutating func append(_ payload: UnsafeRawBufferPointer, timestamp: Int64, now: @autoclosure () -> UInt64) -> (seq: UInt64, wake: Bool, filled: PendingBlock?) {
         let framed = PendingBlock.framedSize(payload.count)
         var wake = false
         if !current.isEmpty, current.raw.count + framed > Format.maxRawLength {
-            sealCurrentBlock(blockSize: blockSize)
+            sealCurrentBlock()
             wake = true
         }
         let seq = nextSeq
@@ -292,7 +258,7 @@ struct LogState {
         if current.isEmpty {
             current.firstSeq = seq
             current.openedAt = now()
-            wake = wake || gather == nil
+            wake = wake || group.gather == nil
         }
         current.add(payload, timestamp: timestamp)
         pendingBytes += framed
@@ -300,7 +266,7 @@ struct LogState {
         counters.appendedBytes += UInt64(payload.count)
         var filled: PendingBlock?
         if current.raw.count >= blockSize {
-            sealCurrentBlock(blockSize: blockSize)
+            sealCurrentBlock()
             filled = full.last
             wake = true
         }
@@ -308,7 +274,7 @@ struct LogState {
     }
 
     /// Moves the current block to the writer's queue and starts a new one from a spare buffer.
-    mutating func sealCurrentBlock(blockSize: Int) {
+    mutating func sealCurrentBlock() {
         guard !current.isEmpty else { return }
         var next = spare.popLast() ?? PendingBlock()
         next.reset(firstSeq: nextSeq)
@@ -415,53 +381,100 @@ struct LogState {
     /// deadline passes): waking it for every arrival costs a context switch each, which on a
     /// 2-core machine is most of a group-commit cycle.
     func shouldWakeWriter(for level: Durability) -> Bool {
-        guard level == .synced, let gather else { return true }
-        return syncedWaiters >= gather.target
+        group.shouldWakeWriter(for: level, syncedWaiters: syncedWaiters)
     }
 
     // MARK: Writing
 
-    /// The writer thread waits for the write token (a blocking caller holds it), or got it back.
-    mutating func writerAwaitsToken(_ awaits: Bool) { writerAwaitsToken = awaits }
-
-    /// Ends a group-commit gathering window at `now`, and learns from it how long the next
-    /// may wait. A gathering that ended on its own terms (its group complete, or its deadline
-    /// passed) is evidence: if synced callers arrived at least as fast as the sync's callers
-    /// coming back within three quarters of a write-and-sync would (a closed loop: the callers
-    /// the sync resumed append again within microseconds), the next may wait twice as long, up
-    /// to a whole write-and-sync; if slower (a steady stream of new callers: waiting for as
-    /// many as the sync served holds those already waiting for about a whole cycle, so groups
-    /// and latencies grow), half as long, but never less than an eighth of a write-and-sync, so
-    /// that a closed loop that starts later is still seen. Doubling rather than jumping back
-    /// keeps a stream whose arrivals now and then bunch up (a scheduler running queued tasks
-    /// together) from looking like a closed loop. One ended early (a `written` caller, a
-    /// close) teaches nothing.
-    mutating func endGather(at now: UInt64) {
-        guard let ended = gather else { return }
-        gather = nil
-        guard syncedWaiters >= ended.target || now >= ended.deadline else { return }
-        let arrived = UInt64(max(0, syncedWaiters - ended.waitingAtStart))
-        let elapsed = now > ended.began ? now - ended.began : 1  // a clock read before it began counts as 1 ns
-        // arrived / elapsed >= served / (3/4 of a write-and-sync), without division.
-        // (Wrapping products: the factors are counts of callers and ns of one cycle.)
-        if arrived &* ended.cycle &* 3 >= UInt64(ended.served) &* elapsed &* 4 {
-            gatherLimit = ended.window >= ended.cycle / 2 ? .max : ended.window * 2
-        } else {
-            gatherLimit = max(ended.cycle / 8, ended.window / 2)
+    /// The writer thread's next step at `now` (monotonic ns), the whole of its policy: wait
+    /// for the token another thread holds; fail the waiters of a failed log; wait for a stalled
+    /// write's retry; gather a group; let the current block linger; write; sync what is written;
+    /// sleep; or exit. Ends a gathering that no longer holds (``endGather(at:)``) and seals a
+    /// current block that must be written. `EventLog.writerLoop` executes what it returns, and
+    /// `LogLifecycleSimulation` drives it.
+    ///
+    /// Group commit, gathering: the callers an fdatasync just served append again within
+    /// microseconds. Without waiting for them, syncs alternate between two half-groups; waiting
+    /// (at most one write-and-sync's duration) until as many synced callers are back as the
+    /// last sync saw lets one fdatasync cover all of them. Only synced callers gather: a
+    /// `written` waiter ends it, and so does `close()`. Arrivals do not wake the writer until the
+    /// group is complete (``shouldWakeWriter(for:)``).
+    mutating func nextWriterStep(now: UInt64) -> WriterStep {
+        // Someone else writes, or a blocking caller's sync runs (the writer must not roll the
+        // file it syncs): whoever it is wakes the writer when done.
+        if group.writerLooks() { return .awaitToken }
+        switch status {
+        case .closed:
+            return .exit
+        case .failed(_, let closing):
+            // Nothing can be trusted until reopen: write nothing more, and exit once closing
+            // (close() reports what was not written).
+            return closing ? .exit : .failWaiters
+        case .stalled:
+            if let retryAt, retryAt > now { return .retry(at: retryAt) }
+        case .open, .suspending, .suspended, .closing:
+            break
         }
+        let closing = isClosing
+        if !closing, let gather = group.gather, now < gather.deadline, syncedWaiters < gather.target, waiters.count == syncedWaiters {
+            return .gather(until: gather.deadline)
+        }
+        endGather(at: now)
+        if !current.isEmpty {
+            let deadline = current.openedAt &+ linger
+            if closing || !waiters.isEmpty || now >= deadline {
+                sealCurrentBlock()
+            } else if full.isEmpty {
+                return .linger(until: deadline)
+            }
+        }
+        if let work = pendingWork() { return .work(work) }
+        return closing ? .exit : .idle
     }
 
+    /// What a blocking caller waiting for its record does at `now` (monotonic ns): when the log
+    /// takes writes, no one holds a token and no gathering holds, it seals the current block and
+    /// writes it, or syncs what is written, itself: its own record is then written without two
+    /// thread hand-offs. Nil: it waits for the writer.
+    mutating func nextLeaderWork(now: @autoclosure () -> UInt64) -> WriterWork? {
+        guard acceptsWrites, group.isIdle, !group.gathers(at: now()) else { return nil }
+        sealCurrentBlock()
+        return pendingWork()
+    }
+
+    /// What the pipeline thread does while the writer is in an `fdatasync`
+    /// (``pipelineCanWrite``): it seals the current block when some caller waits for it, and
+    /// writes the full blocks into the page cache. `sync` says a synced caller waits (the write
+    /// preallocates for the sync to come); none runs beside the one in flight. Nil: it sleeps.
+    mutating func nextPipelineWork() -> WriterWork? {
+        guard pipelineCanWrite else { return nil }
+        if waitsForUnwritten { sealCurrentBlock() }
+        return .write(sync: syncedWaiters > 0)
+    }
+
+    /// Full blocks to write (synced when a synced caller waits), else written records a synced
+    /// caller waits for to sync; nil when neither.
+    private func pendingWork() -> WriterWork? {
+        let wantsSync = syncedWaiters > 0
+        if !full.isEmpty { return .write(sync: wantsSync) }
+        if wantsSync && writtenEnd > syncedEnd { return .sync }
+        return nil
+    }
+
+    /// Ends a group-commit gathering window at `now` (``GroupCommit/endGather(at:syncedWaiters:)``).
+    mutating func endGather(at now: UInt64) { group.endGather(at: now, syncedWaiters: syncedWaiters) }
+
     /// The writer thread has exited: nobody is left to complete a new waiter.
-    mutating func writerDidExit() { writerExited = true }
+    mutating func writerDidExit() { group.writerDidExit() }
 
     /// The pipeline thread has exited.
-    mutating func pipelineDidExit() { pipelineExited = true }
+    mutating func pipelineDidExit() { group.pipelineDidExit() }
 
     /// Whether the pipeline thread may write now: the writer is in an `fdatasync`, no one holds
     /// the write token, the log takes writes, no earlier write stopped at a roll, and there is
     /// a full block, or a current one some caller waits for.
     var pipelineCanWrite: Bool {
-        guard syncTarget != nil, !writing, !pipelineBlocked, acceptsWrites else { return false }
+        guard group.syncTarget != nil, !group.writing, !group.pipelineBlocked, acceptsWrites else { return false }
         return !full.isEmpty || (!current.isEmpty && waitsForUnwritten)
     }
 
@@ -470,9 +483,7 @@ struct LogState {
     /// written batch's array comes back as the next idle one in ``finishWrite(_:batch:activeSegment:syncFailed:now:)``.
     /// Returns the batch and how many synced callers it serves.
     mutating func beginWrite() -> (batch: [PendingBlock], served: Int) {
-        precondition(!writing, "the write token is taken once")
-        writing = true
-        writeDuringSync = syncTarget != nil
+        group.beginWrite()
         let batch = full
         full = idleFull
         idleFull = []
@@ -484,7 +495,7 @@ struct LogState {
     /// its capacity) as the next idle array. Returns what the log should say of it.
     mutating func finishWrite(_ outcome: SegmentWriter.Outcome, batch: inout [PendingBlock], activeSegment: SegmentInfo?,
                               syncFailed: Bool, now: UInt64) -> WriteVerdict {
-        writing = false
+        let writeDuringSync = group.finishWrite()
         activeSizeBeingWritten = nil
         let failedBefore = isFailed
         // By index, not through a slice: a slice would share the batch's storage, and the
@@ -538,7 +549,7 @@ struct LogState {
             }
         } else {
             // A write during a sync stopped at a roll: the rest waits for the sync's end.
-            if outcome.blocksWritten < batch.count { pipelineBlocked = true }
+            if outcome.blocksWritten < batch.count { group.writeStoppedAtRoll() }
             if case .stalled = status {
                 status = .open
                 retryAt = nil
@@ -554,12 +565,10 @@ struct LogState {
     }
 
     /// After a synced write that served `served` synced callers: wait (at most as long as
-    /// that write took, and no longer than ``gatherLimit``) for as many synced callers as
+    /// that write took, and no longer than ``GroupCommit/gatherLimit``) for as many synced callers as
     /// are back to form the next group, on top of those already waiting.
     mutating func startGather(served: Int, started: UInt64, finished: UInt64) {
-        let cycle = finished &- started
-        gather = Gathering(deadline: finished + min(cycle, gatherLimit), began: finished, cycle: cycle,
-                           served: served, waitingAtStart: syncedWaiters)
+        group.startGather(served: served, started: started, finished: finished, waiting: syncedWaiters)
     }
 
     /// Takes the sync token for an `fdatasync` of what is written, once no one holds the write
@@ -567,8 +576,7 @@ struct LogState {
     /// write): returns the end it will make durable. The write token stays free: the pipeline
     /// thread may write the next group while the sync runs (``pipelineCanWrite``).
     mutating func beginSync() -> UInt64 {
-        precondition(!writing && syncTarget == nil, "one sync at a time, and none while someone writes")
-        syncTarget = writtenEnd
+        group.beginSync(upTo: writtenEnd)
         return writtenEnd
     }
 
@@ -577,9 +585,7 @@ struct LogState {
     /// not yet answered: those of this group and of any written after it; the ones an earlier
     /// sync served were answered then). Returns the failure's verdict, or `.written`.
     mutating func finishSync(upTo target: UInt64, failure: SpoolError?) -> WriteVerdict {
-        precondition(syncTarget == target, "the sync that ends is the one in flight")
-        syncTarget = nil
-        pipelineBlocked = false
+        group.finishSync(upTo: target)
         counters.fsyncs += 1
         if let failure {
             status = .failed(failure, closing: closeRequested)
@@ -593,15 +599,14 @@ struct LogState {
     /// Takes the write token for `suspend()`/`resume()`, once no one writes (and, when asked,
     /// no retention deletes): false if the caller must wait for progress first.
     mutating func takeWriteToken(waitingForRetention: Bool) -> Bool {
-        guard !writing, syncTarget == nil, !(waitingForRetention && (retentionsInFlight > 0 || rewrite != nil)) else { return false }
-        writing = true
-        return true
+        guard !(waitingForRetention && (retentionsInFlight > 0 || rewrite != nil)) else { return false }
+        return group.takeToken()
     }
 
     /// Releases the token ``takeWriteToken(waitingForRetention:)`` took; `resuming`: the log
     /// is resumed (appends are taken again).
     mutating func releaseWriteToken(resuming: Bool) {
-        writing = false
+        group.releaseToken()
         if resuming, case .suspended = status { status = .open }
     }
 
@@ -735,21 +740,23 @@ struct LogState {
 
     // MARK: Cold recompression
 
-    /// Starts rewriting the sealed segment at `baseSeq` (cold recompression): nil when another
-    /// rewrite runs, the files are let go, or the segment is not a listed sealed one of that
-    /// size (retention or the cap took it).
-    mutating func beginRewrite(of segment: SegmentInfo) -> SegmentInfo? {
+    /// Starts rewriting the sealed segment at `baseSeq` (cold recompression): the segment as
+    /// listed and the flag raised when the rewrite must stop; nil when another rewrite runs,
+    /// the files are let go, or the segment is not a listed sealed one of that size (retention
+    /// or the cap took it).
+    mutating func beginRewrite(of segment: SegmentInfo) -> (segment: SegmentInfo, stop: StopFlag)? {
         guard rewrite == nil, rewritesAllowed,
               let index = segments.firstIndex(where: { $0.baseSeq == segment.baseSeq }),
               index < segments.count - 1, segments[index].size == segment.size else { return nil }
-        rewrite = (segment.baseSeq, 0, false)
-        return segments[index]
+        let stop = StopFlag()
+        rewrite = (segment.baseSeq, 0, stop)
+        return (segments[index], stop)
     }
 
-    /// Whether the rewrite in flight may go on: not cancelled, and the files are still held.
+    /// Whether the rewrite in flight may go on: not stopped, and the files are still held.
     var rewriteMayContinue: Bool {
         guard let rewrite else { return false }
-        return !rewrite.cancelled && rewritesAllowed
+        return !rewrite.stop.isRaised && rewritesAllowed
     }
 
     /// The files are held and nothing failed for good: sealed segments may be rewritten.
@@ -780,7 +787,7 @@ struct LogState {
 
     /// The bytes the cap counts for the rewrite in flight (0 when none, or cancelled).
     var rewriteReservation: Int64 {
-        guard let rewrite, !rewrite.cancelled else { return 0 }
+        guard let rewrite, !rewrite.stop.isRaised else { return 0 }
         return rewrite.written
     }
 
@@ -792,7 +799,7 @@ struct LogState {
     /// The cap is about to drop the segment being rewritten (or needs the room): the rewrite
     /// replaces nothing and its reservation no longer counts.
     mutating func cancelRewrite() {
-        rewrite?.cancelled = true
+        rewrite?.stop.raise()
     }
 
     /// Ends the rewrite in flight. With `replacedBy`, the new file took the segment's name

@@ -61,7 +61,7 @@ extension EventLog {
             var index = 0
             while total > cap, index < state.segments.count - 1 {
                 let segment = state.segments[index]
-                if let rewrite = state.rewrite, !rewrite.cancelled, rewrite.baseSeq == segment.baseSeq {
+                if let rewrite = state.rewrite, !rewrite.stop.isRaised, rewrite.baseSeq == segment.baseSeq {
                     // The rewrite asks: it does not drop its own segment for its copy.
                     if rewriteGrowingTo != nil { break }
                     // A write needs the room: the rewrite gives way (nothing is replaced).

@@ -208,7 +208,7 @@ extension EventLog {
     /// leftover temporary file is removed at the next open).
     private func rewrite(_ listed: SegmentInfo, end: UInt64, header old: SegmentHeader) throws -> RewriteEnd {
         guard let cold = configuration.coldCompression else { return .later }
-        guard let segment = lock.withLock({ state.beginRewrite(of: listed) }) else {
+        guard let (segment, stop) = lock.withLock({ state.beginRewrite(of: listed) }) else {
             return lock.withLock { state.rewrite != nil } ? .busy : .later
         }
         var replacedSize: Int64?
@@ -241,8 +241,9 @@ extension EventLog {
         let context = SegmentContext(baseSeq: segment.baseSeq, createdMillis: old.createdMillis, version: Format.segmentVersion)
         let encoder = BlockEncoder(level: cold.level)
         codec.prepareForRewrite(encoder)
-        // close(), suspend() and the cap stop it within a step of a block, not after the block.
-        encoder.interruption = { [self] in !lock.withLock { state.rewriteMayContinue } }
+        // close(), suspend() and the cap stop it within a step of a block, not after the block:
+        // the state raises the flag, which the compression polls without the log's lock.
+        encoder.interruption = stop
         var block = PendingBlock()
         block.reset(firstSeq: segment.baseSeq)
         var out = [UInt8]()

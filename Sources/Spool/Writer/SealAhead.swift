@@ -58,6 +58,9 @@ final class SealAhead: @unchecked Sendable {
     /// Called by a lane with the first seq of the block it took, before sealing it: a test's
     /// way to hold a lane mid-block.
     private let willSeal: @Sendable (UInt64) -> Void
+    /// Called by the writer with the first seq of the block a lane is sealing, each time it
+    /// waits for that lane (lock held: it must not block): a test's way to know it waits.
+    private let willWait: @Sendable (UInt64) -> Void
 
     // Guarded by `mutex`.
     /// The blocks offered and not yet taken by the writer, by first seq.
@@ -85,13 +88,14 @@ final class SealAhead: @unchecked Sendable {
     /// log's dictionary and key (`codec`). `spawn` starts a lane; by default on Dispatch's pool.
     init(sealingThreads: Int, level: Int32, codec: LogCodec,
          spawn: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void = { DispatchQueue.global(qos: .userInitiated).async(execute: $0) },
-         willSeal: @escaping @Sendable (UInt64) -> Void = { _ in }) {
+         willSeal: @escaping @Sendable (UInt64) -> Void = { _ in }, willWait: @escaping @Sendable (UInt64) -> Void = { _ in }) {
         precondition(sealingThreads >= 2, "one sealing thread is the writer's alone")
         lanes = sealingThreads - 1
         self.level = level
         self.codec = codec
         self.spawn = spawn
         self.willSeal = willSeal
+        self.willWait = willWait
         pthread_mutex_init(mutex, nil)
         pthread_cond_init(sealedCondition, nil)
     }
@@ -226,6 +230,7 @@ final class SealAhead: @unchecked Sendable {
                     seal(claim)
                     lock()
                 } else {
+                    willWait(block.firstSeq)
                     pthread_cond_wait(sealedCondition, mutex)
                 }
             case .sealed(let sealed):

@@ -3,85 +3,34 @@ extension EventLog {
     /// writes them outside the lock, syncs when a caller asked, then publishes the new
     /// watermarks and completes the waiters. Appends continue while it writes (group commit).
     ///
-    /// Whoever writes holds the write token (`state.writing`): this thread, the pipeline thread
+    /// Whoever writes holds the write token (`state.group.writing`): this thread, the pipeline thread
     /// (``pipelineLoop()``) while this one is in an `fdatasync`, or a blocking caller that found
     /// it idle and writes its own record (``leadWrite()``). Whoever syncs holds the sync token
-    /// (`state.syncTarget`), and lets go of the write token first: the next group is compressed
+    /// (`state.group.syncTarget`), and lets go of the write token first: the next group is compressed
     /// and written while the one before it syncs (a two-stage pipeline, as MySQL's binlog group
     /// commit flushes one group while the previous one syncs).
+    ///
+    /// What it does next is the state's decision (``LogState/nextWriterStep(now:)``: gathering,
+    /// linger, retry, write or sync); this loop only executes it.
     func writerLoop() {
         lock.lock()
         loop: while true {
-            let now = monotonicNanos()
-            if state.writing || state.syncTarget != nil {
-                // The pipeline thread or a blocking caller is writing, or a blocking caller's
-                // sync runs (this thread must not roll the file it syncs): whoever it is wakes
-                // this thread when done.
-                state.writerAwaitsToken(true)
+            switch state.nextWriterStep(now: monotonicNanos()) {
+            case .awaitToken:
                 lock.writerWait(until: nil)
-                state.writerAwaitsToken(false)
-                continue
-            }
-            switch state.status {
-            case .closed:
-                break loop
-            case .failed:
-                // Nothing can be trusted until reopen: fail every waiter, write nothing more,
-                // and exit when the log is closed (close() reports what was not written).
+            case .failWaiters:
                 failPendingWaiters()
-                if state.closeRequested { break loop }
                 lock.writerWait(until: nil)
-                continue
-            case .stalled:
-                if let retryAt = state.retryAt, retryAt > now {
-                    lock.writerWait(until: retryAt)
-                    continue
-                }
-            case .open, .suspending, .suspended, .closing:
-                break
-            }
-            var closing = false
-            if case .closing = state.status { closing = true }
-            let urgent = closing || !state.waiters.isEmpty
-            // Group commit, gathering: the callers an fdatasync just served append again within
-            // microseconds. Without waiting for them, syncs alternate between two half-groups;
-            // waiting (at most one write-and-sync's duration) until as many synced callers are
-            // back as the last sync saw lets one fdatasync cover all of them. Only synced callers
-            // gather: a `written` waiter ends it. Arrivals do not wake the writer until the group
-            // is complete (`LogState.shouldWakeWriter`). Callers that arrive as a steady stream
-            // rather than coming back in a burst shorten the next windows (`LogState.endGather`),
-            // so that those already waiting are not held for a whole cycle each time.
-            if !closing, let gather = state.gather, now < gather.deadline,
-               state.syncedWaiters < gather.target, state.waiters.count == state.syncedWaiters {
-                lock.writerWait(until: gather.deadline)
-                continue
-            }
-            state.endGather(at: now)
-            if !state.current.isEmpty {
-                let lingerNanos = UInt64(configuration.linger.wholeNanoseconds)  // validated 0 ... 60 s
-                if urgent || now >= state.current.openedAt &+ lingerNanos {
-                    sealCurrentBlock()
-                } else if state.full.isEmpty {
-                    lock.writerWait(until: state.current.openedAt &+ lingerNanos)
-                    continue
-                }
-            }
-            let wantsSync = state.syncedWaiters > 0
-            if state.full.isEmpty {
-                if wantsSync && state.writtenEnd > state.syncedEnd {
-                    syncOnly()
-                    continue
-                }
-                if closing {
-                    if case .stalled = state.status {} else { break }
-                    // Stalled while closing: one last try happened; give up and report at close.
-                    break
-                }
+            case .retry(let deadline), .gather(let deadline), .linger(let deadline):
+                lock.writerWait(until: deadline)
+            case .idle:
                 scheduleIdleSuspensionIfIdle()
                 lock.writerWait(until: nil)
-                continue
+            case .work(let work):
+                perform(work, gathering: true)
+            case .exit:
+                break loop
             }
-            writeFullBlocks(sync: wantsSync, gathering: true)
         }
         state.writerDidExit()
         lock.wakePipeline()  // it exits too
@@ -98,12 +47,10 @@ extension EventLog {
     /// instead of the writer while one does (``wakeForWork()``). Exits after the writer thread.
     func pipelineLoop() {
         lock.lock()
-        while !state.writerExited {
-            if state.pipelineCanWrite {
-                // A full block, or a current one some caller waits for (`pipelineCanWrite`).
-                if state.waitsForUnwritten { sealCurrentBlock() }
-                writeFullBlocks(sync: state.syncedWaiters > 0, gathering: false)
-                if state.writerAwaitsToken { lock.wakeWriter() }
+        while !state.group.writerExited {
+            if let work = state.nextPipelineWork() {
+                perform(work, gathering: false)
+                if state.group.writerAwaitsToken { lock.wakeWriter() }
                 continue
             }
             lock.pipelineWait()
@@ -113,10 +60,20 @@ extension EventLog {
         lock.unlock()
     }
 
+    /// Does the I/O the state chose (``WriterWork``). With `gathering` (the writer thread's), a
+    /// sync that served synced callers starts a gathering window for the next group. Lock held
+    /// on entry and exit; released while writing and syncing.
+    private func perform(_ work: WriterWork, gathering: Bool) {
+        switch work {
+        case .write(let sync): writeFullBlocks(sync: sync, gathering: gathering)
+        case .sync: runSync(writer.prepareSync(), served: 0, started: 0)
+        }
+    }
+
     /// Wakes whoever writes next: the pipeline thread while an `fdatasync` runs, else the
     /// writer thread. Lock held (the choice reads the state).
     @inline(__always)
-    func wakeForWork() { wake(pipeline: state.syncTarget != nil) }
+    func wakeForWork() { wake(pipeline: state.group.syncTarget != nil) }
 
     /// Wakes the pipeline thread or the writer, as ``wakeForWork()`` chose under the lock; may
     /// be called once the lock is let go (both re-check the state before they wait).
@@ -131,7 +88,7 @@ extension EventLog {
     /// With `gathering`, a sync that served synced callers starts a gathering window for the
     /// next group. Lock held on entry and exit; released while writing and syncing.
     func writeFullBlocks(sync: Bool, gathering: Bool) {
-        let duringSync = state.syncTarget != nil
+        let duringSync = state.group.syncTarget != nil
         // Taken, not copied: the batch then owns its blocks' buffers alone, so recycling them
         // (`publish`) allocates nothing, and it is handed back as the idle array below.
         var (batch, served) = state.beginWrite()
@@ -172,7 +129,7 @@ extension EventLog {
         if failure == nil && served > 0 {
             state.startGather(served: served, started: started, finished: monotonicNanos())
         }
-        if state.writerAwaitsToken { lock.wakeWriter() }
+        if state.group.writerAwaitsToken { lock.wakeWriter() }
         lock.broadcastProgress()
         resumeReady()
     }
@@ -221,38 +178,18 @@ extension EventLog {
         return outcome
     }
 
-    /// Whether a blocking caller may write the pending records itself: the log is open, no one
-    /// holds the write token, no synced group is gathering, and there is something to write.
-    /// Its own record is then written without two thread hand-offs. Lock held.
-    func canLeadWrite() -> Bool {
-        guard state.acceptsWrites, !state.writing, state.syncTarget == nil else { return false }
-        if let gather = state.gather, monotonicNanos() < gather.deadline { return false }
-        return !state.current.isEmpty || !state.full.isEmpty
-            || (state.syncedWaiters > 0 && state.writtenEnd > state.syncedEnd)
-    }
-
-    /// A blocking caller's write, on its own thread (see ``canLeadWrite()``): seals the current
-    /// block and writes everything pending, syncing if any caller waits for it; then wakes the
-    /// writer thread if it waits for the token or something arrived meanwhile (not otherwise:
-    /// a wake-up for nothing is two context switches per record). Lock held on entry and exit.
-    func leadWrite() {
-        sealCurrentBlock()
-        let wantsSync = state.syncedWaiters > 0
-        if !state.full.isEmpty {
-            writeFullBlocks(sync: wantsSync, gathering: false)
-        } else if wantsSync && state.writtenEnd > state.syncedEnd {
-            syncOnly()
-        }
-        if state.writerAwaitsToken || !state.current.isEmpty || !state.full.isEmpty || !state.waiters.isEmpty {
+    /// A blocking caller's step while it waits for its record, on its own thread: writes (or
+    /// syncs) what is pending itself when the state lets it lead (``LogState/nextLeaderWork(now:)``),
+    /// then wakes the writer thread if it waits for the token or something arrived meanwhile (not
+    /// otherwise: a wake-up for nothing is two context switches per record). False: it waits for
+    /// the writer. Lock held on entry and exit.
+    func leadWrite() -> Bool {
+        guard let work = state.nextLeaderWork(now: monotonicNanos()) else { return false }
+        perform(work, gathering: false)
+        if state.group.writerAwaitsToken || !state.current.isEmpty || !state.full.isEmpty || !state.waiters.isEmpty {
             wakeForWork()
         }
-    }
-
-    /// Makes already-written data durable when a caller asks and nothing new is pending (or
-    /// the pipeline thread wrote it during the last sync). No one holds the write token, so the
-    /// sync is prepared here. Lock held.
-    private func syncOnly() {
-        runSync(writer.prepareSync(), served: 0, started: 0)
+        return true
     }
 
     /// Applies a write outcome to the shared state, says what it means, and wakes whoever it
