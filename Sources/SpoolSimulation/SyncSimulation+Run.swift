@@ -173,7 +173,7 @@ extension SyncSimulation {
             outcome = world.answer(upload.batch.records, random: &random)
         }
         let bytes = upload.batch.records.reduce(0) { $0 + $1.payload.count + SimulatedSink.overhead }
-        if case .retry = outcome, machine.carriesBatch(slot: slot) {
+        if case .retry = outcome, machine.window.carriesBatch(slot: slot) {
             // A failure of the batch's own request (not of a hedge, nor of a copy no longer
             // needed): it counts against the retries of every flush waiting.
             for id in flushes.keys {

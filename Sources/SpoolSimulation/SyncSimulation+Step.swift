@@ -22,7 +22,7 @@ extension SyncSimulation {
     /// No batch is sent again (hedges aside) for a flush still waiting once one of its records
     /// failed more often than the flush's `retries` since the flush was asked for.
     private func checkRetries(_ sent: [(batch: SyncBatch, slot: Int)]) throws(Violation) {
-        for (batch, slot) in sent where machine.carriesBatch(slot: slot) {
+        for (batch, slot) in sent where machine.window.carriesBatch(slot: slot) {
             for (id, flush) in flushes {
                 if let record = batch.records.first(where: { flush.failures[$0.seq, default: 0] > flush.retries }) {
                     throw Violation(message: "record \(record.seq) is sent again for flush \(id) after failing \(flush.failures[record.seq, default: 0]) times, over its \(flush.retries) retries")
@@ -142,20 +142,14 @@ extension SyncSimulation {
         guard machine.stats.committed == world.committed else {
             throw Violation(message: "the machine believes the consumer is at \(machine.stats.committed); it is at \(world.committed)")
         }
-        let base: UInt64
-        switch machine.local {
-        case .committing(let end, _)?, .recordingDamage(let end, _, _)?: base = end
-        case .deadLettering(let batch)?: base = batch.end
-        default: base = machine.stats.committed
-        }
-        if let violation = machine.contiguityViolation(machine.window, from: base) {
-            throw Violation(message: "the window is not contiguous: \(violation)")
+        if let violation = machine.checkInvariants() {
+            throw Violation(message: violation)
         }
         guard (machine.local == nil) == (local == nil) else {
             throw Violation(message: "the machine's local operation and the driver's disagree")
         }
-        guard machine.inFlight == uploads.count else {
-            throw Violation(message: "the machine counts \(machine.inFlight) requests in flight; \(uploads.count) are")
+        guard machine.window.inFlight == uploads.count else {
+            throw Violation(message: "the machine counts \(machine.window.inFlight) requests in flight; \(uploads.count) are")
         }
         // Each record is counted once, when the commit that passes it completes: a batch
         // settled twice (by both copies of a hedge) would count its records twice.

@@ -23,7 +23,9 @@ import SpoolSync
 /// - no record is sent again (hedges aside) for a flush still waiting once it failed more often
 ///   than the flush's `retries` since the flush was asked for (requests abandoned in flight
 ///   included): no batch is sent more than 1 + `retries` times for a flush;
-/// - the window is one contiguous run from the committed offset (or the commit in flight);
+/// - the machine's own invariants hold (``SyncStateMachine/checkInvariants()``): the window is
+///   one contiguous run from the committed offset (or the commit in flight), each request slot
+///   is held once, nothing is in flight behind a failed batch, and outside a drain the window is empty;
 /// - a step that sends leaves no more requests in flight than the controller's limit (hedges
 ///   included); hedges stay within their budget (one for 20 other requests); no record is counted delivered twice;
 /// - one local operation at a time; only lone refused records are dead-lettered;

@@ -68,7 +68,7 @@ import Testing
         // accepted idle in the client's pool, and the server waited on it), holding its slot.
         harness.complete(slot: slots[0])
         #expect(harness.committed == 300)
-        #expect(harness.machine.retired == [slots[1]])
+        #expect(harness.machine.window.retired == [slots[1]])
         #expect(harness.inFlight.contains { $0.slot == slots[1] })
         // The hedge's answer, accepted too, counts nothing twice.
         harness.complete(slot: slots[1])
@@ -88,7 +88,7 @@ import Testing
             // runs on, and its answer is ignored.
             harness.complete(slot: slots[1])
             #expect(harness.committed == 300)
-            #expect(harness.machine.retired == [slots[0]])
+            #expect(harness.machine.window.retired == [slots[0]])
             let concurrency = harness.machine.concurrency.limit
             // The first copy's failure, later: ignored (no retry, no split, no failure, no backoff).
             harness.complete(late, slot: slots[0])
@@ -114,7 +114,7 @@ import Testing
         #expect(harness.uploads.filter { $0.first == head }.count == 2)  // no third copy
         harness.complete(slot: slots[0])
         #expect(harness.committed == 300)
-        #expect(harness.machine.retired.isEmpty)
+        #expect(harness.machine.window.retired.isEmpty)
     }
 
     @Test func noHedgeBeforeEnoughRoundTripsAreKnown() {
@@ -153,7 +153,7 @@ import Testing
             for (slot, batch) in harness.inFlight {
                 let at = sent[slot] ?? harness.now
                 sent[slot] = at
-                let slow = (batch.records[0].seq / 10) % 16 == 15 && !harness.machine.retired.contains(slot)
+                let slow = (batch.records[0].seq / 10) % 16 == 15 && !harness.machine.window.retired.contains(slot)
                     && harness.inFlight.filter({ $0.batch.start == batch.start }).count == 1
                 if harness.now - at >= (slow ? .milliseconds(500) : .milliseconds(5)) { harness.complete(slot: slot) }
             }

@@ -59,7 +59,7 @@ import Testing
         let sent = harness.uploads.count
         #expect(sent > 4)  // far past one round of 4
         // At the bound: nothing more is read or sent until the head is answered.
-        let held = harness.machine.held.bytes
+        let held = harness.machine.window.held.bytes
         #expect(held > 4096 - 1024 && held <= 4096)
         harness.complete(first: 0)
         #expect(harness.commits.first == UInt64(sent) * 10)  // everything answered, in one commit
@@ -229,14 +229,12 @@ import Testing
     @Test func theCeilingComparesEncodedBytesWithEncodedBytes() {
         var configuration = Self.configuration(.fixed(1))
         configuration.maxBatchCount = 50
-        var harness = MachineHarness(configuration, records: 0)
-        var refused = SyncBatch(records: (0..<50).map { Record(seq: UInt64($0), timestamp: 0, payload: Array(repeating: 0x31, count: 25)) }, start: 0, end: 50)
-        refused.encodedBytes = 50 * 105
-        refused.state = .inFlight(slot: 0, sent: .zero)
-        harness.machine.phase = .draining
-        harness.machine.window = [refused]
-        harness.machine.nextSlot = 1
-        _ = harness.machine.handle(.uploadCompleted(slot: 0, .tooLarge(Self.tooLarge), bytes: 50 * 105), now: .zero, jitter: 0)
+        // Each record's envelope makes it 105 bytes encoded, about ten times its payload.
+        var harness = MachineHarness(configuration, records: 50)
+        harness.encodedBytesPerRecord = 105
+        harness.respond = { $0.records.count == 50 ? .tooLarge(Self.tooLarge) : .accepted }
+        harness.flush()
+        #expect(harness.uploads.first?.count == 50)
         #expect(harness.machine.batchLimits.bytes == 50 * 105 / 2)
         #expect(harness.machine.batchLimits.count == 25)
     }
@@ -247,7 +245,7 @@ import Testing
         harness.flush()
         #expect(harness.machine.batchLimits.count == 5)
         harness.respond = { _ in .accepted }
-        harness.append(Int(SyncStateMachine.ceilingGrowthBatches) * 10)
+        harness.append(Int(SyncStateMachine.BatchCeiling.growthBatches) * 10)
         harness.flush()
         #expect(harness.machine.batchLimits.count > 5)
     }

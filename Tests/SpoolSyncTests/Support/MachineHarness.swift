@@ -1,5 +1,6 @@
 import Spool
 @testable import SpoolSync
+import Testing
 
 /// Drives a `SyncStateMachine` the way the worker does, synchronously: reads, commits and
 /// dead-letter writes happen at once against an in-memory list; uploads are answered by
@@ -47,6 +48,9 @@ struct MachineHarness {
     var reads: [UInt64] = []
     /// Whether the machine asked for a teardown (a fatal answer).
     var shutDown = false
+    /// The encoded size of each record in the batches reads make, when set (as a sink's
+    /// envelope makes it); the payload's size otherwise.
+    var encodedBytesPerRecord: Int?
     private var nextID = 0
 
     init(_ configuration: SyncConfiguration = .init(), records count: Int = 0, committed: UInt64 = 0) {
@@ -85,6 +89,7 @@ struct MachineHarness {
             for action in machine.handle(next, now: now, jitter: jitter) {
                 if let follow = perform(action) { events.append(follow) }
             }
+            if let violation = machine.checkInvariants() { Issue.record("after \(next): \(violation)") }
         }
     }
 
@@ -184,7 +189,7 @@ struct MachineHarness {
         for record in records[Int(max(committed, from))...] where !skipped.contains(record.seq) {
             if batch.count == maxCount || (!batch.isEmpty && bytes + record.payload.count > maxBytes) {
                 let end = batch[batch.count - 1].seq + 1
-                batches.append(SyncBatch(records: batch, start: start, end: end))
+                batches.append(SyncBatch(records: batch, start: start, end: end, encodedBytesPerRecord: encodedBytesPerRecord))
                 start = end
                 batch = []
                 bytes = 0
@@ -196,7 +201,9 @@ struct MachineHarness {
         if batches.count < count {
             // The last batch also skips whatever the read skipped after it.
             let end = batch.last.map { $0.seq + 1 } ?? (records.isEmpty ? committed : max(committed, from, UInt64(records.count)))
-            if !batch.isEmpty || batches.isEmpty { batches.append(SyncBatch(records: batch, start: start, end: max(start, end))) }
+            if !batch.isEmpty || batches.isEmpty {
+                batches.append(SyncBatch(records: batch, start: start, end: max(start, end), encodedBytesPerRecord: encodedBytesPerRecord))
+            }
         }
         return .readCompleted(batches)
     }
@@ -289,8 +296,9 @@ extension BatchResult {
 extension SyncBatch {
     /// A batch of `records` as read from a log that is not a collector's (the machine's tests
     /// name no log): each unwrapped as it is, as the worker's adapter does.
-    init(records: [Record], start: UInt64, end: UInt64) {
-        self.init(outgoing: RecordUnwrapper(logID: SyncBatch.testLog, origins: false).unwrap(records), start: start, end: end)
+    init(records: [Record], start: UInt64, end: UInt64, encodedBytesPerRecord: Int? = nil) {
+        self.init(outgoing: RecordUnwrapper(logID: SyncBatch.testLog, origins: false).unwrap(records), start: start, end: end,
+                  encodedBytes: encodedBytesPerRecord.map { $0 * records.count })
     }
 
     /// The log the machine's tests' batches are read from.
