@@ -140,7 +140,7 @@ import Testing
         // The fast start overshot once (16: back to 8, the ceiling), and then each refused probe
         // doubled the wait before the next: 20, 40, 80, 160 epochs.
         #expect(overloads <= 5)
-        #expect(simulation.controller.stepsBetweenProbes >= ConcurrencyController.probeInterval * 8)
+        #expect(simulation.controller.stepsBetweenProbes >= ConcurrencyTuning.probeInterval * 8)
         let settled = limits.suffix(100)
         #expect(Double(settled.reduce(0, +)) / Double(settled.count) >= 7.9)
         #expect(settled.allSatisfy { $0 <= 9 })

@@ -1,0 +1,58 @@
+extension ConcurrencyController {
+    /// The rules that tell strain from noise: pure functions of what the controller saw, the
+    /// constants in ``ConcurrencyTuning``.
+    enum Strain {
+        /// How long a request may be in flight before it is late, and the mean round trip past
+        /// which an epoch is rising: the average plus the larger of itself and
+        /// ``ConcurrencyTuning/deviationScale`` deviations, plus ``ConcurrencyTuning/latencySlack``.
+        /// Anchor: Vector's ARC (a round trip past its moving average by scaled deviations).
+        static func lateAfter(average: Duration, deviation: Duration) -> Duration {
+            average + max(average, deviation * ConcurrencyTuning.deviationScale) + ConcurrencyTuning.latencySlack
+        }
+
+        /// Overloaded answers are a share of the traffic: ``ConcurrencyTuning/overloadQuorum`` of
+        /// the last ``ConcurrencyTuning/recentWindow`` answers (`recent`, newest in the lowest
+        /// bit; `answers` of them known), or the last `limit` (at least
+        /// ``ConcurrencyTuning/shortestOverloadRun``) in a row when the limit is low.
+        /// Anchor: TCP's fast retransmit (a run of signals is loss, one is noise).
+        static func overloadIsAShare(recent: UInt32, answers: Int, limit: Int) -> Bool {
+            if recent.nonzeroBitCount >= ConcurrencyTuning.overloadQuorum { return true }
+            let run = max(limit, ConcurrencyTuning.shortestOverloadRun)
+            guard run < ConcurrencyTuning.recentWindow, answers >= run else { return false }
+            let mask: UInt32 = (1 << UInt32(run)) - 1
+            return recent & mask == mask
+        }
+
+        /// Stalls are a share of the traffic: ``ConcurrencyTuning/lateQuorum`` of the last
+        /// ``ConcurrencyTuning/recentWindow`` requests settled (`recent`, 1 for late) were late.
+        /// Anchor: TCP's fast retransmit, as ``overloadIsAShare(recent:answers:limit:)``.
+        static func stallsAreAShare(recent: UInt32) -> Bool {
+            recent.nonzeroBitCount >= ConcurrencyTuning.lateQuorum
+        }
+
+        /// A probe's `answers` drew more refusals (`overloaded`) than the level below predicts:
+        /// more than ``ConcurrencyTuning/probeRefusalFactor`` times `rate` (the share of
+        /// overloaded answers outside probes) for as many answers, plus
+        /// ``ConcurrencyTuning/probeRefusalAllowance``.
+        /// Anchor: TCP Vegas and Netflix's Gradient2 (a level is judged against the baseline).
+        static func drawsExcessRefusals(overloaded: Int, answers: Int, rate: Double) -> Bool {
+            Double(overloaded) > ConcurrencyTuning.probeRefusalFactor * rate * Double(answers) + ConcurrencyTuning.probeRefusalAllowance
+        }
+
+        /// A probe at `limit` is refused: judged on a round trip's worth of answers at least,
+        /// with ``ConcurrencyTuning/probeRefusals`` refusals or more, and excess ones
+        /// (``drawsExcessRefusals(overloaded:answers:rate:)``).
+        /// Anchor: TCP Vegas, as ``drawsExcessRefusals(overloaded:answers:rate:)``.
+        static func probeRefused(overloaded: Int, answers: Int, limit: Int, rate: Double) -> Bool {
+            overloaded >= ConcurrencyTuning.probeRefusals && answers >= limit
+                && drawsExcessRefusals(overloaded: overloaded, answers: answers, rate: rate)
+        }
+
+        /// The requests the server had in hand on average over `length`, whose answers took
+        /// `roundTrips` in all; at least 1.
+        /// Anchor: Little's law (Netflix's concurrency-limits estimate in-flight the same way).
+        static func inHand(roundTrips: Duration, over length: Duration) -> Int {
+            max(1, Int((roundTrips / length).rounded()))
+        }
+    }
+}
