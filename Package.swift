@@ -35,6 +35,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.21.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.21.0"),
+        // Latency distributions of `spool bench` (HdrHistogram).
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         // `swift package generate-documentation` for the DocC catalogs (scripts/docs); a plugin,
         // so nothing of it is linked into Spool.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
@@ -102,19 +104,36 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        // The Spool half of the benchmark scenarios (`spool bench`) and the servers the tests and
-        // scenarios start (PostgreSQL, the Pub/Sub emulator, nginx). Not a product: no user's
-        // package graph lists it. Benchmarks/ compiles these same files as a target of its own
-        // (`BenchScenarios`, through a symbolic link), since a package cannot depend on another
-        // package's non-product target: so SpoolBench uses only the other targets' public API
+        // The real servers that tests and benchmark scenarios start on 127.0.0.1: PostgreSQL
+        // clusters, the Pub/Sub emulator, nginx, an overloaded single-threaded HTTP server, and
+        // free loopback ports. Not a product, and not linked into `spool` beyond what `spool bench`
+        // starts. Public API of the other targets only, like SpoolBench (Benchmarks/ compiles
+        // these files too, as `BenchServers`).
+        .target(
+            name: "SpoolServers",
+            dependencies: [
+                "Spool", "SpoolSync",
+                // The Pub/Sub emulator's administration, and nginx's health check.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
+        ),
+        // The Spool half of the benchmark scenarios (`spool bench`): its runs, statistics,
+        // baselines and report. Not a product: no user's package graph lists it. Benchmarks/
+        // compiles these same files as a target of its own (`BenchScenarios`, through a symbolic
+        // link), since a package cannot depend on another package's non-product target: so
+        // SpoolBench uses only the other targets' public API
         // (`swift build --package-path Benchmarks --product compare` checks it).
         .target(
             name: "SpoolBench",
             dependencies: [
-                "Spool", "SpoolSync", "SpoolCollector", "SpoolPubSub", "SpoolPostgres", "CZstd",
+                "Spool", "SpoolSync", "SpoolCollector", "SpoolPubSub", "SpoolPostgres", "SpoolServers", "CZstd",
                 .product(name: "Logging", package: "swift-log"),
-                // The Pub/Sub emulator's administration and the plain publisher the Pub/Sub row is compared with.
+                // The plain publisher the Pub/Sub row is compared with.
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                // The latency rows' distributions (p50 … p99.9, max).
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                // The options `spool bench` and Benchmarks' `compare` share (BenchRunOptions).
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
@@ -131,6 +150,8 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
+        // The statistics of `spool bench` (intervals, verdicts) on fixed samples.
+        .testTarget(name: "SpoolBenchTests", dependencies: ["SpoolBench"]),
         .testTarget(
             name: "SpoolTests",
             dependencies: ["Spool", "SpoolFuzzInput", "CZstd", .product(name: "MetricsTestKit", package: "swift-metrics")],
@@ -138,13 +159,13 @@ let package = Package(
         ),
         .testTarget(
             name: "SpoolSyncTests",
-            dependencies: ["Spool", "SpoolSync", "SpoolCollector", "SpoolBench", "SpoolSimulation", "SpoolPubSub", "SpoolPostgres",
+            dependencies: ["Spool", "SpoolSync", "SpoolCollector", "SpoolServers", "SpoolSimulation", "SpoolPubSub", "SpoolPostgres",
                            .product(name: "MetricsTestKit", package: "swift-metrics")]
         ),
         // Against the Pub/Sub emulator (started by the tests) and servers on 127.0.0.1; runs the
         // `spool` binary too.
         .testTarget(name: "SpoolPubSubTests", dependencies: [
-            "Spool", "SpoolSync", "SpoolPubSub", "SpoolBench", "spool",
+            "Spool", "SpoolSync", "SpoolPubSub", "SpoolServers", "spool",
             .product(name: "_CryptoExtras", package: "swift-crypto"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -155,7 +176,7 @@ let package = Package(
         // The PostgreSQL sink against a real PostgreSQL 15 cluster of the test process's own
         // (initdb, pg_ctl on 127.0.0.1), and `spool sync --postgres` as a child process.
         .testTarget(name: "SpoolPostgresTests", dependencies: [
-            "Spool", "SpoolSync", "SpoolPostgres", "SpoolBench", "spool",
+            "Spool", "SpoolSync", "SpoolPostgres", "SpoolServers", "spool",
             .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
         // The deterministic simulator of the sync state machine: a seeded driver, a model of the
@@ -173,7 +194,7 @@ let package = Package(
         // The README's embedding example as a whole program (`swift run GettingStarted`).
         .executableTarget(name: "GettingStarted", dependencies: ["Spool", "SpoolSync"], path: "Examples/GettingStarted"),
         // Tests that run the `spool` binary (and GettingStarted) as real child processes (crash tests, CLI).
-        .testTarget(name: "SpoolCLITests", dependencies: ["Spool", "spool", "GettingStarted", "SpoolBench"]),
+        .testTarget(name: "SpoolCLITests", dependencies: ["Spool", "spool", "GettingStarted", "SpoolServers"]),
     ]
 )
 

@@ -14,6 +14,7 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.0", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.21.0"),
     ],
     targets: [
@@ -23,9 +24,23 @@ let package = Package(
         // and test support), and SwiftPM lets a package depend only on another's products; the
         // link keeps one copy of the code. (A target name must be unique across the package
         // graph, hence not `SpoolBench`.)
+        // The servers the scenarios start (the root package's Sources/SpoolServers, through the
+        // link Sources/BenchServers, for the same reason). SpoolBench's files import it as
+        // `SpoolServers` there and `BenchServers` here (`#if canImport(SpoolServers)`).
+        .target(
+            name: "BenchServers",
+            dependencies: [
+                .product(name: "Spool", package: "Spool"),
+                .product(name: "SpoolSync", package: "Spool"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
+        ),
         .target(
             name: "BenchScenarios",
             dependencies: [
+                "BenchServers",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Spool", package: "Spool"),
                 .product(name: "SpoolSync", package: "Spool"),
                 .product(name: "SpoolCollector", package: "Spool"),

@@ -10,9 +10,16 @@ public struct BenchOptions: Sendable {
     public var events: Int = 200_000
     /// The most seconds one measurement may take. The default is 4.
     public var seconds: Double = 4
-    /// Alternating rounds; each figure is the best of them. The default is 3 (the disk of a
-    /// shared VM is noisy: one `fdatasync` can take 0.2 or 8 ms from one second to the next).
-    public var rounds: Int = 3
+    /// Runs of every measurement: each figure is the median of them, with a bootstrap interval
+    /// (``Estimate``). Each run measures every scenario and its baselines once, alternating
+    /// sides, so runs interleave (A B A B …) and a slow stretch of the disk hits both sides.
+    /// The default is 5 (the disk of a shared VM is noisy: one `fdatasync` can take 0.2 or
+    /// 8 ms from one second to the next).
+    public var runs: Int = 5
+    /// Whether a warm-up run comes first, at ``quick``'s sizes, and is thrown away: it fills
+    /// the page cache, starts the servers' binaries once and lets the CPU's clock settle.
+    /// The default is true.
+    public var warmUp = true
     /// Events stored, then drained, per drain measurement. The default is 100,000.
     public var drainEvents: Int = 100_000
     /// Events appended into the log capped at 10 MiB whose kept events the footprint row counts
@@ -84,7 +91,8 @@ public struct BenchOptions: Sendable {
         var options = BenchOptions()
         options.events = 4_000
         options.seconds = 0.25
-        options.rounds = 1
+        options.runs = 1
+        options.warmUp = false
         options.drainEvents = 4_000
         options.capEvents = 20_000
         options.openSizes = [256 << 10]

@@ -21,18 +21,45 @@ public struct BenchRunner: Sendable {
         self.progress = progress
     }
 
-    /// Runs everything and returns the report. Removes its scratch directories.
+    /// Runs everything ``BenchOptions/runs`` times (after a warm-up run when
+    /// ``BenchOptions/warmUp``) and returns the report: every figure the median of its runs,
+    /// with its interval. Removes its scratch directories.
     public func run() async throws -> Report {
         let loadBefore = loadAverage()
         if let warning = Self.buildWarning { progress(warning) }
         let scratch = try Scratch(root: options.directory.map { $0 + "/spool-bench-\(getpid())" })
         defer { scratch.removeAll() }
+        let root = scratch.root
+        let environment = try await blocking { Environment.current(directory: root) }
         var generator = EventGenerator()
         let events = generator.events(options.events)
         progress("generated \(events.count) events, \(format(events.meanSize)) B mean")
+        if options.warmUp {
+            progress("warm-up run (thrown away)")
+            var warmUp = BenchOptions.quick
+            warmUp.groups = options.groups
+            warmUp.postgres = options.postgres
+            warmUp.appendProbeArguments = options.appendProbeArguments
+            warmUp.followProbeArguments = options.followProbeArguments
+            _ = try await pass(warmUp, events: EventSet(events: Array(events.events.prefix(warmUp.events))), scratch: scratch)
+        }
+        var passes = [Pass]()
+        for index in 0..<options.runs {
+            progress("run \(index + 1) of \(options.runs)")
+            passes.append(try await pass(options, events: events, scratch: scratch))
+        }
+        let info = RunInfo(
+            events: events.count, meanEventBytes: events.meanSize, directory: scratch.root,
+            loadBefore: loadBefore, loadAfter: loadAverage(), runs: options.runs, warmUp: options.warmUp,
+            secondsPerMeasurement: options.seconds, baseline: baseline?.name, environment: environment,
+            note: Self.buildWarning ?? "")
+        return Report(run: info, passes: passes)
+    }
+
+    /// One run of every scenario: the hardware's figures and the rows.
+    private func pass(_ options: BenchOptions, events: EventSet, scratch: Scratch) async throws -> Pass {
         let context = Context(options: options, baseline: baseline, scratch: scratch,
                               spool: SpoolSide(events: events, configuration: options.spoolConfiguration), progress: progress)
-
         var hardware = try await blocking {
             try measureHardware(events: events, directory: try scratch.fresh("hardware"),
                                 writeBytes: options.sequentialBytes,
@@ -64,13 +91,7 @@ public struct BenchRunner: Sendable {
         if options.runs("trickle") { rows += try await context.trickleRows() }
         if options.runs("follow") { rows += try await context.followRows() }
         if options.runs("group") { rows += try await context.groupRows() }
-
-        let info = RunInfo(
-            events: events.count, meanEventBytes: events.meanSize, directory: scratch.root,
-            cores: ProcessInfo.processInfo.activeProcessorCount, loadBefore: loadBefore, loadAfter: loadAverage(),
-            rounds: options.rounds, secondsPerMeasurement: options.seconds, baseline: baseline?.name,
-            note: "Figures are from one run on this machine; a shared VM is noisy." + (Self.buildWarning.map { " " + $0 } ?? ""))
-        return Report(run: info, hardware: hardware, rows: rows)
+        return Pass(hardware: hardware, rows: rows)
     }
 
     /// Said at the start and in the report's note when this code was built without
@@ -101,26 +122,24 @@ struct Context: Sendable {
         let body: @Sendable (String) async throws -> Run
     }
 
-    /// Runs the steps of both sides alternately (Spool, baseline, Spool, …), `rounds`
-    /// times, and keeps each step's best run (the highest rate). Each step gets a fresh
-    /// directory, removed afterwards.
+    /// Runs the steps of both sides alternately (Spool, baseline, Spool, …), once each (the
+    /// runs of ``BenchOptions/runs`` repeat them). Each step gets a fresh directory, removed
+    /// afterwards.
     func alternate(_ spoolSteps: [Step], _ baselineSteps: [Step]) async throws -> [String: Run] {
         var order = [Step]()
         for index in 0..<max(spoolSteps.count, baselineSteps.count) {
             if index < spoolSteps.count { order.append(spoolSteps[index]) }
             if index < baselineSteps.count { order.append(baselineSteps[index]) }
         }
-        var best = [String: Run]()
-        for round in 0..<options.rounds {
-            for step in order {
-                let directory = try scratch.fresh(step.key.filter { $0.isLetter || $0.isNumber })
-                let run = try await step.body(directory)
-                scratch.remove(directory)
-                progress("  round \(round + 1) \(step.key): \(format(run.rate))/s over \(format(run.seconds)) s"
-                    + (run.latencies.map { ", p50 \(format($0.p50)) µs, p99 \(format($0.p99)) µs" } ?? ""))
-                if best[step.key].map({ run.rate > $0.rate }) ?? true { best[step.key] = run }
-            }
+        var runs = [String: Run]()
+        for step in order {
+            let directory = try scratch.fresh(step.key.filter { $0.isLetter || $0.isNumber })
+            let run = try await step.body(directory)
+            scratch.remove(directory)
+            progress("  \(step.key): \(format(run.rate))/s over \(format(run.seconds)) s"
+                + (run.latencies.map { ", p50 \(format($0.p50)) µs, p99 \(format($0.p99)) µs" } ?? ""))
+            runs[step.key] = run
         }
-        return best
+        return runs
     }
 }

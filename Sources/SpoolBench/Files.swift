@@ -7,20 +7,20 @@ import Foundation
 
 /// The scratch directory of a run: every scenario gets its own subdirectory, removed when
 /// the scenario ends, so each starts from an empty disk state.
-public struct Scratch: Sendable {
+struct Scratch: Sendable {
     /// The root, which must be on the disk to be measured.
-    public let root: String
+    let root: String
 
     /// Makes (if needed) `root`, or a fresh directory under the system's temporary
     /// directory when `root` is nil.
-    public init(root: String?) throws {
+    init(root: String?) throws {
         let path = root ?? (NSTemporaryDirectory() + "spool-bench-\(getpid())")
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         self.root = path
     }
 
     /// A new, empty directory named `name` (emptied first if it exists).
-    public func fresh(_ name: String) throws -> String {
+    func fresh(_ name: String) throws -> String {
         let path = root + "/" + name
         try? FileManager.default.removeItem(atPath: path)
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -28,12 +28,12 @@ public struct Scratch: Sendable {
     }
 
     /// Removes `path` and everything under it, ignoring a missing path.
-    public func remove(_ path: String) {
+    func remove(_ path: String) {
         try? FileManager.default.removeItem(atPath: path)
     }
 
     /// Removes the whole scratch root.
-    public func removeAll() {
+    func removeAll() {
         try? FileManager.default.removeItem(atPath: root)
     }
 }
@@ -54,7 +54,7 @@ public func bytesOnDisk(_ path: String) -> Int {
 
 /// This process's resident set size and its peak, in bytes, from `/proc/self/status`
 /// (nil elsewhere).
-public func residentMemory() -> (current: Int, peak: Int)? {
+func residentMemory() -> (current: Int, peak: Int)? {
     guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
     var current = 0, peak = 0
     for line in text.split(separator: "\n") {
@@ -68,7 +68,7 @@ public func residentMemory() -> (current: Int, peak: Int)? {
 
 /// Resets the kernel's peak-RSS counter of this process (`echo 5 > /proc/self/clear_refs`,
 /// Linux ≥ 4.0), so the next ``residentMemory()`` peak covers only what follows.
-public func resetPeakMemory() {
+func resetPeakMemory() {
     let fd = open("/proc/self/clear_refs", O_WRONLY)
     guard fd >= 0 else { return }
     _ = write(fd, "5", 1)
@@ -76,7 +76,7 @@ public func resetPeakMemory() {
 }
 
 /// The 1-, 5- and 15-minute load averages, to show how busy the (shared) machine was.
-public func loadAverage() -> String {
+func loadAverage() -> String {
     (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))
         .map { $0.split(separator: " ").prefix(3).joined(separator: " ") } ?? "n/a"
 }
@@ -84,14 +84,14 @@ public func loadAverage() -> String {
 /// Cuts `bytes` off the end of the newest segment (`*.seg`, the highest base seq) in
 /// `directory`, as a crash in the middle of writing its last block would. Returns the
 /// segment's size before the cut.
-public func tearNewestSegment(in directory: String, by bytes: Int) throws -> Int64 {
+func tearNewestSegment(in directory: String, by bytes: Int) throws -> Int64 {
     let (path, size) = try newestSegment(in: directory)
     try check(truncate(path, max(0, off_t(size) - off_t(bytes))), "truncate", path)
     return size
 }
 
 /// The path and size of the newest segment (`*.seg`, the highest base seq) in `directory`.
-public func newestSegment(in directory: String) throws -> (path: String, size: Int64) {
+func newestSegment(in directory: String) throws -> (path: String, size: Int64) {
     let names = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".seg") }.sorted()
     guard let newest = names.last else { throw BenchError("no segment in \(directory)") }
     let path = directory + "/" + newest

@@ -58,18 +58,12 @@ extension Context {
         guard let arguments = options.followProbeArguments else { return [] }
         let events = self.events
         let count = options.followEvents
-        var crossProcess = [UInt64]()
-        var inProcess = [UInt64]()
-        for _ in 0..<options.rounds {
-            let directory = try scratch.fresh("follow")
-            let cross = try await blocking { try followFromAnotherProcess(events: events, count: count, arguments: arguments, directory: directory) }
-            scratch.remove(directory)
-            let local = try scratch.fresh("follow-local")
-            let same = try await blocking { try followInProcess(events: events, count: count, directory: local) }
-            scratch.remove(local)
-            crossProcess += cross
-            inProcess += same
-        }
+        let directory = try scratch.fresh("follow")
+        let crossProcess = try await blocking { try followFromAnotherProcess(events: events, count: count, arguments: arguments, directory: directory) }
+        scratch.remove(directory)
+        let local = try scratch.fresh("follow-local")
+        let inProcess = try await blocking { try followInProcess(events: events, count: count, directory: local) }
+        scratch.remove(local)
         guard let cross = Latencies(nanos: crossProcess), let same = Latencies(nanos: inProcess) else { return [] }
         progress("  follow: another process p50 \(format(cross.p50)) µs, p99 \(format(cross.p99)) µs; "
             + "this process p50 \(format(same.p50)) µs, p99 \(format(same.p99)) µs (\(cross.samples) records)")

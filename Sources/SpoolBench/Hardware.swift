@@ -20,7 +20,7 @@ public struct HardwareFigures: Sendable, Codable {
 }
 
 /// Measures ``HardwareFigures`` on `events`, writing files in `directory`.
-public func measureHardware(events: EventSet, directory: String, writeBytes: Int, syncBudget: Budget) throws -> HardwareFigures {
+func measureHardware(events: EventSet, directory: String, writeBytes: Int, syncBudget: Budget) throws -> HardwareFigures {
     let data = events.concatenated()
     let (compress, ratio, decompress) = zstdSpeed(data, chunk: 64 * 1024, level: 1)
     let sequential = try sequentialWrite(data, total: writeBytes, path: directory + "/sequential.bin")
@@ -34,7 +34,7 @@ public func measureHardware(events: EventSet, directory: String, writeBytes: Int
 /// Raw zstd speed: compresses `data` in `chunk`-byte pieces with one reused context (the
 /// best case for any block format), repeating until at least 0.5 s has passed, then
 /// decompresses the pieces the same way. Returns input MB/s, ratio, output MB/s.
-public func zstdSpeed(_ data: [UInt8], chunk: Int, level: Int32) -> (compressMBps: Double, ratio: Double, decompressMBps: Double) {
+func zstdSpeed(_ data: [UInt8], chunk: Int, level: Int32) -> (compressMBps: Double, ratio: Double, decompressMBps: Double) {
     var compressed = [[UInt8]]()
     var compressedBytes = 0
     var passes = [compressChunks(data, chunk: chunk, level: level) { block in
@@ -71,7 +71,7 @@ public func zstdSpeed(_ data: [UInt8], chunk: Int, level: Int32) -> (compressMBp
 }
 
 /// Raw zstd compression alone, once over `data`, as a run counting input bytes (for MB/s).
-public func zstdCompressRun(_ data: [UInt8], chunk: Int, level: Int32) -> Run {
+func zstdCompressRun(_ data: [UInt8], chunk: Int, level: Int32) -> Run {
     compressChunks(data, chunk: chunk, level: level) { _ in }
 }
 
@@ -100,7 +100,7 @@ func compressChunks(_ data: [UInt8], chunk: Int, level: Int32, _ body: (UnsafeRa
 
 /// Writes `total` bytes (cycling `data`) in 1 MiB writes to a new file at `path`, then
 /// `fdatasync`s once. Returns MB/s over the whole, sync included. Removes the file.
-public func sequentialWrite(_ data: [UInt8], total: Int, path: String) throws -> Double {
+func sequentialWrite(_ data: [UInt8], total: Int, path: String) throws -> Double {
     let fd = try openFile(path, flags: O_CREAT | O_TRUNC | O_WRONLY)
     defer { close(fd); unlink(path) }
     let piece = 1 << 20
@@ -123,7 +123,7 @@ public func sequentialWrite(_ data: [UInt8], total: Int, path: String) throws ->
 /// With `preallocated`, the file first gets 16 MiB of zeros (written and synced, untimed) and
 /// each record overwrites the next 256 bytes of them: the `fdatasync` then has no new file size
 /// to commit, as for Spool's synced writes (FORMAT.md §6, preallocated space).
-public func fdatasyncRate(path: String, budget: Budget, preallocated: Bool = false) throws -> Run {
+func fdatasyncRate(path: String, budget: Budget, preallocated: Bool = false) throws -> Run {
     let fd = try openFile(path, flags: O_CREAT | O_TRUNC | O_WRONLY | (preallocated ? 0 : O_APPEND))
     defer { close(fd); unlink(path) }
     let record = [UInt8](repeating: 0x61, count: 256)

@@ -33,30 +33,6 @@ public struct Budget: Sendable {
     }
 }
 
-/// Per-call latencies of one measurement, in nanoseconds.
-public struct Latencies: Sendable, Codable {
-    /// Median, 99th and 99.9th percentile of the per-call latency, in microseconds.
-    public var p50: Double
-    public var p99: Double
-    public var p999: Double
-    /// The number of calls timed.
-    public var samples: Int
-
-    /// Percentiles of `nanos` (sorted here). Nil when there are no samples.
-    public init?(nanos: [UInt64]) {
-        guard !nanos.isEmpty else { return nil }
-        let sorted = nanos.sorted()
-        func at(_ q: Double) -> Double {
-            let index = min(sorted.count - 1, Int((Double(sorted.count) * q).rounded(.down)))
-            return Double(sorted[index]) / 1000
-        }
-        p50 = at(0.50)
-        p99 = at(0.99)
-        p999 = at(0.999)
-        samples = sorted.count
-    }
-}
-
 /// What one measurement found: how much was done, how long it took, and optionally the
 /// latency of each call.
 public struct Run: Sendable {
@@ -87,7 +63,7 @@ public struct Run: Sendable {
 /// Runs `body(index)` on `count` new threads at once and returns their results in index
 /// order, once all have finished. Producers run on real threads, not the cooperative pool,
 /// because they make blocking calls.
-public func onThreads<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) throws -> T) throws -> [T] {
+func onThreads<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) throws -> T) throws -> [T] {
     let results = Mutex<[Int: Result<T, any Error>]>([:])
     let done = DispatchGroup()
     for index in 0..<count {
@@ -106,21 +82,21 @@ public func onThreads<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (In
 }
 
 /// A counter that hands out event indexes to concurrent producers until `limit`.
-public final class Ticket: Sendable {
+final class Ticket: Sendable {
     private let next = Atomic<Int>(0)
     private let limit: Int
 
-    public init(limit: Int) { self.limit = limit }
+    init(limit: Int) { self.limit = limit }
 
     /// The next index, or nil once `limit` are handed out.
     @inline(__always)
-    public func take() -> Int? {
+    func take() -> Int? {
         let value = next.wrappingAdd(1, ordering: .relaxed).oldValue
         return value < limit ? value : nil
     }
 
     /// How many indexes were handed out (at most `limit`).
-    public var taken: Int { min(limit, next.load(ordering: .relaxed)) }
+    var taken: Int { min(limit, next.load(ordering: .relaxed)) }
 }
 
 /// Runs blocking `body` on a new thread and resumes with its result, keeping blocking

@@ -1,34 +1,49 @@
 import Foundation
 
 extension Report {
-    /// The report as an aligned text table, one row per comparison, goals beside ratios.
+    /// The report as an aligned text table, one row per comparison: each figure and ratio the
+    /// median of the runs with its interval in brackets, goals beside ratios, and with a
+    /// baseline the change and its verdict.
     public func table() -> String {
         var lines = [String]()
         lines.append("Spool benchmarks: \(run.events) events, \(Int(run.meanEventBytes.rounded())) B mean JSON, "
             + "in \(run.directory)")
-        lines.append("\(run.cores) cores, load \(run.loadBefore) -> \(run.loadAfter); best of \(run.rounds) "
-            + "alternating round(s), ≤ \(format(run.secondsPerMeasurement)) s per measurement. \(run.note)")
+        lines.append(run.environment.summary)
+        lines.append("load \(run.loadBefore) -> \(run.loadAfter); median of \(run.runs) interleaved run(s)"
+            + (run.warmUp ? " after a warm-up" : "") + ", [95% bootstrap interval]; ≤ \(format(run.secondsPerMeasurement)) s "
+            + "per measurement. \(run.note)")
         if let hw = hardware {
             lines.append("hardware: zstd -1 64 KiB (warm, repeated) \(format(hw.zstdCompressMBps)) MB/s (ratio \(format(hw.zstdRatio)), "
                 + "decompress \(format(hw.zstdDecompressMBps)) MB/s); sequential write+fdatasync "
                 + "\(format(hw.sequentialWriteMBps)) MB/s; 256 B append+fdatasync \(format(hw.fdatasyncPerSecond))/s"
                 + (hw.fdatasyncLatency.map { " (p50 \(format($0.p50)) µs)" } ?? ""))
         }
-        let header = ["group", "scenario", "Spool", "baseline", "baseline figure", "ratio", "goal", ""]
+        if let comparedWith {
+            lines.append("compared with baseline \"\(comparedWith.name)\""
+                + (comparedWith.environmentDifferences.isEmpty ? " (same environment)"
+                    : "; ANOTHER ENVIRONMENT: " + comparedWith.environmentDifferences.joined(separator: "; ")))
+        }
+        var header = ["group", "scenario", "Spool", "baseline", "baseline figure", "ratio", "goal", ""]
+        if let comparedWith { header.append("vs \(comparedWith.name)") }
         var cells = [header]
         for row in rows {
-            let ratio = row.ratio.map { row.ratioStyle == "%" ? format($0 * 100) + "%" : format($0) + "×" } ?? ""
+            let ratio = row.ratio.map { value in
+                let shown: (Double) -> String = { row.ratioStyle == "%" ? format($0 * 100) + "%" : format($0) + "×" }
+                return shown(value) + (row.ratioEstimate.map { bracket($0, shown) } ?? "")
+            } ?? ""
             let goal = row.goal.map { ($0.atLeast ? "≥ " : "≤ ") + (row.ratioStyle == "%" ? format($0.ratio * 100) + "%" : format($0.ratio) + "×") } ?? ""
             let met = row.goalMet.map { $0 ? "met" : "MISSED" } ?? ""
-            cells.append([row.group, row.scenario, describe(row.spool), row.baseline ?? "",
-                          row.baselineFigure.map(describe) ?? "", ratio, goal, met])
+            var line = [row.group, row.scenario, describe(row.spool), row.baseline ?? "",
+                        row.baselineFigure.map(describe) ?? "", ratio, goal, met]
+            if comparedWith != nil { line.append(row.change.map(describe) ?? "not in baseline") }
+            cells.append(line)
         }
         lines.append(contentsOf: align(cells))
-        var latency = [["latency per call (µs)", "p50", "p99", "p99.9", "calls"]]
+        var latency = [["latency per call (µs)", "p50", "p90", "p99", "p99.9", "max", "calls"]]
         var seen = Set<String>()
         func addLatency(_ name: String, _ figure: Figure?) {
             guard let l = figure?.latency, seen.insert(name).inserted else { return }
-            latency.append([name, format(l.p50), format(l.p99), format(l.p999), format(Double(l.samples))])
+            latency.append([name] + [l.p50, l.p90, l.p99, l.p999, l.max, Double(l.samples)].map(format))
         }
         for row in rows { addLatency("Spool " + row.scenario, row.spool) }
         for row in rows { addLatency(row.baseline ?? "", row.baselineFigure) }
@@ -53,7 +68,21 @@ extension Report {
 }
 
 private func describe(_ figure: Figure) -> String {
-    format(figure.value) + " " + figure.unit + (figure.note.map { " (\($0))" } ?? "")
+    format(figure.value) + " " + figure.unit + (figure.estimate.map { bracket($0, format) } ?? "")
+        + (figure.note.map { " (\($0))" } ?? "")
+}
+
+/// ` [low–high]` of an estimate of several runs, `noisy` when it is, and its outliers; empty for one run.
+private func bracket(_ estimate: Estimate, _ shown: (Double) -> String) -> String {
+    guard estimate.samples.count > 1 else { return "" }
+    return " [\(shown(estimate.low))–\(shown(estimate.high))]" + (estimate.noisy ? " noisy" : "")
+        + (estimate.outliers.isEmpty ? "" : " \(estimate.outliers.count) outlier(s)")
+}
+
+/// `-12% [-15%, -9%] regressed`.
+private func describe(_ change: Change) -> String {
+    func percent(_ value: Double) -> String { (value > 0 ? "+" : "") + format(value * 100) + "%" }
+    return "\(percent(change.relative)) [\(percent(change.low)), \(percent(change.high))] \(change.verdict.rawValue)"
 }
 
 /// Three significant figures, grouped thousands: `1,234,567`, `12.3`, `0.123`.

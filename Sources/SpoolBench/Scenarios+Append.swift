@@ -62,7 +62,7 @@ extension Context {
                 })
             }
         }
-        progress("append: \(spoolSteps.count) Spool and \(baselineSteps.count) baseline measurements × \(options.rounds) rounds")
+        progress("append: \(spoolSteps.count) Spool and \(baselineSteps.count) baseline measurements")
         let best = try await alternate(spoolSteps, baselineSteps)
 
         func spoolFigure(_ key: String) -> Figure { .events(best["Spool " + key]!) }

@@ -1,4 +1,9 @@
 import SpoolSync
+#if canImport(SpoolServers)
+import SpoolServers
+#else
+import BenchServers
+#endif
 
 extension Context {
     /// Issue #28's fleet rows (only with `--only fleet`: it starts nginx, and a PostgreSQL

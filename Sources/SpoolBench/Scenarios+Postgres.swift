@@ -1,4 +1,9 @@
 import SpoolSync
+#if canImport(SpoolServers)
+import SpoolServers
+#else
+import BenchServers
+#endif
 
 extension Context {
     /// Issue #25's PostgreSQL rows: events/s inserted by the sync worker through

@@ -1,4 +1,9 @@
 import SpoolSync
+#if canImport(SpoolServers)
+import SpoolServers
+#else
+import BenchServers
+#endif
 
 extension Context {
     /// Issue #25's Pub/Sub rows: events/s published into the emulator (publishes of 1,000

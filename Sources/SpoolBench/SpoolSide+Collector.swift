@@ -5,7 +5,7 @@ import SpoolSync
 
 extension SpoolSide {
     /// Where the reference collector puts what it accepts, for ``ingestIntoCollector(store:devices:batch:count:directory:)``.
-    public enum CollectorStore: Sendable {
+    enum CollectorStore: Sendable {
         /// `--log`: appended to a Spool log, synced before the 2xx (group commit).
         case log
         /// `--out`: appended to an NDJSON file, never synced.
@@ -18,7 +18,7 @@ extension SpoolSide {
     /// record as `store` says. Timed from the first request to the last answer.
     ///
     /// - Returns: the run; its note gives the requests the collector accepted and its 503s.
-    public func ingestIntoCollector(store: CollectorStore, devices: Int, batch: Int, count: Int, directory: String) async throws -> Run {
+    func ingestIntoCollector(store: CollectorStore, devices: Int, batch: Int, count: Int, directory: String) async throws -> Run {
         let perDevice = count / devices
         var collectorConfiguration = CollectorConfiguration()
         collectorConfiguration.retainsRecords = false

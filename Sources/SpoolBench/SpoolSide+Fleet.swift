@@ -3,6 +3,11 @@ import Spool
 import SpoolCollector
 import SpoolPostgres
 import SpoolSync
+#if canImport(SpoolServers)
+import SpoolServers
+#else
+import BenchServers
+#endif
 
 extension SpoolSide {
     /// Issue #28's fleet end to end: 4 device logs of `count / 4` events each (stored untimed)
@@ -12,7 +17,7 @@ extension SpoolSide {
     /// `DetachedConsumer`, as `spool sync --sidecar`; 1,000 rows per transaction, adaptive
     /// ≤ 16) into one new PostgreSQL table at `url`. Timed from the devices' first request
     /// until the table holds every event (its `count(*)` polled every 50 ms).
-    public func fleetIntoPostgres(collectors: Int, url: String, count: Int, directory: String) async throws -> Run {
+    func fleetIntoPostgres(collectors: Int, url: String, count: Int, directory: String) async throws -> Run {
         let devices = 4
         let perDevice = count / devices
         let table = try Self.newTable(url: url)

@@ -6,7 +6,7 @@ import SpoolSync
 extension SpoolSide {
     /// Stores `count` events (untimed), creates a new table, and times one flush of them into
     /// it through `PostgresSink`: 1,000 rows a transaction, `concurrency` in flight.
-    public func drainToPostgres(url: String, count: Int, directory: String, concurrency: SyncConfiguration.Concurrency) async throws -> Run {
+    func drainToPostgres(url: String, count: Int, directory: String, concurrency: SyncConfiguration.Concurrency) async throws -> Run {
         let table = try Self.newTable(url: url)
         defer { _ = try? Self.psql(url: url, ["-c", "DROP TABLE \(table)"]) }
         return try await drain(batch: 1000, batchBytes: 4 << 20, count: count, directory: directory, concurrency: concurrency,
@@ -18,7 +18,7 @@ extension SpoolSide {
     /// The database's ceiling: `COPY table FROM STDIN` by psql of the same rows (the first
     /// `count` events, as `data`, with ids, log id, seqs and a time), written to a file
     /// beforehand, into a new table like the sink's. Only psql's run is timed.
-    public func copyIntoPostgres(url: String, count: Int, directory: String) async throws -> Run {
+    func copyIntoPostgres(url: String, count: Int, directory: String) async throws -> Run {
         let table = try Self.newTable(url: url)
         defer { _ = try? Self.psql(url: url, ["-c", "DROP TABLE \(table)"]) }
         let log = LogID.random()

@@ -4,11 +4,16 @@ import NIOCore
 import Spool
 import SpoolPubSub
 import SpoolSync
+#if canImport(SpoolServers)
+import SpoolServers
+#else
+import BenchServers
+#endif
 
 extension SpoolSide {
     /// Stores `count` events (untimed) and times one flush of them into a new topic of the
     /// Pub/Sub emulator: publishes of 1,000 messages, `concurrency` in flight.
-    public func drainToPubSub(count: Int, directory: String, emulator: PubSubEmulator, concurrency: SyncConfiguration.Concurrency) async throws -> Run {
+    func drainToPubSub(count: Int, directory: String, emulator: PubSubEmulator, concurrency: SyncConfiguration.Concurrency) async throws -> Run {
         let topic = try await Self.newTopic(emulator)
         return try await drain(batch: PubSubSink.maxMessagesPerRequest, batchBytes: PubSubSink.maxRequestBytes, count: count,
                                directory: directory, concurrency: concurrency, backoff: nil) { log, _ in
@@ -19,7 +24,7 @@ extension SpoolSide {
     /// The emulator's own ceiling: the same messages (the first `count` events, with the same
     /// attributes), encoded beforehand into publishes of 1,000, posted by `concurrency` tasks
     /// with AsyncHTTPClient, as fast as the emulator answers. Only the posting is timed.
-    public func plainPublish(count: Int, emulator: PubSubEmulator, concurrency: Int) async throws -> Run {
+    func plainPublish(count: Int, emulator: PubSubEmulator, concurrency: Int) async throws -> Run {
         let topic = try await Self.newTopic(emulator)
         let log = LogID.random()
         let url = emulator.root.absoluteString + "/v1/\(topic):publish"

@@ -2,6 +2,11 @@ import Foundation
 import Spool
 import SpoolCollector
 import SpoolSync
+#if canImport(SpoolServers)
+import SpoolServers
+#else
+import BenchServers
+#endif
 
 extension SpoolSide {
     /// End to end: stores `count` events (untimed), starts the reference collector on

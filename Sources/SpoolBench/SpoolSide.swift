@@ -8,13 +8,13 @@ import SpoolSync
 /// given, does one measured thing, and closes the log.
 ///
 /// Thread-safety: a `Sendable` value; each call owns its log.
-public struct SpoolSide: Sendable {
+struct SpoolSide: Sendable {
     /// The events every scenario appends (cycled when a scenario needs more).
-    public let events: EventSet
+    let events: EventSet
     /// The configuration every log is opened with. The default is the library's.
-    public var configuration: Configuration
+    var configuration: Configuration
 
-    public init(events: EventSet, configuration: Configuration = .init()) {
+    init(events: EventSet, configuration: Configuration = .init()) {
         self.events = events
         self.configuration = configuration
     }
@@ -26,7 +26,7 @@ public struct SpoolSide: Sendable {
     /// `producers` threads append with `durability` (`append(_:)` for `.buffered`,
     /// `appendBlocking` otherwise) until `budget` runs out, timing each call. The time
     /// includes `close()`, so every counted event reached the file.
-    public func append(_ durability: Durability, producers: Int, directory: String, budget: Budget) throws -> Run {
+    func append(_ durability: Durability, producers: Int, directory: String, budget: Budget) throws -> Run {
         let log = try open(directory)
         let events = self.events
         let ticket = Ticket(limit: budget.events)
@@ -55,7 +55,7 @@ public struct SpoolSide: Sendable {
 
     /// `producers` concurrent tasks each await `append(_:durability:)`, one call at a time,
     /// until `budget` runs out: with `.synced`, this is group commit under load.
-    public func appendConcurrently(_ durability: Durability, producers: Int, directory: String, budget: Budget) async throws -> Run {
+    func appendConcurrently(_ durability: Durability, producers: Int, directory: String, budget: Budget) async throws -> Run {
         let log = try await blocking { try open(directory) }
         let events = self.events
         let ticket = Ticket(limit: budget.events)
@@ -92,7 +92,7 @@ public struct SpoolSide: Sendable {
     /// log: the run is the written task's alone (its rate and latencies). A writer that waits
     /// for each group's `fdatasync` before it writes again holds every `written` append behind
     /// one; the two-stage commit writes it while the sync runs.
-    public func appendWrittenBesideSynced(synced: Int, directory: String, budget: Budget) async throws -> Run {
+    func appendWrittenBesideSynced(synced: Int, directory: String, budget: Budget) async throws -> Run {
         let log = try await blocking { try open(directory) }
         let events = self.events
         let ticket = Ticket(limit: budget.events)
@@ -137,7 +137,7 @@ public struct SpoolSide: Sendable {
     /// them meanwhile, so each waits for the sync in flight and its own, not also for a
     /// write behind them. If `maxInFlight` calls are waiting at once (the log fell behind the
     /// rate) the arrivals stop and the run's note says so.
-    public func appendSyncedOpenLoop(rate: Double, directory: String, budget: Budget, maxInFlight: Int = 20_000) async throws -> Run {
+    func appendSyncedOpenLoop(rate: Double, directory: String, budget: Budget, maxInFlight: Int = 20_000) async throws -> Run {
         let log = try await blocking { try open(directory) }
         let events = self.events
         let count = min(budget.events, Int(rate * min(budget.seconds, 2)))
@@ -196,7 +196,7 @@ public struct SpoolSide: Sendable {
     /// acknowledgements in flight instead of waiting for each event in turn. The time ends
     /// when the last event is acknowledged; latencies are from a window's last append to its
     /// acknowledgement.
-    public func appendPipelined(window: Int, depth: Int = 4, directory: String, budget: Budget) async throws -> Run {
+    func appendPipelined(window: Int, depth: Int = 4, directory: String, budget: Budget) async throws -> Run {
         let log = try await blocking { try open(directory) }
         let events = self.events
         let start = monotonicNanos()
@@ -236,7 +236,7 @@ public struct SpoolSide: Sendable {
     /// buffered and untimed one by one (no clock read per call), into 64 KiB blocks that the
     /// writer compresses, checksums and writes; the time includes `close()`. The run counts
     /// bytes of events, for MB/s.
-    public func seal(directory: String, budget: Budget) throws -> Run {
+    func seal(directory: String, budget: Budget) throws -> Run {
         let log = try open(directory)
         var bytes = 0
         let start = monotonicNanos()
@@ -249,17 +249,25 @@ public struct SpoolSide: Sendable {
         return Run(count: bytes, nanos: monotonicNanos() - start)
     }
 
+    /// Test-only: `SPOOL_BENCH_EXTRA_FSYNC=1` in the environment adds a write and an
+    /// `fdatasync` of a scratch file per batch of the fast-commit drain, a deliberate slowdown
+    /// of that one row, to show a regression found against a saved baseline. Never set it to
+    /// measure.
+    static let extraFsync = ProcessInfo.processInfo.environment["SPOOL_BENCH_EXTRA_FSYNC"] == "1"
+
     /// Stores `count` events (untimed), closes the log and measures its bytes on disk; then
     /// reopens it and drains it with one consumer — read `batch` records, encode the request
     /// body as the sync worker does (SpoolSync's `BatchEncoder`, JSON envelopes with event
     /// ids), commit (`mode`) — until empty, timed (the reopen included).
-    public func drain(batch: Int, mode: CommitMode = .durable, count: Int, directory: String) throws -> (run: Run, bytes: Int) {
+    func drain(batch: Int, mode: CommitMode = .durable, count: Int, directory: String) throws -> (run: Run, bytes: Int) {
         try fill(count: count, directory: directory)
         let bytes = bytesOnDisk(directory)
         let start = monotonicNanos()
         let log = try open(directory)
         let consumer = try log.consumer(named: "bench")
         let encoder = BatchEncoder(logID: log.id, encoding: .json)
+        let slowdown = mode == .fast && Self.extraFsync ? try openFile(directory + "/extra-fsync", flags: O_CREAT | O_WRONLY) : nil
+        defer { slowdown.map { _ = close($0) } }
         var drained = 0
         var bodyBytes = 0
         while true {
@@ -267,6 +275,10 @@ public struct SpoolSide: Sendable {
             if batch.isEmpty { break }
             bodyBytes += encoder.encode(batch.records, maxBytes: .max).body.count
             try consumer.commit(batch, mode: mode)
+            if let slowdown {
+                try writeAll(slowdown, [0], path: directory + "/extra-fsync")
+                try check(fdatasync(slowdown), "fdatasync", directory + "/extra-fsync")
+            }
             drained += batch.records.count
         }
         try log.close()
@@ -280,7 +292,7 @@ public struct SpoolSide: Sendable {
     /// the kernel wrote its pages back within seconds of it. Without it, the reopen that the
     /// drain times would pay the fill's write-back (opening makes the recovered active segment
     /// durable before a consumer may read it).
-    public func fill(count: Int, directory: String) throws {
+    func fill(count: Int, directory: String) throws {
         let log = try open(directory)
         for index in 0..<count { try log.append(events[cycling: index]) }
         try log.syncBlocking()
@@ -298,7 +310,7 @@ public struct SpoolSide: Sendable {
     /// 10,000, each followed by the rewrite a background thread makes of what it sealed, as in
     /// an app whose log is idle between bursts (a tight loop of a million appends outruns any
     /// background thread, and measures that thread, not the bytes).
-    public func keptUnderCap(maxBytes: Int, count: Int, cold: Bool = false, directory: String) throws -> UInt64 {
+    func keptUnderCap(maxBytes: Int, count: Int, cold: Bool = false, directory: String) throws -> UInt64 {
         var capped = configuration
         capped.maxBytes = maxBytes
         capped.capPolicy = .dropOldest
@@ -323,7 +335,7 @@ public struct SpoolSide: Sendable {
     /// rewrite every sealed one (in 1 MiB blocks at `level`, by default the library's), closes
     /// the log and returns its bytes on disk, how many of them the active (never rewritten)
     /// segment holds, and how long the rewrite took.
-    public func coldBytes(count: Int, level: Int32 = ColdCompression().level, directory: String) throws -> (total: Int, active: Int, rewriteNanos: UInt64) {
+    func coldBytes(count: Int, level: Int32 = ColdCompression().level, directory: String) throws -> (total: Int, active: Int, rewriteNanos: UInt64) {
         var cold = configuration
         cold.segmentSize = 1 << 20
         cold.coldCompression = ColdCompression(level: level, inBackground: false)
@@ -345,7 +357,7 @@ public struct SpoolSide: Sendable {
     /// segment's. Recovery reads the active segment whole, so that size, bounded by
     /// `Configuration.segmentSize`, sets the time: it is held the same across log sizes, or
     /// the figure would follow where the fill happened to stop within a segment.
-    public func openAfterTear(bytes target: Int, activeBytes: Int64, slack: Int64, repeats: Int, directory: String) throws -> (nanos: [UInt64], bytes: Int, activeBytes: Int64) {
+    func openAfterTear(bytes target: Int, activeBytes: Int64, slack: Int64, repeats: Int, directory: String) throws -> (nanos: [UInt64], bytes: Int, activeBytes: Int64) {
         let log = try open(directory)
         var index = 0
         func append(_ count: Int) throws {
@@ -391,7 +403,7 @@ public struct SpoolSide: Sendable {
     /// backlog: appending `count` events (buffered, no consumer) and closing; then reopening the
     /// log over them and reading one batch of 500. Neither may hold the backlog in memory:
     /// appending is bounded by `maxPendingBytes`, reopening by the active segment's last block.
-    public func backlogPeakMemory(count: Int, directory: String) throws -> (appending: Int, reopening: Int)? {
+    func backlogPeakMemory(count: Int, directory: String) throws -> (appending: Int, reopening: Int)? {
         guard let beforeFill = residentMemory() else { return nil }
         resetPeakMemory()
         try fill(count: count, directory: directory)

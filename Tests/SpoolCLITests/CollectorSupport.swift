@@ -1,5 +1,5 @@
 import Foundation
-import SpoolBench
+import SpoolServers
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif

@@ -1,6 +1,6 @@
 import Foundation
 import Spool
-import SpoolBench
+import SpoolServers
 import Testing
 
 /// Records keep their exact bytes from a device, through `spool collector --log`, to

@@ -1,5 +1,5 @@
 import Foundation
-import SpoolBench
+import SpoolServers
 import Spool
 import Testing
 

@@ -1,6 +1,6 @@
 import Foundation
 import Spool
-import SpoolBench
+import SpoolServers
 import Testing
 
 /// Issue 33's report, as the user ran it: `spool sync --once` with its default adaptive

@@ -1,7 +1,7 @@
 import Foundation
 import PostgresNIO
 import Spool
-import SpoolBench
+import SpoolServers
 import SpoolSync
 import Testing
 @testable import SpoolPostgres

@@ -1,5 +1,5 @@
 import Foundation
-import SpoolBench
+import SpoolServers
 import Spool
 import SpoolSync
 import Testing
@@ -9,7 +9,7 @@ import Testing
 /// self-signed certificate made by `openssl`), and against one without TLS.
 @Suite struct PostgresTLSTests {
     /// A cluster serving TLS with a fresh self-signed certificate for 127.0.0.1.
-    static let tlsCluster: Result<PostgresCluster, ClusterError> = Result {
+    static let tlsCluster: Result<PostgresCluster, ServerError> = Result {
         let cluster = try PostgresCluster.own()
         try cluster.run("sh", ["-c", """
             cd '\(cluster.dataDirectory)' && openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
@@ -18,9 +18,9 @@ import Testing
         try cluster.psql("ALTER SYSTEM SET ssl = on")
         try cluster.psql("SELECT pg_reload_conf()")
         for _ in 0..<100 where (try? cluster.psql("SHOW ssl")) != "on" { usleep(50_000) }
-        guard try cluster.psql("SHOW ssl") == "on" else { throw ClusterError("the cluster did not turn TLS on: \((try? cluster.psql("SHOW ssl")) ?? "?")") }
+        guard try cluster.psql("SHOW ssl") == "on" else { throw ServerError("the cluster did not turn TLS on: \((try? cluster.psql("SHOW ssl")) ?? "?")") }
         return cluster
-    }.mapError { $0 as? ClusterError ?? ClusterError("\($0)") }
+    }.mapError { $0 as? ServerError ?? ServerError("\($0)") }
 
     func sink(_ cluster: PostgresCluster, database: String, sslmode: String) throws -> PostgresSink {
         var configuration = try PostgresSink.Configuration(url: cluster.url(database: database) + "?sslmode=\(sslmode)", table: "events")

@@ -1,6 +1,6 @@
 import Foundation
 import Spool
-import SpoolBench
+import SpoolServers
 import Testing
 
 /// `spool sync --postgres` as a real process: SIGKILLed mid-run and run again, beside a

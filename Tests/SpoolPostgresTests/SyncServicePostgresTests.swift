@@ -1,6 +1,6 @@
 import Foundation
 import Spool
-import SpoolBench
+import SpoolServers
 import Testing
 
 /// `spool sync --postgres` as a service (no `--once`) meeting a refusal no retry can change

@@ -2,7 +2,7 @@ import _CryptoExtras
 import Crypto
 import Foundation
 import Spool
-import SpoolBench
+import SpoolServers
 import SpoolPubSub
 import Synchronization
 import Testing

@@ -1,6 +1,6 @@
 import Foundation
 import Spool
-import SpoolBench
+import SpoolServers
 import Testing
 
 /// `spool sync --pubsub-topic` as a real process, SIGKILLed mid-publish and run again.

@@ -1,6 +1,6 @@
 import Foundation
 import Spool
-import SpoolBench
+import SpoolServers
 import Testing
 
 /// `spool sync --pubsub-topic` as a service meeting a refusal, as a real process (issue #33).

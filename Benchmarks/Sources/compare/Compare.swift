@@ -16,10 +16,7 @@ struct Compare: AsyncParsableCommand {
     var events: Int = BenchOptions().events
     @Option(help: "The most seconds one measurement takes.")
     var seconds: Double = BenchOptions().seconds
-    @Option(help: "Alternating rounds; each figure is the best of them.")
-    var rounds: Int = BenchOptions().rounds
-    @Option(help: "Also write the figures as JSON to this file.")
-    var json: String?
+    @OptionGroup var runOptions: BenchRunOptions
     @Flag(help: "A run of seconds that touches every scenario.")
     var quick = false
     @Flag(help: "Add the 1 GiB open-after-crash case.")
@@ -58,7 +55,7 @@ struct Compare: AsyncParsableCommand {
     var probeCount = 0
 
     func validate() throws {
-        guard events > 0, seconds > 0, rounds > 0 else { throw ValidationError("--events, --seconds and --rounds must be positive") }
+        guard events > 0, seconds > 0 else { throw ValidationError("--events and --seconds must be positive") }
         guard openLoopRates.allSatisfy({ $0 > 0 && $0 <= 10_000_000 }) else { throw ValidationError("--open-loop-rate must be between 1 and 10000000 events/s") }
     }
 
@@ -78,7 +75,6 @@ struct Compare: AsyncParsableCommand {
         if !quick {
             options.events = events
             options.seconds = seconds
-            options.rounds = rounds
         }
         if largeOpen { options.includeLargeOpen() }
         if let backlog { options.backlogEvents = backlog }
@@ -89,11 +85,7 @@ struct Compare: AsyncParsableCommand {
         options.sealingThreads = sealingThreads
         options.coldCompression = coldCompression
         if let windowMax { options.windowAdaptiveMax = windowMax }
-        let report = try await BenchRunner(options: options, baseline: SQLiteBaseline()).run()
-        print(report.table())
-        if let json {
-            try report.writeJSON(to: json)
-            print("wrote \(json)")
-        }
+        runOptions.apply(to: &options)
+        try await runOptions.run(BenchRunner(options: options, baseline: SQLiteBaseline())) { print($0, terminator: "") }
     }
 }

@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
-import SpoolBench
+import SpoolServers
 import Synchronization
 
 /// A tiny HTTP/1.1 server on 127.0.0.1 that answers a `POST` with a redirect to `/moved`

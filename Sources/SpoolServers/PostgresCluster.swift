@@ -39,29 +39,29 @@ public final class PostgresCluster: Sendable {
             let cluster = try PostgresCluster(maxConnections: maxConnections)
             registerStopAtExit(cluster)
             return cluster
-        } catch let error as ClusterError {
+        } catch let error as ServerError {
             throw error
         } catch {
-            throw ClusterError("\(error)")
+            throw ServerError("\(error)")
         }
     }
 
-    private static let startup: Result<PostgresCluster, ClusterError> = Result { try own() }.mapError { $0 as? ClusterError ?? ClusterError("\($0)") }
+    private static let startup: Result<PostgresCluster, ServerError> = Result { try own() }.mapError { $0 as? ServerError ?? ServerError("\($0)") }
 
     private init(maxConnections: Int) throws {
         self.maxConnections = maxConnections
         guard FileManager.default.isExecutableFile(atPath: Self.binaries + "/initdb") else {
-            throw ClusterError("no PostgreSQL at \(Self.binaries) (apt-get install postgresql, or set SPOOL_PG_BIN)")
+            throw ServerError("no PostgreSQL at \(Self.binaries) (apt-get install postgresql, or set SPOOL_PG_BIN)")
         }
         asPostgres = geteuid() == 0
         var template = Array((NSTemporaryDirectory() + "spool-pg-XXXXXX").utf8CString)
-        guard let made = mkdtemp(&template) else { throw ClusterError("mkdtemp failed: errno \(errno)") }
+        guard let made = mkdtemp(&template) else { throw ServerError("mkdtemp failed: errno \(errno)") }
         directory = String(cString: made)
         port = try freePort()
         if asPostgres {
-            guard let user = getpwnam("postgres") else { throw ClusterError("running as root and there is no postgres user") }
+            guard let user = getpwnam("postgres") else { throw ServerError("running as root and there is no postgres user") }
             guard chown(directory, user.pointee.pw_uid, user.pointee.pw_gid) == 0 else {
-                throw ClusterError("chown of \(directory) to postgres failed: errno \(errno)")
+                throw ServerError("chown of \(directory) to postgres failed: errno \(errno)")
             }
         }
         try run("initdb", ["-D", dataDirectory, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"])
@@ -163,18 +163,10 @@ public final class PostgresCluster: Sendable {
         process.waitUntilExit()
         let text = outputFile.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) } ?? String(decoding: data, as: UTF8.self)
         guard process.terminationStatus == 0 else {
-            throw ClusterError("\(tool) \(arguments.prefix(1).joined()) failed (\(process.terminationStatus)): \(text)")
+            throw ServerError("\(tool) \(arguments.prefix(1).joined()) failed (\(process.terminationStatus)): \(text)")
         }
         return text
     }
-}
-
-/// Why the cluster could not start, or a tool failed.
-public struct ClusterError: Error, CustomStringConvertible {
-    /// What failed, with the tool's output.
-    public let description: String
-    /// An error that says `description`.
-    public init(_ description: String) { self.description = description }
 }
 
 /// The clusters to stop when the process exits.

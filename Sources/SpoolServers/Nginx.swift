@@ -34,7 +34,7 @@ public final class Nginx: @unchecked Sendable {
     ///   - readTimeout: `proxy_read_timeout`: a collector that does not answer within it is a
     ///     504 (or the next collector).
     public init(directory: String, upstreams: [Int], maxBody: String = "16m", readTimeout: String = "30s") throws {
-        guard let binary = Self.binary else { throw BenchError("nginx is not installed (scripts/setup installs nginx-light)") }
+        guard let binary = Self.binary else { throw ServerError("nginx is not installed (scripts/setup installs nginx-light)") }
         let port = try freePort()
         self.port = port
         self.directory = directory
@@ -57,7 +57,7 @@ public final class Nginx: @unchecked Sendable {
         let reason = [directory + "/nginx.stderr", directory + "/nginx-error.log"]
             .compactMap { try? String(contentsOfFile: $0, encoding: .utf8) }.joined(separator: "\n")
         stop()
-        throw BenchError("nginx did not start or did not proxy /healthz: \(reason)")
+        throw ServerError("nginx did not start or did not proxy /healthz: \(reason)")
     }
 
     /// Stops it (SIGQUIT: a graceful stop) and waits for it to exit.

@@ -14,7 +14,7 @@ public func loopbackSocket(listen backlog: Int32? = nil) throws -> (descriptor: 
     #else
     let fd = socket(AF_INET, SOCK_STREAM, 0)
     #endif
-    guard fd >= 0 else { throw BenchError("socket failed: errno \(errno)") }
+    guard fd >= 0 else { throw ServerError("socket failed: errno \(errno)") }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -29,7 +29,7 @@ public func loopbackSocket(listen backlog: Int32? = nil) throws -> (descriptor: 
     guard bound else {
         let error = errno
         close(fd)
-        throw BenchError("binding a socket on 127.0.0.1 failed: errno \(error)")
+        throw ServerError("binding a socket on 127.0.0.1 failed: errno \(error)")
     }
     return (fd, Int(UInt16(bigEndian: address.sin_port)))
 }

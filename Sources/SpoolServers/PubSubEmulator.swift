@@ -122,7 +122,10 @@ public final class PubSubEmulator: Sendable {
     /// Pulls (and acknowledges) everything the subscription holds now, in delivery order,
     /// until a pull comes back empty.
     public func pullAll(_ subscription: String) async throws -> [Message] {
-        try await blocking { try self.pullAllBlocking(subscription) }
+        // On a thread of its own: the pulls block, and must not hold a cooperative thread.
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try self.pullAllBlocking(subscription) }) }.start()
+        }
     }
 
     /// ``pullAll(_:)`` on the caller's thread, blocking it (no cooperative thread is needed:
