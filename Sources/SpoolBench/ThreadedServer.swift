@@ -1,5 +1,10 @@
 import Foundation
 import SpoolSync
+#if canImport(SpoolServers)
+import SpoolServers
+#else
+import BenchServers
+#endif
 
 /// Python's `http.server.ThreadingHTTPServer` with its standard 5-connection accept queue, a
 /// thread per connection and one request per connection (HTTP/1.0), never answering 429 or
