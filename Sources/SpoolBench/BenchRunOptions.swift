@@ -58,6 +58,8 @@ public struct BenchRunOptions: ParsableArguments {
         let directory = BaselineDirectory(path: baselineDir)
         var saved: Report?
         if let baseline { saved = try await blocking { try directory.load(baseline) } }
+        // A name that cannot be saved fails before the runs, not after minutes of them.
+        if let saveBaseline { _ = try directory.file(saveBaseline) }
         var measured = try await runner.run()
         if let saved, let baseline { measured.compare(with: saved, name: baseline) }
         try write(measured.table() + "\n")
