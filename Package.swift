@@ -108,7 +108,7 @@ let package = Package(
         // clusters, the Pub/Sub emulator, nginx, an overloaded single-threaded HTTP server, and
         // free loopback ports. Not a product, and not linked into `spool` beyond what `spool bench`
         // starts. Public API of the other targets only, like SpoolBench (Benchmarks/ compiles
-        // these files too, as `BenchServers`).
+        // these files too, as `BenchServers`). Its declarations are `package`, never `public`.
         .target(
             name: "SpoolServers",
             dependencies: [
@@ -122,7 +122,8 @@ let package = Package(
         // compiles these same files as a target of its own (`BenchScenarios`, through a symbolic
         // link), since a package cannot depend on another package's non-product target: so
         // SpoolBench uses only the other targets' public API
-        // (`swift build --package-path Benchmarks --product compare` checks it).
+        // (`swift build --package-path Benchmarks --product compare` checks it). Its declarations
+        // are `package`: visible to `spool`, the tests and Benchmarks' targets, an API of no one's.
         .target(
             name: "SpoolBench",
             dependencies: [

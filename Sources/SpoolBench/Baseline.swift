@@ -4,7 +4,7 @@
 ///
 /// This is the seam that keeps SQLite out of the root package: `spool bench` runs with
 /// no baseline (Spool against the hardware only); Benchmarks' `compare` passes one.
-public protocol Baseline: Sendable {
+package protocol Baseline: Sendable {
     /// The store's name in the table, e.g. `"SQLite"`.
     var name: String { get }
 
@@ -25,21 +25,21 @@ public protocol Baseline: Sendable {
 }
 
 /// What trickled events cost a store on disk, per event.
-public struct TrickleBytes: Sendable, Codable {
+package struct TrickleBytes: Sendable, Codable {
     /// Growth of the store's files once it is closed (for SQLite: the database after its WAL
     /// was checkpointed into it and removed), per event.
-    public var perEvent: Double
+    package var perEvent: Double
     /// Growth of its files while open (for SQLite: the database and its WAL), per event.
-    public var perEventWhileOpen: Double
+    package var perEventWhileOpen: Double
 
-    public init(perEvent: Double, perEventWhileOpen: Double) {
+    package init(perEvent: Double, perEventWhileOpen: Double) {
         self.perEvent = perEvent
         self.perEventWhileOpen = perEventWhileOpen
     }
 }
 
 /// How a baseline commits appends.
-public enum BaselineAppend: String, Sendable, CaseIterable, Codable {
+package enum BaselineAppend: String, Sendable, CaseIterable, Codable {
     /// One event per transaction, `synchronous=FULL` (durable on return).
     case full
     /// One event per transaction, `synchronous=NORMAL` (WAL: survives a process kill).
@@ -50,7 +50,7 @@ public enum BaselineAppend: String, Sendable, CaseIterable, Codable {
     case offBatch100
 
     /// The label used in the table.
-    public var label: String {
+    package var label: String {
         switch self {
         case .full: "FULL, 1/txn"
         case .normal: "NORMAL, 1/txn"
@@ -61,11 +61,11 @@ public enum BaselineAppend: String, Sendable, CaseIterable, Codable {
 }
 
 /// How a baseline commits the deletes of a drain.
-public enum BaselineDrain: String, Sendable, CaseIterable, Codable {
+package enum BaselineDrain: String, Sendable, CaseIterable, Codable {
     case full
     case off
 
-    public var label: String {
+    package var label: String {
         switch self {
         case .full: "FULL"
         case .off: "OFF"

@@ -12,23 +12,23 @@ import Foundation
 /// The directory is made 0700 and the files 0600; a file is written beside its final name
 /// and renamed over it, so a crash leaves the old baseline or the new one. Blocking: call it
 /// off the cooperative pool.
-public struct BaselineDirectory: Sendable {
+package struct BaselineDirectory: Sendable {
     /// The directory's path.
-    public var path: String
+    package var path: String
 
     /// The default directory: `.spool-bench` in the current directory.
-    public static let defaultPath = ".spool-bench"
+    package static let defaultPath = ".spool-bench"
     /// The largest baseline file read: 64 MiB (a full run's report is well under 1 MiB).
-    public static let maximumFileBytes = 64 << 20
+    package static let maximumFileBytes = 64 << 20
 
-    public init(path: String = BaselineDirectory.defaultPath) {
+    package init(path: String = BaselineDirectory.defaultPath) {
         self.path = path
     }
 
     /// Writes `report` as the baseline `name`, replacing one of that name.
     ///
     /// - Throws: ``BenchError`` for a bad name or when the directory or file cannot be written.
-    public func save(_ report: Report, as name: String) throws {
+    package func save(_ report: Report, as name: String) throws {
         let file = try self.file(name)
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
@@ -50,7 +50,7 @@ public struct BaselineDirectory: Sendable {
     ///
     /// - Throws: ``BenchError`` for a bad name, a missing baseline (naming the saved ones),
     ///   a file over ``maximumFileBytes`` or one that is not a report of this version.
-    public func load(_ name: String) throws -> Report {
+    package func load(_ name: String) throws -> Report {
         let file = try self.file(name)
         guard let handle = FileHandle(forReadingAtPath: file) else {
             let saved = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [])

@@ -4,37 +4,37 @@ import Foundation
 /// The options `spool bench` and Benchmarks' `compare` share: how many runs, and what the run
 /// is compared with and written to. One `@OptionGroup`, so both commands read the same
 /// baseline files and write the same report.
-public struct BenchRunOptions: ParsableArguments {
+package struct BenchRunOptions: ParsableArguments {
     /// ``BenchOptions/runs``; nil keeps the options' own.
     @Option(help: "Runs of every measurement, interleaved (default 5; 1 with --quick): each figure is their median, with a 95% percentile-bootstrap interval.")
-    public var runs: Int?
+    package var runs: Int?
     /// ``BenchOptions/warmUp``; nil keeps the options' own.
     @Flag(inversion: .prefixedNo, help: "A thrown-away warm-up run at --quick's sizes first. (default: on; off with --quick)")
-    public var warmUp: Bool?
+    package var warmUp: Bool?
     /// A file for the report's JSON.
     @Option(help: "Also write the figures as JSON to this file.")
-    public var json: String?
+    package var json: String?
     /// A directory for the HTML report (``Report/writePage(in:)``).
     @Option(help: "Write a self-contained HTML report (index.html, and report.json it was drawn from) into this directory.")
-    public var report: String?
+    package var report: String?
     /// The name to save the run under (``BaselineDirectory/save(_:as:)``).
     @Option(help: "Save this run as baseline NAME (NAME.json in --baseline-dir).")
-    public var saveBaseline: String?
+    package var saveBaseline: String?
     /// The saved baseline to compare with (``Report/compare(with:name:)``).
     @Option(help: "Compare every row with baseline NAME: improved, regressed or within noise, with the change and its interval.")
-    public var baseline: String?
+    package var baseline: String?
     /// ``BaselineDirectory/path``.
     @Option(help: "Where baselines are saved.")
-    public var baselineDir = BaselineDirectory.defaultPath
+    package var baselineDir = BaselineDirectory.defaultPath
     /// The regression, in percent, that fails the run (``Report/regressions(beyond:)``).
     @Option(help: "With --baseline: exit with status 1 when a row regressed by at least PCT percent.")
-    public var failOnRegression: Double?
+    package var failOnRegression: Double?
 
     /// Options with nothing set.
-    public init() {}
+    package init() {}
 
     /// Checks the ranges, and that `--fail-on-regression` comes with `--baseline`.
-    public func validate() throws {
+    package func validate() throws {
         if let runs, !(1...100).contains(runs) { throw ValidationError("--runs must be between 1 and 100") }
         if let failOnRegression {
             guard baseline != nil else { throw ValidationError("--fail-on-regression needs --baseline") }
@@ -43,7 +43,7 @@ public struct BenchRunOptions: ParsableArguments {
     }
 
     /// Sets `options`' runs and warm-up where given.
-    public func apply(to options: inout BenchOptions) {
+    package func apply(to options: inout BenchOptions) {
         if let runs { options.runs = runs }
         if let warmUp { options.warmUp = warmUp }
     }
@@ -54,7 +54,7 @@ public struct BenchRunOptions: ParsableArguments {
     ///
     /// - Throws: ``BenchError`` for a baseline that cannot be read or written; `ExitCode(1)`
     ///   after writing everything when a row regressed past `--fail-on-regression`.
-    public func run(_ runner: BenchRunner, write: (String) throws -> Void) async throws {
+    package func run(_ runner: BenchRunner, write: (String) throws -> Void) async throws {
         let directory = BaselineDirectory(path: baselineDir)
         var saved: Report?
         if let baseline { saved = try await blocking { try directory.load(baseline) } }

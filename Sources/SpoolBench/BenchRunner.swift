@@ -6,13 +6,13 @@ import Spool
 /// collects a ``Report``.
 ///
 /// Shared by `spool bench` (no baseline) and Benchmarks' `compare` (SQLite).
-public struct BenchRunner: Sendable {
-    public var options: BenchOptions
-    public var baseline: (any Baseline)?
+package struct BenchRunner: Sendable {
+    package var options: BenchOptions
+    package var baseline: (any Baseline)?
     /// Receives one line per finished measurement (the default prints to standard error).
-    public var progress: @Sendable (String) -> Void
+    package var progress: @Sendable (String) -> Void
 
-    public init(options: BenchOptions, baseline: (any Baseline)? = nil,
+    package init(options: BenchOptions, baseline: (any Baseline)? = nil,
                 progress: @escaping @Sendable (String) -> Void = { line in
                     FileHandle.standardError.write(Data((line + "\n").utf8))
                 }) {
@@ -24,7 +24,7 @@ public struct BenchRunner: Sendable {
     /// Runs everything ``BenchOptions/runs`` times (after a warm-up run when
     /// ``BenchOptions/warmUp``) and returns the report: every figure the median of its runs,
     /// with its interval. Removes its scratch directories.
-    public func run() async throws -> Report {
+    package func run() async throws -> Report {
         let loadBefore = loadAverage()
         if let warning = Self.buildWarning { progress(warning) }
         let scratch = try Scratch(root: options.directory.map { $0 + "/spool-bench-\(getpid())" })

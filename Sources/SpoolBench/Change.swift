@@ -5,22 +5,22 @@
 /// that quotient, the two runs resampled independently (``Bootstrap``). The verdict is
 /// ``Verdict/improved`` or ``Verdict/regressed`` only when the interval excludes 0 *and* the
 /// change passes ``Change/threshold``; otherwise ``Verdict/withinNoise``. Pure: no I/O.
-public struct Change: Sendable, Codable, Equatable {
+package struct Change: Sendable, Codable, Equatable {
     /// `median(new) / median(old) − 1`: +0.10 is 10% more.
-    public var relative: Double
+    package var relative: Double
     /// The confidence interval of ``relative``.
-    public var low: Double
-    public var high: Double
-    public var verdict: Verdict
+    package var low: Double
+    package var high: Double
+    package var verdict: Verdict
 
     /// The smallest change that can be a verdict, however tight its interval: 5%. Smaller
     /// moves are within what a shared machine's disk does from one minute to the next.
-    public static let threshold = 0.05
+    package static let threshold = 0.05
 
     /// The change from `old` to `new` samples (each non-empty). `higherIsBetter` says whether
     /// a larger figure is an improvement (rates) or a regression (times, sizes). With fewer
     /// than 2 samples on a side there is no interval to judge by: ``Verdict/tooFewRuns``.
-    public init(from old: [Double], to new: [Double], higherIsBetter: Bool,
+    package init(from old: [Double], to new: [Double], higherIsBetter: Bool,
                 threshold: Double = Change.threshold, bootstrap: Bootstrap = Bootstrap()) {
         precondition(!old.isEmpty && !new.isEmpty, "a change needs samples on both sides")
         func quotient(_ old: Double, _ new: Double) -> Double { old == 0 ? (new == 0 ? 0 : .infinity) : new / old - 1 }
@@ -39,7 +39,7 @@ public struct Change: Sendable, Codable, Equatable {
 }
 
 /// What a ``Change`` says about a figure.
-public enum Verdict: String, Sendable, Codable {
+package enum Verdict: String, Sendable, Codable {
     case improved
     case regressed
     case withinNoise = "within noise"

@@ -5,32 +5,32 @@ import Foundation
 /// with a baseline measured elsewhere says so (``differences(from:)``).
 ///
 /// Read from Linux's `/proc` and `/sys`; a field this platform does not expose is `"unknown"`.
-public struct Environment: Sendable, Codable, Equatable {
+package struct Environment: Sendable, Codable, Equatable {
     /// The CPU's model name (`/proc/cpuinfo`) and the cores active for this process.
-    public var cpu: String
-    public var cores: Int
+    package var cpu: String
+    package var cores: Int
     /// Physical memory, in bytes.
-    public var memoryBytes: UInt64
+    package var memoryBytes: UInt64
     /// The kernel's release (`/proc/sys/kernel/osrelease`).
-    public var kernel: String
+    package var kernel: String
     /// The filesystem type, and the device it is mounted from, under the measured directory
     /// (`/proc/self/mountinfo`).
-    public var filesystem: String
-    public var device: String
+    package var filesystem: String
+    package var device: String
     /// Whether that device is rotational (`/sys/dev/block/MAJOR:MINOR/…/queue/rotational`);
     /// nil when it is not a block device (tmpfs, overlay) or the file is missing.
-    public var rotational: Bool?
+    package var rotational: Bool?
     /// The Swift compiler that built this binary, and `"debug"` or `"release"`.
-    public var swift: String
-    public var build: String
+    package var swift: String
+    package var build: String
     /// The commit (`git describe --always --dirty`) of the checkout this binary sits in, read
     /// when it runs; `"unknown"` for a binary outside a checkout. A binary built from another
     /// commit than the checkout's is not detected.
-    public var commit: String
+    package var commit: String
 
     /// The environment of this process, measuring under `directory`. Blocking: it reads
     /// `/proc` and `/sys` and runs `git`.
-    public static func current(directory: String) -> Environment {
+    package static func current(directory: String) -> Environment {
         let mount = mountInfo(of: directory)
         return Environment(
             cpu: cpuModel(), cores: ProcessInfo.processInfo.activeProcessorCount,
@@ -43,7 +43,7 @@ public struct Environment: Sendable, Codable, Equatable {
 
     /// The fields, by name, that differ from `other`'s; the commit is left out (it is what a
     /// comparison usually measures).
-    public func differences(from other: Environment) -> [String] {
+    package func differences(from other: Environment) -> [String] {
         let fields: [(String, String, String)] = [
             ("cpu", cpu, other.cpu), ("cores", "\(cores)", "\(other.cores)"),
             ("memory", "\(memoryBytes)", "\(other.memoryBytes)"), ("kernel", kernel, other.kernel),
@@ -55,7 +55,7 @@ public struct Environment: Sendable, Codable, Equatable {
     }
 
     /// One line for the table's header.
-    public var summary: String {
+    package var summary: String {
         let memory = String(format: "%.1f GiB", Double(memoryBytes) / Double(1 << 30))
         let disk = rotational.map { $0 ? "rotational" : "non-rotational" } ?? "not a block device"
         return "\(cpu), \(cores) cores, \(memory); Linux \(kernel); \(filesystem) on \(device) (\(disk)); "

@@ -9,27 +9,27 @@ import Spool
 /// Q1 − 1.5 IQR or above Q3 + 1.5 IQR) and kept: the median is robust to them, and hiding
 /// them would hide a noisy disk. Pure: no I/O, and the same samples and seed give the same
 /// interval.
-public struct Estimate: Sendable, Codable, Equatable {
+package struct Estimate: Sendable, Codable, Equatable {
     /// The median of the samples.
-    public var median: Double
+    package var median: Double
     /// The confidence interval of the median (95% by default), `low ≤ median ≤ high`.
-    public var low: Double
-    public var high: Double
+    package var low: Double
+    package var high: Double
     /// Every sample, in the order measured.
-    public var samples: [Double]
+    package var samples: [Double]
     /// Indexes into ``samples`` of the values outside Tukey's fences.
-    public var outliers: [Int]
+    package var outliers: [Int]
     /// True when the interval's width passes ``Estimate/noisyWidth`` of the median: the
     /// figure is too noisy to read as more than a range.
-    public var noisy: Bool
+    package var noisy: Bool
 
     /// The bound on the interval's width, relative to the median, past which an estimate is
     /// ``noisy``: 20%. (Two full runs on the project's shared 2-core VM stayed under it for
     /// most rows; a wider interval means the run cannot tell a 10% change from noise.)
-    public static let noisyWidth = 0.20
+    package static let noisyWidth = 0.20
 
     /// The estimate of `samples` (at least one) with `bootstrap`'s resamples and seed.
-    public init(_ samples: [Double], bootstrap: Bootstrap = Bootstrap()) {
+    package init(_ samples: [Double], bootstrap: Bootstrap = Bootstrap()) {
         precondition(!samples.isEmpty, "an estimate needs at least one sample")
         self.samples = samples
         median = Self.median(samples)
@@ -39,14 +39,14 @@ public struct Estimate: Sendable, Codable, Equatable {
     }
 
     /// The interval's width relative to the median (0 for a zero median).
-    public var relativeWidth: Double { median == 0 ? 0 : (high - low) / abs(median) }
+    package var relativeWidth: Double { median == 0 ? 0 : (high - low) / abs(median) }
 
     static func isWide(low: Double, high: Double, around center: Double) -> Bool {
         center == 0 ? high > low : (high - low) / abs(center) > noisyWidth
     }
 
     /// The median of `values` (the mean of the middle two for an even count).
-    public static func median(_ values: [Double]) -> Double {
+    package static func median(_ values: [Double]) -> Double {
         let sorted = values.sorted()
         let middle = sorted.count / 2
         return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
@@ -72,17 +72,17 @@ public struct Estimate: Sendable, Codable, Equatable {
 
 /// The percentile bootstrap behind every ``Estimate`` and ``Change``: how many resamples,
 /// what confidence, and the seed that makes an interval replay exactly.
-public struct Bootstrap: Sendable {
+package struct Bootstrap: Sendable {
     /// Resamples drawn. The default is 10,000 (criterion.rs's default is 100,000; 10,000 puts
     /// the 2.5th percentile within a few hundredths of a percent of where 100,000 put it).
-    public var resamples = 10_000
+    package var resamples = 10_000
     /// The confidence of the interval. The default is 0.95.
-    public var confidence = 0.95
+    package var confidence = 0.95
     /// The seed of the resampling (Spool's `SplitMix64`). The default is fixed, so a run's
     /// intervals replay from its samples.
-    public var seed: UInt64 = 0xB007_5724_9E37_79B9
+    package var seed: UInt64 = 0xB007_5724_9E37_79B9
 
-    public init() {}
+    package init() {}
 
     /// The percentile interval of `statistic` over resamples of independent samples of
     /// `counts` values each (indexes drawn with replacement, one array per sample).

@@ -9,14 +9,14 @@ import Spool
 /// no clock).
 ///
 /// Thread-safety: a value type; an ``EventSet`` is immutable once made and `Sendable`.
-public struct EventGenerator: Sendable {
+package struct EventGenerator: Sendable {
     private var random: SplitMix64
     private var time: Int64 = 1_700_000_000_000
     private var trackID: UInt32 = 0
 
     /// A generator whose output depends only on `seed`. The default seed is the one every
     /// published figure uses.
-    public init(seed: UInt64 = 0x5EED_5B00_1A7A_10C5) {
+    package init(seed: UInt64 = 0x5EED_5B00_1A7A_10C5) {
         self.random = SplitMix64(seed: seed)
     }
 
@@ -31,7 +31,7 @@ public struct EventGenerator: Sendable {
     }
 
     /// The next event, as UTF-8 JSON bytes.
-    public mutating func nextEvent() -> [UInt8] {
+    package mutating func nextEvent() -> [UInt8] {
         time += Int64(50 + below(4_000))
         trackID = UInt32(truncatingIfNeeded: next())
         let user = below(users.count)
@@ -59,7 +59,7 @@ public struct EventGenerator: Sendable {
     }
 
     /// `count` events, made once and shared by every scenario of a run.
-    public mutating func events(_ count: Int) -> EventSet {
+    package mutating func events(_ count: Int) -> EventSet {
         precondition(count > 0, "an EventSet holds at least one event")
         var out = [[UInt8]]()
         out.reserveCapacity(count)
@@ -70,28 +70,28 @@ public struct EventGenerator: Sendable {
 
 /// A fixed list of generated events. Scenarios that need more events than the set holds
 /// cycle through it (64 KiB blocks never see a repeat: the set is far larger than a block).
-public struct EventSet: Sendable {
+package struct EventSet: Sendable {
     /// The events, each a UTF-8 JSON object.
-    public let events: [[UInt8]]
+    package let events: [[UInt8]]
     /// The sum of the events' sizes.
-    public let totalBytes: Int
+    package let totalBytes: Int
 
-    public init(events: [[UInt8]]) {
+    package init(events: [[UInt8]]) {
         self.events = events
         self.totalBytes = events.reduce(0) { $0 + $1.count }
     }
 
     /// The number of events.
-    public var count: Int { events.count }
+    package var count: Int { events.count }
     /// The mean event size in bytes.
-    public var meanSize: Double { Double(totalBytes) / Double(events.count) }
+    package var meanSize: Double { Double(totalBytes) / Double(events.count) }
 
     /// Event `index`, cycling past the end.
     @inline(__always)
-    public subscript(cycling index: Int) -> [UInt8] { events[index % events.count] }
+    package subscript(cycling index: Int) -> [UInt8] { events[index % events.count] }
 
     /// Every event concatenated, as one buffer (for the raw zstd and write baselines).
-    public func concatenated() -> [UInt8] {
+    package func concatenated() -> [UInt8] {
         var out = [UInt8]()
         out.reserveCapacity(totalBytes)
         for event in events { out.append(contentsOf: event) }

@@ -40,7 +40,7 @@ struct Scratch: Sendable {
 
 /// The bytes on disk under `path`: the sum of regular files' sizes (apparent sizes, what a
 /// user sees in `ls`; file-system block rounding is left out for both sides).
-public func bytesOnDisk(_ path: String) -> Int {
+package func bytesOnDisk(_ path: String) -> Int {
     guard let walker = FileManager.default.enumerator(atPath: path) else { return 0 }
     var total = 0
     while let name = walker.nextObject() as? String {

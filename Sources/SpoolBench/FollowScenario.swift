@@ -16,7 +16,7 @@ private let probeEnd = Array("spool-follow-probe-end".utf8)
 /// prints `ready`, then `<seq> <monotonic nanos>` for every record as it is handed out, until
 /// the record whose payload ends the probe. For a hidden option of `spool bench` and
 /// `compare`; blocking.
-public func runFollowProbe(directory: String) throws {
+package func runFollowProbe(directory: String) throws {
     let follower = try LogFollower(directory: directory, from: 0, logger: quietLogger)
     defer { follower.stop() }
     FileHandle.standardOutput.write(Data("ready\n".utf8))

@@ -10,7 +10,7 @@ import Foundation
 /// all, again and again. Each round trip is what a synced append costs above its I/O when the
 /// writer does nothing: a continuation resumed, a task scheduled on the pool, a lock taken,
 /// one wake-up of one thread per group. Returns the rate of task round trips.
-public func groupRoundTrip(producers: Int, budget: Budget) async -> Run {
+package func groupRoundTrip(producers: Int, budget: Budget) async -> Run {
     let rendezvous = Rendezvous(group: producers)
     let ticket = Ticket(limit: budget.events)
     let thread = Thread { rendezvous.serve() }

@@ -17,7 +17,7 @@ private let groupWriters = ["app", "widget", "notification-service", "share"]
 /// standard input (so every process starts appending at once), appends `count` generated events
 /// (buffered, as an app does) and makes them durable, then exits. For a hidden option of
 /// `compare` and `spool bench`; blocking.
-public func runAppendProbe(group: String, writer: String, count: Int) throws {
+package func runAppendProbe(group: String, writer: String, count: Int) throws {
     var generator = EventGenerator(seed: writer.utf8.reduce(0x5EED) { $0 &* 31 &+ UInt64($1) })
     let events = generator.events(min(count, 10_000))
     let log = try EventLog.open(group: group, writer: writer, logger: quietLogger)

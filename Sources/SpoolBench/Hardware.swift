@@ -6,17 +6,17 @@ import Darwin
 import CZstd
 
 /// What this machine can do without any log on top: the ceilings Spool is measured against.
-public struct HardwareFigures: Sendable, Codable {
+package struct HardwareFigures: Sendable, Codable {
     /// `ZSTD_compress` level 1 over the events in 64 KiB chunks: input MB/s, and the ratio.
-    public var zstdCompressMBps: Double
-    public var zstdRatio: Double
+    package var zstdCompressMBps: Double
+    package var zstdRatio: Double
     /// `ZSTD_decompress` of those chunks: output MB/s.
-    public var zstdDecompressMBps: Double
+    package var zstdDecompressMBps: Double
     /// Sequential 1 MiB writes to a new file, then one `fdatasync`: MB/s.
-    public var sequentialWriteMBps: Double
+    package var sequentialWriteMBps: Double
     /// 256-byte appends, each followed by `fdatasync`: calls per second and latencies.
-    public var fdatasyncPerSecond: Double
-    public var fdatasyncLatency: Latencies?
+    package var fdatasyncPerSecond: Double
+    package var fdatasyncLatency: Latencies?
 }
 
 /// Measures ``HardwareFigures`` on `events`, writing files in `directory`.
@@ -154,9 +154,9 @@ func fdatasyncRate(path: String, budget: Budget, preallocated: Bool = false) thr
 }
 
 /// A failed system call in a benchmark's own file handling.
-public struct BenchError: Error, CustomStringConvertible {
-    public var description: String
-    public init(_ description: String) { self.description = description }
+package struct BenchError: Error, CustomStringConvertible {
+    package var description: String
+    package init(_ description: String) { self.description = description }
 }
 
 func check(_ result: Int32, _ operation: String, _ path: String) throws {

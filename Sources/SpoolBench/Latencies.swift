@@ -6,34 +6,34 @@ import Histogram
 ///
 /// The JSON holds the percentiles, the count and ``curve``; the histogram itself is not
 /// written (a decoded value has none and cannot be merged).
-public struct Latencies: Sendable, Codable {
+package struct Latencies: Sendable, Codable {
     /// Median, 90th, 99th and 99.9th percentile and the largest latency, in microseconds.
-    public var p50: Double
-    public var p90: Double
-    public var p99: Double
-    public var p999: Double
-    public var max: Double
+    package var p50: Double
+    package var p90: Double
+    package var p99: Double
+    package var p999: Double
+    package var max: Double
     /// The number of calls timed.
-    public var samples: Int
+    package var samples: Int
     /// The percentile curve: the latency (µs) at each of ``curvePercentiles``.
-    public var curve: [Point]
+    package var curve: [Point]
     private var histogram: Histogram<UInt64>?
 
     /// One point of the percentile curve.
-    public struct Point: Sendable, Codable, Equatable {
+    package struct Point: Sendable, Codable, Equatable {
         /// The percentile, 0…100.
-        public var percentile: Double
+        package var percentile: Double
         /// The latency at it, in microseconds.
-        public var micros: Double
+        package var micros: Double
     }
 
     /// The percentiles of ``curve``: the median out to the largest value, finer in the tail.
-    public static let curvePercentiles: [Double] = [0, 50, 75, 90, 95, 99, 99.5, 99.9, 99.99, 100]
+    package static let curvePercentiles: [Double] = [0, 50, 75, 90, 95, 99, 99.5, 99.9, 99.99, 100]
 
     private enum CodingKeys: String, CodingKey { case p50, p90, p99, p999, max, samples, curve }
 
     /// The distribution of `nanos`. Nil when there are no samples.
-    public init?(nanos: [UInt64]) {
+    package init?(nanos: [UInt64]) {
         guard !nanos.isEmpty else { return nil }
         var histogram = Histogram<UInt64>(numberOfSignificantValueDigits: .three)  // resizes itself
         for value in nanos { _ = histogram.record(value) }
@@ -54,7 +54,7 @@ public struct Latencies: Sendable, Codable {
 
     /// The distribution of every call of `all` together; nil when `all` is empty. Values decoded
     /// from JSON carry no histogram: then the first one stands for all.
-    public static func merged(_ all: [Latencies]) -> Latencies? {
+    package static func merged(_ all: [Latencies]) -> Latencies? {
         guard let first = all.first else { return nil }
         guard var histogram = first.histogram else { return first }
         for other in all.dropFirst() {

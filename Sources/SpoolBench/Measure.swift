@@ -8,7 +8,7 @@ import Synchronization
 
 /// Monotonic nanoseconds (`CLOCK_MONOTONIC`): cheap enough to read around every call.
 @inline(__always)
-public func monotonicNanos() -> UInt64 {
+package func monotonicNanos() -> UInt64 {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
@@ -16,38 +16,38 @@ public func monotonicNanos() -> UInt64 {
 
 /// How long one measurement may run: it stops after `events` events or `seconds`,
 /// whichever comes first, and reports the rate over what it did.
-public struct Budget: Sendable {
+package struct Budget: Sendable {
     /// The most events one measurement writes.
-    public var events: Int
+    package var events: Int
     /// The most wall-clock seconds one measurement takes (checked between calls).
-    public var seconds: Double
+    package var seconds: Double
 
-    public init(events: Int, seconds: Double) {
+    package init(events: Int, seconds: Double) {
         self.events = events
         self.seconds = seconds
     }
 
     /// The deadline of a measurement started now, in ``monotonicNanos()``.
-    public func deadline(from start: UInt64 = monotonicNanos()) -> UInt64 {
+    package func deadline(from start: UInt64 = monotonicNanos()) -> UInt64 {
         start + UInt64(seconds * 1e9)
     }
 }
 
 /// What one measurement found: how much was done, how long it took, and optionally the
 /// latency of each call.
-public struct Run: Sendable {
+package struct Run: Sendable {
     /// Events (or bytes, for byte-rate measurements) processed.
-    public var count: Int
+    package var count: Int
     /// Elapsed wall-clock nanoseconds.
-    public var nanos: UInt64
+    package var nanos: UInt64
     /// Per-call latencies, when the scenario times each call.
-    public var latencies: Latencies?
+    package var latencies: Latencies?
     /// Bytes the store took on disk, when the scenario measured them.
-    public var storedBytes: Int?
+    package var storedBytes: Int?
     /// A diagnostic shown beside the figure, e.g. events per `fdatasync`.
-    public var note: String?
+    package var note: String?
 
-    public init(count: Int, nanos: UInt64, latencies: Latencies? = nil, storedBytes: Int? = nil) {
+    package init(count: Int, nanos: UInt64, latencies: Latencies? = nil, storedBytes: Int? = nil) {
         self.count = count
         self.nanos = nanos
         self.latencies = latencies
@@ -55,9 +55,9 @@ public struct Run: Sendable {
     }
 
     /// `count` per second.
-    public var rate: Double { nanos == 0 ? 0 : Double(count) * 1e9 / Double(nanos) }
+    package var rate: Double { nanos == 0 ? 0 : Double(count) * 1e9 / Double(nanos) }
     /// Elapsed seconds.
-    public var seconds: Double { Double(nanos) / 1e9 }
+    package var seconds: Double { Double(nanos) / 1e9 }
 }
 
 /// Runs `body(index)` on `count` new threads at once and returns their results in index
@@ -101,7 +101,7 @@ final class Ticket: Sendable {
 
 /// Runs blocking `body` on a new thread and resumes with its result, keeping blocking
 /// calls off the cooperative pool.
-public func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+package func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         let thread = Thread { continuation.resume(with: Result { try body() }) }
         thread.stackSize = 1 << 20
@@ -111,7 +111,7 @@ public func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) as
 
 /// The request body both sides build for an upload: a JSON array of the events, as the
 /// Sensors Analytics SDK sends it.
-public func jsonArrayBody<C: Collection>(_ payloads: C) -> [UInt8] where C.Element == [UInt8] {
+package func jsonArrayBody<C: Collection>(_ payloads: C) -> [UInt8] where C.Element == [UInt8] {
     var body = [UInt8]()
     body.reserveCapacity(payloads.reduce(2) { $0 + $1.count + 1 })
     body.append(UInt8(ascii: "["))

@@ -4,7 +4,7 @@ extension Report {
     /// The report as an aligned text table, one row per comparison: each figure and ratio the
     /// median of the runs with its interval in brackets, goals beside ratios, and with a
     /// baseline the change and its verdict.
-    public func table() -> String {
+    package func table() -> String {
         var lines = [String]()
         lines.append("Spool benchmarks: \(run.events) events, \(Int(run.meanEventBytes.rounded())) B mean JSON, "
             + "in \(run.directory)")
@@ -55,14 +55,14 @@ extension Report {
     }
 
     /// The report as pretty-printed JSON with sorted keys.
-    public func json() throws -> Data {
+    package func json() throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return try encoder.encode(self)
     }
 
     /// Writes ``json()`` to `path`.
-    public func writeJSON(to path: String) throws {
+    package func writeJSON(to path: String) throws {
         try json().write(to: URL(fileURLWithPath: path))
     }
 }

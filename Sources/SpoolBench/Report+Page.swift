@@ -4,7 +4,7 @@ extension Report {
     /// Writes `DIRECTORY/index.html` (``page()``) and `DIRECTORY/report.json` (``json()``, the
     /// data it was drawn from, linked from the page), making the directory (0700) if needed.
     /// Blocking. Returns the page's path.
-    public func writePage(in directory: String) throws -> String {
+    package func writePage(in directory: String) throws -> String {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         let page = directory + "/index.html"
@@ -18,7 +18,7 @@ extension Report {
     /// the change against a baseline), and the table. No network, no external script; it
     /// reflows to a phone's width and prints. The one inline script marks the page
     /// `data-rendered` once it ran without an error (`data-error` otherwise).
-    public func page() -> String {
+    package func page() -> String {
         var charts = ""
         charts += Chart.bars("Throughput: Spool against its baseline (SQLite or the hardware's ceiling), median and 95% interval",
                              id: "throughput", groups: barGroups { $0.spool.higherIsBetter && $0.spool.unit != "events" && !$0.group.hasPrefix("sync") })

@@ -15,7 +15,7 @@ extension Report {
 
     /// Sets every row's ``Row/change`` against the same row of `saved` (a report loaded from
     /// the baseline `name`), and says whether the two ran in different environments.
-    public mutating func compare(with saved: Report, name: String) {
+    package mutating func compare(with saved: Report, name: String) {
         let before = Dictionary(saved.rows.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
         for index in rows.indices {
             guard let old = before[rows[index].key] else { continue }
@@ -27,7 +27,7 @@ extension Report {
 
     /// The rows that ``Verdict/regressed`` by at least `fraction` (0.10 for 10%) against the
     /// baseline compared with.
-    public func regressions(beyond fraction: Double) -> [Row] {
+    package func regressions(beyond fraction: Double) -> [Row] {
         rows.filter { row in
             guard let change = row.change, change.verdict == .regressed else { return false }
             return abs(change.relative) >= fraction

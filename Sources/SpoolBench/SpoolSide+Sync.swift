@@ -24,7 +24,7 @@ extension SpoolSide {
     ///   - backoff: the worker's backoff; nil for the library's default. The default is 50 ms
     ///     doubling to 1 s.
     /// - Returns: the run; its note gives the concurrency reached and the collector's 503s.
-    public func drainToCollector(
+    package func drainToCollector(
         batch: Int, batchBytes: Int? = nil, count: Int, directory: String, latency: Duration = .zero,
         concurrency: SyncConfiguration.Concurrency = .fixed(1), collectorLimit: Int = 64,
         faults: FaultConfiguration = .none, backoff: Backoff? = Backoff(base: .milliseconds(50), factor: 2, cap: .seconds(1))
@@ -53,7 +53,7 @@ extension SpoolSide {
     /// ``drainToCollector(batch:batchBytes:count:directory:latency:concurrency:collectorLimit:faults:backoff:)``
     /// against a single-threaded server whose accept queue holds 5 connections (Python's
     /// `http.server`), answering each request after 1 ms of work.
-    public func drainToBacklogServer(batch: Int, count: Int, directory: String, concurrency: SyncConfiguration.Concurrency) async throws -> Run {
+    package func drainToBacklogServer(batch: Int, count: Int, directory: String, concurrency: SyncConfiguration.Concurrency) async throws -> Run {
         let server = try BacklogServer()
         do {
             let run = try await drain(

@@ -4,24 +4,24 @@ import Spool
 /// Bytes on disk per event when events trickle in one at a time (a real app's few events per
 /// second): every event is appended at `written` and acknowledged before the next, so every
 /// block holds one event (behind a compact 20-byte block header, FORMAT.md §3.2).
-public struct TrickleFigures: Sendable, Codable {
+package struct TrickleFigures: Sendable, Codable {
     /// Events measured in each configuration.
-    public var events: Int
+    package var events: Int
     /// Mean event (payload) size in bytes.
-    public var meanEventBytes: Double
+    package var meanEventBytes: Double
     /// Bytes on disk per event, zstd without a dictionary.
-    public var noDictionary: Double
+    package var noDictionary: Double
     /// Bytes on disk per event once the log's trained dictionary is in use (steady state:
     /// the events appended while it trained are not counted).
-    public var trainedDictionary: Double
+    package var trainedDictionary: Double
     /// The same with encryption at rest on (ChaCha20-Poly1305: 32 more bytes a block), the
     /// trained dictionary provided (an encrypted log may not train one).
-    public var trainedDictionaryEncrypted: Double
+    package var trainedDictionaryEncrypted: Double
     /// Events appended before the trained dictionary was in use (the sampling warm-up).
-    public var warmUpEvents: Int
+    package var warmUpEvents: Int
     /// Bytes of the trained dictionary's file: stored once per log, not per event, so not in
     /// the per-event figures.
-    public var dictionaryFileBytes: Int
+    package var dictionaryFileBytes: Int
 }
 
 /// Trickles `count` events (cycling `events`) into fresh logs under `directory`: once with no
@@ -31,7 +31,7 @@ public struct TrickleFigures: Sendable, Codable {
 /// Bytes are the growth of the log's segment files, so segment headers are included; the
 /// dictionary's own file is reported apart (``TrickleFigures/dictionaryFileBytes``).
 /// Blocking; takes a few seconds (each event waits for its `write`).
-public func trickleBytesPerEvent(events: EventSet, count: Int = 10_000, trainAfter: Int = 4000,
+package func trickleBytesPerEvent(events: EventSet, count: Int = 10_000, trainAfter: Int = 4000,
                                  directory: String, configuration: Configuration = .init()) throws -> TrickleFigures {
     var dictionaryFileBytes = 0
     var trainedBytes: [UInt8] = []

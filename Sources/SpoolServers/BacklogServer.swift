@@ -13,8 +13,8 @@ import Synchronization
 /// 503. Every request is answered 200 after `serviceTime` (the server's own work).
 ///
 /// Benchmark use only: it parses just enough HTTP/1.1 for the sync worker's POSTs.
-public final class BacklogServer: Sendable {
-    public let port: Int
+package final class BacklogServer: Sendable {
+    package let port: Int
     private let descriptor: Int32
     private let stopped = Atomic<Bool>(false)
     private let done = Mutex<CheckedContinuation<Void, Never>?>(nil)
@@ -22,7 +22,7 @@ public final class BacklogServer: Sendable {
 
     /// Listens on 127.0.0.1 on an ephemeral port with a `backlog` of pending connections,
     /// and serves on a thread of its own until ``stop()``.
-    public init(backlog: Int32 = 5, serviceTime: Duration = .milliseconds(1)) throws {
+    package init(backlog: Int32 = 5, serviceTime: Duration = .milliseconds(1)) throws {
         let (fd, port) = try loopbackSocket(listen: backlog)
         descriptor = fd
         self.port = port
@@ -75,7 +75,7 @@ public final class BacklogServer: Sendable {
     }
 
     /// Stops serving and waits for the serving thread to end.
-    public func stop() async {
+    package func stop() async {
         stopped.store(true, ordering: .relaxed)
         shutdown(descriptor, Int32(SHUT_RDWR))
         await withCheckedContinuation { continuation in

@@ -8,7 +8,7 @@ import Darwin
 /// pending connections when given. The caller owns the descriptor and closes it.
 ///
 /// The one place the benchmark's and the tests' servers (and their free ports) come from.
-public func loopbackSocket(listen backlog: Int32? = nil) throws -> (descriptor: Int32, port: Int) {
+package func loopbackSocket(listen backlog: Int32? = nil) throws -> (descriptor: Int32, port: Int) {
     #if canImport(Glibc)
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     #else
@@ -36,7 +36,7 @@ public func loopbackSocket(listen backlog: Int32? = nil) throws -> (descriptor: 
 
 /// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released), for a
 /// server started by another process (the Pub/Sub emulator, PostgreSQL, nginx, a collector).
-public func freePort() throws -> Int {
+package func freePort() throws -> Int {
     let (fd, port) = try loopbackSocket()
     close(fd)
     return port

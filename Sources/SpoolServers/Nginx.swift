@@ -8,18 +8,18 @@ import Foundation
 /// a test that needs it fails, it is never skipped. `scripts/setup` installs it.
 ///
 /// Thread-safety: `stop()` may be called from any thread (it signals a pid and waits).
-public final class Nginx: @unchecked Sendable {
+package final class Nginx: @unchecked Sendable {
     /// The port it listens on, on 127.0.0.1.
-    public let port: Int
+    package let port: Int
     /// Where its configuration, pid file, temporary files and logs are.
-    public let directory: String
+    package let directory: String
     private let process: Process
 
     /// `http://127.0.0.1:<port>/batch`: where devices send.
-    public var url: String { "http://127.0.0.1:\(port)/batch" }
+    package var url: String { "http://127.0.0.1:\(port)/batch" }
 
     /// The nginx binary: on PATH, or Debian's /usr/sbin/nginx.
-    public static var binary: String? {
+    package static var binary: String? {
         let candidates = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { "\($0)/nginx" } + ["/usr/sbin/nginx"]
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
@@ -33,7 +33,7 @@ public final class Nginx: @unchecked Sendable {
     ///     own HTML page, before any collector sees them.
     ///   - readTimeout: `proxy_read_timeout`: a collector that does not answer within it is a
     ///     504 (or the next collector).
-    public init(directory: String, upstreams: [Int], maxBody: String = "16m", readTimeout: String = "30s") throws {
+    package init(directory: String, upstreams: [Int], maxBody: String = "16m", readTimeout: String = "30s") throws {
         guard let binary = Self.binary else { throw ServerError("nginx is not installed (scripts/setup installs nginx-light)") }
         let port = try freePort()
         self.port = port
@@ -61,7 +61,7 @@ public final class Nginx: @unchecked Sendable {
     }
 
     /// Stops it (SIGQUIT: a graceful stop) and waits for it to exit.
-    public func stop() {
+    package func stop() {
         if process.isRunning {
             kill(process.processIdentifier, SIGQUIT)
             process.waitUntilExit()

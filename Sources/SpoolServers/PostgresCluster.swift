@@ -9,32 +9,32 @@ import Synchronization
 /// Loopback connections are trusted, except for the role ``passwordRole``, which must give
 /// ``password`` (SCRAM). When the cluster cannot start, ``shared()`` throws the reason, and the
 /// test asking for it fails: it is never skipped.
-public final class PostgresCluster: Sendable {
+package final class PostgresCluster: Sendable {
     /// The binaries: Debian's PostgreSQL 15 (`apt-get install postgresql`).
-    public static let binaries = ProcessInfo.processInfo.environment["SPOOL_PG_BIN"] ?? "/usr/lib/postgresql/15/bin"
+    package static let binaries = ProcessInfo.processInfo.environment["SPOOL_PG_BIN"] ?? "/usr/lib/postgresql/15/bin"
     /// The role that must authenticate with a password.
-    public static let passwordRole = "spool_pw"
+    package static let passwordRole = "spool_pw"
     /// Its password.
-    public static let password = "s3cret-Pa55"
+    package static let password = "s3cret-Pa55"
 
     /// Where the cluster lives: its data directory, logs and Unix socket.
-    public let directory: String
+    package let directory: String
     /// The port it listens on, on 127.0.0.1.
-    public let port: Int
+    package let port: Int
     /// Its `max_connections`: past it, PostgreSQL refuses a connection with SQLSTATE 53300
     /// (`too_many_connections`).
-    public let maxConnections: Int
+    package let maxConnections: Int
     private let asPostgres: Bool
 
     /// The cluster of this process: started by the first caller, shared by every test.
-    public static func shared() throws -> PostgresCluster {
+    package static func shared() throws -> PostgresCluster {
         try startup.get()
     }
 
     /// A cluster of the caller's own, for a test that may run beside the PostgreSQL suites in
     /// one process (a plain `swift test`): they stop and crash the shared one. `maxConnections`
     /// is its `max_connections` (the default 200; at least 4, as 3 are kept for superusers).
-    public static func own(maxConnections: Int = 200) throws -> PostgresCluster {
+    package static func own(maxConnections: Int = 200) throws -> PostgresCluster {
         do {
             let cluster = try PostgresCluster(maxConnections: maxConnections)
             registerStopAtExit(cluster)
@@ -77,10 +77,10 @@ public final class PostgresCluster: Sendable {
         try psql("CREATE ROLE \(Self.passwordRole) LOGIN PASSWORD '\(Self.password)' SUPERUSER")
     }
 
-    public var dataDirectory: String { directory + "/data" }
+    package var dataDirectory: String { directory + "/data" }
 
     /// Starts the server (again, after ``stop(mode:)``), waiting until it takes connections.
-    public func start() throws {
+    package func start() throws {
         // Output to a file: the server inherits pg_ctl's descriptors, and a pipe would never end.
         try run("pg_ctl", [
             "start", "-D", dataDirectory, "-l", directory + "/server.log", "-w", "-t", "120",
@@ -106,31 +106,31 @@ public final class PostgresCluster: Sendable {
     }
 
     /// Stops the server: `immediate` is a crash (no checkpoint, recovery at the next start).
-    public func stop(mode: String = "fast") throws {
+    package func stop(mode: String = "fast") throws {
         try run("pg_ctl", ["stop", "-D", dataDirectory, "-m", mode, "-w", "-t", "120"])
     }
 
     /// A fresh database for one test.
-    public func createDatabase(_ name: String = "db_\(UUID().uuidString.prefix(8).lowercased())") throws -> String {
+    package func createDatabase(_ name: String = "db_\(UUID().uuidString.prefix(8).lowercased())") throws -> String {
         try psql("CREATE DATABASE \(name)")
         return name
     }
 
     /// `postgres://USER@127.0.0.1:PORT/DATABASE`.
-    public func url(database: String, user: String = "postgres", password: String? = nil) -> String {
+    package func url(database: String, user: String = "postgres", password: String? = nil) -> String {
         "postgres://\(user)\(password.map { ":" + $0 } ?? "")@127.0.0.1:\(port)/\(database)"
     }
 
     /// Runs `sql` with psql over the Unix socket; returns its unaligned output.
     @discardableResult
-    public func psql(_ sql: String, database: String = "postgres") throws -> String {
+    package func psql(_ sql: String, database: String = "postgres") throws -> String {
         try run("psql", ["-h", directory, "-p", "\(port)", "-U", "postgres", "-d", database, "-X", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql])
             .trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Runs one of the binaries (or `sh`) as the cluster's owner; throws its output when it fails.
     @discardableResult
-    public func run(_ tool: String, _ arguments: [String], input: String? = nil, outputFile: String? = nil) throws -> String {
+    package func run(_ tool: String, _ arguments: [String], input: String? = nil, outputFile: String? = nil) throws -> String {
         let executable = tool == "sh" ? "/bin/sh" : Self.binaries + "/" + tool
         // Through bash, which closes every descriptor above 2 first: Foundation's Process
         // hands its children a socket it waits on, and a server that inherited it (pg_ctl

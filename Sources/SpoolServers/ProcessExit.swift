@@ -5,7 +5,7 @@ extension Process {
     /// it, stops the process (SIGTERM) and waits for that.
     ///
     /// - Returns: whether it ended by itself within `limit`.
-    public func endsByItself(within limit: Duration) async -> Bool {
+    package func endsByItself(within limit: Duration) async -> Bool {
         let clock = ContinuousClock()
         let deadline = clock.now + limit
         while isRunning, clock.now < deadline {

@@ -13,14 +13,14 @@ import SpoolSync
 ///
 /// If it cannot start, ``shared()`` throws the reason, with the end of its output: a test that
 /// needs it fails, it is never skipped.
-public final class PubSubEmulator: Sendable {
+package final class PubSubEmulator: Sendable {
     /// The port it listens on, on 127.0.0.1.
-    public let port: Int
+    package let port: Int
     /// `http://127.0.0.1:<port>`: the root of its REST API.
-    public let root: URL
+    package let root: URL
 
     /// The one emulator of this process, started on first use.
-    public static func shared() async throws -> PubSubEmulator {
+    package static func shared() async throws -> PubSubEmulator {
         try await Shared.instance.emulator()
     }
 
@@ -39,9 +39,9 @@ public final class PubSubEmulator: Sendable {
     }
 
     /// Why the emulator could not start, or a call to it failed.
-    public struct StartFailed: Error, CustomStringConvertible {
+    package struct StartFailed: Error, CustomStringConvertible {
         /// What went wrong, with the end of the emulator's output when it did not start.
-        public var description: String
+        package var description: String
     }
 
     private init(port: Int) {
@@ -80,7 +80,7 @@ public final class PubSubEmulator: Sendable {
     }
 
     /// Stops the emulator and the processes it started.
-    public func stop() {
+    package func stop() {
         let stopper = Process()
         stopper.executableURL = URL(fileURLWithPath: "/bin/sh")
         stopper.arguments = ["-c", stopCommand(port: port)]
@@ -89,7 +89,7 @@ public final class PubSubEmulator: Sendable {
     }
 
     /// Creates `topic` (`projects/P/topics/T`) and a subscription to it, with message ordering when asked.
-    public func createTopic(_ topic: String, subscription: String, ordering: Bool = false) async throws {
+    package func createTopic(_ topic: String, subscription: String, ordering: Bool = false) async throws {
         let made = try await request("PUT", "/v1/\(topic)", body: nil)
         guard made.status == 200 else { throw StartFailed(description: "creating \(topic) answered \(made.status)") }
         let body = #"{"topic":"\#(topic)","enableMessageOrdering":\#(ordering)}"#
@@ -100,7 +100,7 @@ public final class PubSubEmulator: Sendable {
     /// Creates a topic and a subscription of their own for one test or run:
     /// `projects/spool-test/topics/<name>-<8 random hex digits>`, and the same name under
     /// `subscriptions/`.
-    public func createTopic(named name: String) async throws -> (topic: String, subscription: String) {
+    package func createTopic(named name: String) async throws -> (topic: String, subscription: String) {
         let unique = "\(name)-\(UUID().uuidString.prefix(8).lowercased())"
         let names = (topic: "projects/spool-test/topics/\(unique)", subscription: "projects/spool-test/subscriptions/\(unique)")
         try await createTopic(names.topic, subscription: names.subscription)
@@ -108,20 +108,20 @@ public final class PubSubEmulator: Sendable {
     }
 
     /// A message as a subscriber receives it.
-    public struct Message: Decodable, Sendable {
+    package struct Message: Decodable, Sendable {
         /// The data, in base64.
-        public var data: String?
+        package var data: String?
         /// The attributes.
-        public var attributes: [String: String]?
+        package var attributes: [String: String]?
         /// The ordering key, if any.
-        public var orderingKey: String?
+        package var orderingKey: String?
         /// The data's bytes.
-        public var bytes: [UInt8] { Array(Data(base64Encoded: data ?? "") ?? Data()) }
+        package var bytes: [UInt8] { Array(Data(base64Encoded: data ?? "") ?? Data()) }
     }
 
     /// Pulls (and acknowledges) everything the subscription holds now, in delivery order,
     /// until a pull comes back empty.
-    public func pullAll(_ subscription: String) async throws -> [Message] {
+    package func pullAll(_ subscription: String) async throws -> [Message] {
         // On a thread of its own: the pulls block, and must not hold a cooperative thread.
         try await withCheckedThrowingContinuation { continuation in
             Thread { continuation.resume(with: Result { try self.pullAllBlocking(subscription) }) }.start()
@@ -130,7 +130,7 @@ public final class PubSubEmulator: Sendable {
 
     /// ``pullAll(_:)`` on the caller's thread, blocking it (no cooperative thread is needed:
     /// for tests that block theirs while child processes run).
-    public func pullAllBlocking(_ subscription: String) throws -> [Message] {
+    package func pullAllBlocking(_ subscription: String) throws -> [Message] {
         struct Pulled: Decodable {
             struct Received: Decodable {
                 var ackId: String
@@ -151,7 +151,7 @@ public final class PubSubEmulator: Sendable {
     }
 
     /// Sends `method path` with a JSON `body` to the emulator; returns the status and the body.
-    public func request(_ method: String, _ path: String, body: [UInt8]?) async throws -> (status: Int, body: [UInt8]) {
+    package func request(_ method: String, _ path: String, body: [UInt8]?) async throws -> (status: Int, body: [UInt8]) {
         try await HTTP.request(method, url(path), body: body)
     }
 
@@ -190,9 +190,9 @@ private func watchOver(port: Int, data: String) throws {
 }
 
 /// Plain HTTP requests: the emulator's administration (topics, pulls) and the plain publisher.
-public enum HTTP {
+package enum HTTP {
     /// Sends `method url` with a JSON `body`; returns the status and the whole answer.
-    public static func request(_ method: String, _ url: String, body: [UInt8]?, headers: [String: String] = [:]) async throws -> (status: Int, body: [UInt8]) {
+    package static func request(_ method: String, _ url: String, body: [UInt8]?, headers: [String: String] = [:]) async throws -> (status: Int, body: [UInt8]) {
         var request = HTTPClientRequest(url: url)
         request.method = .init(rawValue: method)
         request.headers.add(name: "Content-Type", value: "application/json")
@@ -205,7 +205,7 @@ public enum HTTP {
 
     /// ``request(_:_:body:headers:)`` on the caller's thread, blocking it until the answer (or
     /// 60 s): for callers that may not wait for a cooperative thread.
-    public static func requestBlocking(_ method: String, _ url: String, body: [UInt8]?, headers: [String: String] = [:]) throws -> (status: Int, body: [UInt8]) {
+    package static func requestBlocking(_ method: String, _ url: String, body: [UInt8]?, headers: [String: String] = [:]) throws -> (status: Int, body: [UInt8]) {
         var request = try HTTPClient.Request(url: url, method: .init(rawValue: method))
         request.headers.add(name: "Content-Type", value: "application/json")
         for (name, value) in headers { request.headers.replaceOrAdd(name: name, value: value) }

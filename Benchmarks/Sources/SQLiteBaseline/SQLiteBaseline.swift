@@ -4,12 +4,12 @@ import BenchScenarios
 /// The Sensors Analytics SDK's store, as the baseline: one SQLite database in WAL mode
 /// with `events(id INTEGER PRIMARY KEY AUTOINCREMENT, json TEXT)`; appends insert one row
 /// per event; a flush selects the 50 oldest, builds the JSON array body and deletes them.
-public struct SQLiteBaseline: Baseline {
-    public let name = "SQLite"
+package struct SQLiteBaseline: Baseline {
+    package let name = "SQLite"
 
-    public init() {}
+    package init() {}
 
-    public func append(_ mode: BaselineAppend, events: EventSet, directory: String, budget: Budget) throws -> Run {
+    package func append(_ mode: BaselineAppend, events: EventSet, directory: String, budget: Budget) throws -> Run {
         let db = try Database(path: directory + "/events.db", synchronous: mode == .full ? "FULL" : mode == .normal ? "NORMAL" : "OFF")
         let insert = try db.prepare("INSERT INTO events(json) VALUES(?)")
         let perTransaction = mode == .offBatch100 ? 100 : 1
@@ -36,7 +36,7 @@ public struct SQLiteBaseline: Baseline {
         return Run(count: count, nanos: monotonicNanos() - start, latencies: perTransaction == 1 ? Latencies(nanos: nanos) : nil)
     }
 
-    public func trickle(events: EventSet, count: Int, directory: String) throws -> TrickleBytes {
+    package func trickle(events: EventSet, count: Int, directory: String) throws -> TrickleBytes {
         let path = directory + "/events.db"
         try Database(path: path, synchronous: "NORMAL").close()
         let empty = bytesOnDisk(directory)
@@ -52,7 +52,7 @@ public struct SQLiteBaseline: Baseline {
         return TrickleBytes(perEvent: Double(closed - empty) / Double(count), perEventWhileOpen: Double(open - empty) / Double(count))
     }
 
-    public func drain(_ mode: BaselineDrain, batch: Int, events: EventSet, count: Int, directory: String) throws -> (run: Run, bytes: Int) {
+    package func drain(_ mode: BaselineDrain, batch: Int, events: EventSet, count: Int, directory: String) throws -> (run: Run, bytes: Int) {
         let path = directory + "/events.db"
         do {
             let db = try Database(path: path, synchronous: "OFF")
