@@ -75,8 +75,9 @@ import Testing
         #expect(bad.stderr.contains("baseline name \"../x\""), "\(bad.stderr)")
     }
 
-    /// The page in headless chromium: its script ran without an error, and every bar, whisker
-    /// and latency point read back from the DOM equals the JSON written beside it. The
+    /// The page in headless chromium, drawn against a saved baseline: its script ran without
+    /// an error, and every bar, whisker, latency point and before-and-after change read back
+    /// from the DOM equals the JSON written beside it. The
     /// screenshot is kept under `.build/test-artifacts/`.
     @Test func reportRendersInABrowserWithTheJSONsData() throws {
         guard let chromium = Self.chromium else {
@@ -86,7 +87,13 @@ import Testing
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let report = dir + "/report"
-        let run = try SpoolBinary.run(["bench", "--quick", "--runs", "2", "--dir", dir, "--report", report] + Self.groups)
+        // A baseline first, so the page also draws the before-and-after chart.
+        let baselines = dir + "/baselines"
+        let before = try SpoolBinary.run(["bench", "--quick", "--runs", "2", "--dir", dir, "--save-baseline", "before",
+                                          "--baseline-dir", baselines] + Self.groups)
+        #expect(before.status == 0, "\(before.stderr)")
+        let run = try SpoolBinary.run(["bench", "--quick", "--runs", "2", "--dir", dir, "--report", report, "--baseline", "before",
+                                       "--baseline-dir", baselines] + Self.groups)
         #expect(run.status == 0, "\(run.stderr)")
         let page = report + "/index.html"
         let html = try String(contentsOfFile: page, encoding: .utf8)
@@ -107,6 +114,7 @@ import Testing
         let points = Self.dataPoints(dom)
         #expect(points.count >= 10)
         var series = Set<String>()
+        var changed = Set<String>()
         for point in points {
             let row = try #require(byKey[point.row], "a chart point of no row: \(point.row)")
             series.insert(point.series)
@@ -123,11 +131,19 @@ import Testing
                     let estimate = try #require(figure["estimate"] as? [String: Any])
                     #expect(Self.same(estimate["low"] as? Double, point.low) && Self.same(estimate["high"] as? Double, point.high))
                 }
+            case "change":
+                let change = try #require(row["change"] as? [String: Any], "a change bar of a row with no change: \(point.row)")
+                #expect(Self.same(change["relative"] as? Double, point.value), "\(point.row) change")
+                #expect(Self.same(change["low"] as? Double, point.low) && Self.same(change["high"] as? Double, point.high))
+                changed.insert(point.row)
             default:
                 Issue.record("unexpected series \(point.series)")
             }
         }
-        #expect(series == ["spool", "baseline"])
+        #expect(series == ["spool", "baseline", "change"])
+        // The before-and-after chart has a bar for every row the baseline also holds.
+        #expect(changed == Set(byKey.filter { $0.value["change"] != nil }.keys) && !changed.isEmpty)
+        #expect(html.contains("Before (baseline before) and after"))
         #expect(points.contains { $0.x != nil }, "no latency curve")
 
         let artifacts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.build/test-artifacts").standardized.path
