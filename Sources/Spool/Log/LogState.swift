@@ -270,7 +270,7 @@ struct LogState {
 
     /// Moves the async waiters whose records reached their level to the ready list (see
     /// ``takeReady(_:)``) and records the blocking ones' success; the others stay, in order.
-    mutating func completeReachedWaiters() {
+    private mutating func completeReachedWaiters() {
         waiters.completeReached(writtenEnd: writtenEnd, syncedEnd: syncedEnd)
     }
 
@@ -618,10 +618,6 @@ struct LogState {
     /// a committer read at open, or one a committer in another process wrote in its file.
     mutating func recordCommit(of name: String, at next: UInt64) { table.recordOffset(of: name, at: next) }
 
-    /// The lowest committed offset of every consumer, or nil when the log has none: retention
-    /// keeps every record at or past it.
-    var retentionFloor: UInt64? { table.retention.floor }
-
     /// Whether to queue a retention run after a roll: at most one is queued, and none once
     /// the files are released.
     mutating func queueRetention() -> Bool { table.queueRetention(allowed: !filesReleased) }
@@ -661,11 +657,6 @@ struct LogState {
 
     /// The writer made room under the cap for a write that leaves the active segment at `size`.
     mutating func noteActiveSizeBeingWritten(_ size: Int64) { table.noteActiveSizeBeingWritten(size) }
-
-    /// What the cap counts (``SegmentTable/bytesUnderCap(activeSizeAfter:rewriteBytes:)``).
-    func bytesUnderCap(activeSizeAfter: Int64? = nil, rewriteBytes: Int64? = nil) -> Int64 {
-        table.bytesUnderCap(activeSizeAfter: activeSizeAfter, rewriteBytes: rewriteBytes)
-    }
 
     /// The bytes the cap counts for the rewrite in flight (0 when none, or cancelled).
     var rewriteReservation: Int64 { table.rewriteReservation }
