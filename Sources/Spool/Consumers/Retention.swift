@@ -100,7 +100,7 @@ extension EventLog {
                 let kept = forgotten.filter { !removed.contains($0.baseSeq) }
                 let (count, bytes) = lock.withLock {
                     state.relistSegments(kept)
-                    return (state.segments.count, state.diskBytes)
+                    return (state.table.segments.count, state.diskBytes)
                 }
                 metrics.recordSegments(count: count, diskBytes: bytes)
             }
@@ -115,6 +115,6 @@ extension EventLog {
             }
             try DirectoryIO.sync(directory)
         }
-        try codec.dictionaries.removeUnused { lock.withLock { state.segments } }
+        try codec.dictionaries.removeUnused { lock.withLock { state.table.segments } }
     }
 }

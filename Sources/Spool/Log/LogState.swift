@@ -127,6 +127,9 @@ struct LogState {
     }
 
     /// Sealed segments then the active one (last), by base seq (``SegmentTable/segments``).
+    /// `EventLog`'s per-read and per-write paths read `state.table.segments` instead: a path of
+    /// stored properties, where a computed property of the log's stored state may copy all of it
+    /// (see ``addWaiter(_:)``).
     var segments: [SegmentInfo] { table.segments }
     /// How many of ``waiters`` wait for `.synced`.
     var syncedWaiters: Int { waiters.synced }

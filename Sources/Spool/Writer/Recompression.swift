@@ -198,7 +198,7 @@ extension EventLog {
     /// The oldest sealed segment not yet settled that some consumer still needs (or any, with
     /// no consumer), with the next segment's base and its header; nil when none is left.
     private func nextCandidate() throws -> (SegmentInfo, UInt64, SegmentHeader)? {
-        let (segments, retention, allowed) = lock.withLock { (state.segments, state.table.retention, !state.filesReleased) }
+        let (segments, retention, allowed) = lock.withLock { (state.table.segments, state.table.retention, !state.filesReleased) }
         guard allowed, segments.count > 1 else { return nil }
         let settled = recompressor.settled
         for index in 0..<(segments.count - 1) {
@@ -245,7 +245,7 @@ extension EventLog {
             let (count, bytes) = lock.withLock {
                 state.finishRewrite(replacedBy: replacedSize)
                 lock.broadcastProgress()
-                return (state.segments.count, state.diskBytes)
+                return (state.table.segments.count, state.diskBytes)
             }
             if let replacedSize {
                 metrics.segmentsRecompressed.increment()
@@ -327,7 +327,7 @@ extension EventLog {
         // The rename, while no unlink can run: only over the file still listed as it was.
         segmentFiles.lock()
         let stillListed = lock.withLock {
-            state.rewriteMayContinue && state.segments.contains { $0.baseSeq == segment.baseSeq && $0.size == segment.size }
+            state.rewriteMayContinue && state.table.segments.contains { $0.baseSeq == segment.baseSeq && $0.size == segment.size }
         }
         guard stillListed else {
             segmentFiles.unlock()
