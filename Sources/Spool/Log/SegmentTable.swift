@@ -47,6 +47,8 @@ struct SegmentTable {
     /// making room meanwhile counts the active segment at this size, not the listed one.
     private(set) var activeSizeBeingWritten: Int64? = nil
 
+    /// A table listing `segments` (sealed ones, then the active one), with no consumer, no
+    /// retention run and no rewrite.
     init(segments: [SegmentInfo]) {
         self.segments = segments
     }

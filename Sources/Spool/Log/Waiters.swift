@@ -42,8 +42,11 @@ struct Waiters: RandomAccessCollection {
     /// The id the next blocking waiter gets.
     private var nextBlockingID = 0
 
+    /// The first waiter's position in ``list``.
     var startIndex: Int { list.startIndex }
+    /// The position past the last waiter in ``list``.
     var endIndex: Int { list.endIndex }
+    /// The waiter at `position` in ``list``.
     subscript(position: Int) -> Waiter { list[position] }
 
     /// Some async waiter's wait ended and it is not resumed yet (``takeReady(_:)``).
