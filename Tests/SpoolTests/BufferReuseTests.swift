@@ -36,8 +36,8 @@ import Testing
                 try await group.waitForAll()
             }
             return log.lock.withLock {
-                (log.state.waiters.count, log.state.waiters.capacity,
-                 log.state.waiters.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) })
+                (log.state.waiters.count, log.state.waiters.list.capacity,
+                 log.state.waiters.list.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) })
             }
         }
         // Warm: the list grows to the largest group it holds.

@@ -1,3 +1,29 @@
+/// What retention keeps: every record at or past `floor`, the lowest offset any consumer
+/// committed; a log with no consumer keeps everything (until a cap applies). It decides which
+/// segments are passed; `EventLog.applyRetention` deletes them.
+struct Retention: Equatable {
+    /// The lowest committed offset of every consumer, or nil when the log has none.
+    var floor: UInt64?
+
+    /// Whether a segment whose records end (exclusive) at `end` is passed by every consumer.
+    func passes(segmentEndingAt end: UInt64) -> Bool {
+        guard let floor else { return false }
+        return end <= floor
+    }
+
+    /// The sealed segments of `segments` (sealed ones, then the active one, by base seq) that
+    /// every consumer has passed, oldest first: a segment's records end where the next begins.
+    /// Never the active one.
+    func passedSegments(of segments: [SegmentInfo]) -> [SegmentInfo] {
+        guard floor != nil, segments.count > 1 else { return [] }
+        var passed = [SegmentInfo]()
+        for index in 0..<(segments.count - 1) where passes(segmentEndingAt: segments[index + 1].baseSeq) {
+            passed.append(segments[index])
+        }
+        return passed
+    }
+}
+
 extension EventLog {
     /// Deletes the sealed segments every consumer has passed: the writer's own, and those that
     /// committers in other processes committed (``readDetachedOffsets()``). Called after a
@@ -74,7 +100,7 @@ extension EventLog {
                 let kept = forgotten.filter { !removed.contains($0.baseSeq) }
                 let (count, bytes) = lock.withLock {
                     state.relistSegments(kept)
-                    return (state.segments.count, state.diskBytes)
+                    return (state.table.segments.count, state.diskBytes)
                 }
                 metrics.recordSegments(count: count, diskBytes: bytes)
             }
@@ -89,6 +115,6 @@ extension EventLog {
             }
             try DirectoryIO.sync(directory)
         }
-        try codec.dictionaries.removeUnused { lock.withLock { state.segments } }
+        try codec.dictionaries.removeUnused { lock.withLock { state.table.segments } }
     }
 }

@@ -1,12 +1,3 @@
-/// A segment file of the log, as the log's shared state knows it.
-struct SegmentInfo: Sendable, Equatable {
-    /// The seq of the segment's first record (its name).
-    var baseSeq: UInt64
-    /// Bytes of the file that hold valid data (for the active segment: what the writer has written).
-    var size: Int64
-    var name: String { Format.segmentName(baseSeq) }
-}
-
 /// Where the log is in its life: one value, so that no combination of flags can say two
 /// things at once.
 ///
@@ -38,29 +29,6 @@ enum LogStatus {
     /// The writer exited. `finished`: `close()` released the files and the directory lock
     /// (other callers of `close()` wait for it).
     case closed(finished: Bool)
-}
-
-/// What a caller waits for: every record below `end` at its level.
-struct Wait {
-    /// The end (exclusive) of the records waited for.
-    var end: UInt64
-    /// The record an error names (``SpoolError/seq``): the appended one, for an append that
-    /// waits; nil for a wait on a range, whose error names the first record that did not
-    /// reach its level.
-    var record: UInt64?
-}
-
-/// A caller waiting for records to be written or synced.
-struct Waiter {
-    enum Kind {
-        /// Unsafe rather than checked: one allocation less per synced append. The waiter list is
-        /// the only owner; every path that removes a waiter resumes it exactly once.
-        case async(UnsafeContinuation<Void, any Error>)
-        case blocking(id: Int)
-    }
-    var wait: Wait
-    var level: Durability
-    var kind: Kind
 }
 
 /// Counters behind ``LogStats``. Guarded by the log's lock.
@@ -107,7 +75,7 @@ enum WriteVerdict {
 struct LogState {
     private(set) var status: LogStatus = .open {
         // A status that lets go of the files or fails the log stops a rewrite in flight.
-        didSet { if !rewritesAllowed { rewrite?.stop.raise() } }
+        didSet { if !rewritesAllowed { table.cancelRewrite() } }
     }
     /// The seq the next append gets.
     private(set) var nextSeq: UInt64
@@ -126,32 +94,15 @@ struct LogState {
     private(set) var writtenEnd: UInt64
     /// The end (exclusive) of the durable records (they survive power loss).
     private(set) var syncedEnd: UInt64
-    /// Callers waiting for records to be written or synced.
-    private(set) var waiters: [Waiter] = []
-    /// How many of `waiters` wait for `.synced` (read on every synced append while gathering).
-    private(set) var syncedWaiters = 0
-    /// Waiters whose records reached their level, to be resumed outside the lock.
-    private var ready: [UnsafeContinuation<Void, any Error>] = []
-    private var blockingResults: [Int: Result<Void, SpoolError>] = [:]
-    private var nextBlockingID = 0
-    /// Sealed segments then the active one (last), by base seq.
-    private(set) var segments: [SegmentInfo]
+    /// Callers waiting for records to be written or synced, and what is owed to those whose
+    /// wait ended.
+    private(set) var waiters = Waiters()
+    /// The segment files, consumers' offsets, retention runs and the cold rewrite in flight.
+    private(set) var table: SegmentTable
     /// When the writer, stalled by a write error, tries again (monotonic ns).
     private(set) var retryAt: UInt64? = nil
-    /// Commits' retention deleting segments right now (see `EventLog.applyRetention`):
-    /// `close()` waits for them before it releases the directory lock.
-    private(set) var retentionsInFlight = 0
-    /// The sealed segment cold recompression is rewriting, if any (one at a time): the bytes
-    /// its temporary file takes (`written`, counted before they are written) count against the
-    /// cap, and `close()` and `suspend()` wait for it to end. `stop` is raised once the cap or
-    /// retention took that segment, a write or an append needed the room, or the files are let
-    /// go or the log failed: the rewrite then ends without replacing anything, and its
-    /// compression, which polls the flag without the lock, stops within a step.
-    private(set) var rewrite: (baseSeq: UInt64, written: Int64, stop: StopFlag)? = nil
     /// An idle suspension (`Configuration.suspendsWhenIdle`) is queued and has not run.
     private var idleSuspendQueued = false
-    /// A retention run is queued on the retention queue and has not started.
-    private var retentionQueued = false
     /// Group commit's tokens (who writes, who syncs), the writing threads' waits and exits,
     /// and the gathering after a sync.
     private(set) var group = GroupCommit()
@@ -159,8 +110,6 @@ struct LogState {
     /// Write observers by registration number (``EventLog/observeWrites(_:)``), in order.
     private(set) var observers: [(id: UInt64, handler: @Sendable (UInt64) -> Void)] = []
     private var nextObserverID: UInt64 = 0
-    /// The committed offset (next seq to deliver) of every consumer, by name.
-    private(set) var consumerOffsets: [String: UInt64] = [:]
 
     /// The size at which an append seals the current block (``Configuration/blockSize``).
     let blockSize: Int
@@ -174,8 +123,22 @@ struct LogState {
         self.nextSeq = nextSeq
         self.writtenEnd = nextSeq
         self.syncedEnd = nextSeq
-        self.segments = segments
+        self.table = SegmentTable(segments: segments)
     }
+
+    /// Sealed segments then the active one (last), by base seq (``SegmentTable/segments``).
+    /// `EventLog`'s per-read and per-write paths read `state.table.segments` instead: a path of
+    /// stored properties, where a computed property of the log's stored state may copy all of it
+    /// (see ``addWaiter(_:)``).
+    var segments: [SegmentInfo] { table.segments }
+    /// How many of ``waiters`` wait for `.synced`.
+    var syncedWaiters: Int { waiters.synced }
+    /// Retention runs deleting segments right now (``SegmentTable/retentionsInFlight``).
+    var retentionsInFlight: Int { table.retentionsInFlight }
+    /// The cold rewrite in flight (``SegmentTable/rewrite``).
+    var rewrite: SegmentRewrite? { table.rewrite }
+    /// The committed offset of every consumer, by name (``SegmentTable/consumerOffsets``).
+    var consumerOffsets: [String: UInt64] { table.consumerOffsets }
 
     /// `close()` was called (the status may be `.failed`).
     var closeRequested: Bool {
@@ -294,61 +257,38 @@ struct LogState {
     /// retain and release of every buffer it holds), even inlined: on every durable append.
     @discardableResult
     mutating func addWaiter(_ waiter: Waiter) -> Bool {
-        waiters.append(waiter)
-        if waiter.level == .synced { syncedWaiters += 1 }
+        waiters.add(waiter)
         return shouldWakeWriter(for: waiter.level)
     }
 
     /// Adds a blocking caller's waiter; its result is collected with ``takeBlockingResult(_:)``.
     mutating func addBlockingWaiter(_ wait: Wait, level: Durability) -> Int {
-        let id = nextBlockingID
-        nextBlockingID += 1
-        addWaiter(Waiter(wait: wait, level: level, kind: .blocking(id: id)))
-        return id
+        waiters.addBlocking(wait, level: level)
     }
 
     /// The result of blocking waiter `id`, once it has one (taken: asked once).
     mutating func takeBlockingResult(_ id: Int) -> Result<Void, SpoolError>? {
-        blockingResults.removeValue(forKey: id)
+        waiters.takeBlockingResult(id)
     }
 
     /// Moves the async waiters whose records reached their level to the ready list (see
     /// ``takeReady(_:)``) and records the blocking ones' success; the others stay, in order.
-    /// The list keeps its capacity, so the next group's waiters are added without allocating.
-    mutating func completeReachedWaiters() {
-        guard !waiters.isEmpty else { return }
-        var kept = 0
-        var keptSynced = 0
-        for index in waiters.indices {
-            let waiter = waiters[index]
-            if waiter.wait.end <= mark(for: waiter.level) {
-                switch waiter.kind {
-                case .async(let continuation): ready.append(continuation)
-                case .blocking(let id): blockingResults[id] = .success(())
-                }
-            } else {
-                waiters[kept] = waiter
-                kept += 1
-                if waiter.level == .synced { keptSynced += 1 }
-            }
-        }
-        waiters.removeLast(waiters.count - kept)
-        syncedWaiters = keptSynced
+    private mutating func completeReachedWaiters() {
+        waiters.completeReached(writtenEnd: writtenEnd, syncedEnd: syncedEnd)
     }
 
-    /// Swaps the ready continuations with `buffer` (empty, kept for its capacity): the caller
-    /// resumes them outside the lock, then hands the emptied buffer back with
-    /// ``returnReadyBuffer(_:)``, so no array is allocated per group.
+    /// Swaps the ready continuations with `buffer` (``Waiters/takeReady(_:)``).
     mutating func takeReady(_ buffer: inout [UnsafeContinuation<Void, any Error>]) {
-        swap(&buffer, &ready)
+        waiters.takeReady(&buffer)
     }
 
-    /// Takes back an emptied buffer from ``takeReady(_:)`` if no waiter became ready meanwhile.
+    /// Takes back an emptied buffer from ``takeReady(_:)`` (``Waiters/returnReadyBuffer(_:)``).
     mutating func returnReadyBuffer(_ buffer: inout [UnsafeContinuation<Void, any Error>]) {
-        if ready.isEmpty { swap(&buffer, &ready) }
+        waiters.returnReadyBuffer(&buffer)
     }
 
-    var hasReady: Bool { !ready.isEmpty }
+    /// Some async waiter's wait ended and it is not resumed yet.
+    var hasReady: Bool { waiters.hasReady }
 
     /// Completes the waiters whose records reached their level, and fails every other one with
     /// `explicit` or the log's error (blocking ones get their result; async ones are returned,
@@ -356,21 +296,7 @@ struct LogState {
     mutating func failPendingWaiters(with explicit: SpoolError? = nil) -> (ready: [UnsafeContinuation<Void, any Error>], failed: [(UnsafeContinuation<Void, any Error>, SpoolError)]) {
         guard !waiters.isEmpty else { return ([], []) }
         let error = explicit ?? self.error ?? SpoolError(.closed, "the log is closed")
-        completeReachedWaiters()
-        let completed = ready
-        ready.removeAll()
-        var failed = [(UnsafeContinuation<Void, any Error>, SpoolError)]()
-        for waiter in waiters {
-            var error = error
-            error.seq = waiter.wait.record ?? mark(for: waiter.level)
-            switch waiter.kind {
-            case .async(let continuation): failed.append((continuation, error))
-            case .blocking(let id): blockingResults[id] = .failure(error)
-            }
-        }
-        waiters.removeAll(keepingCapacity: true)
-        syncedWaiters = 0
-        return (completed, failed)
+        return waiters.failPending(with: error, writtenEnd: writtenEnd, syncedEnd: syncedEnd)
     }
 
     /// The end of the records at `level`: ``writtenEnd`` or ``syncedEnd``.
@@ -496,7 +422,7 @@ struct LogState {
     mutating func finishWrite(_ outcome: SegmentWriter.Outcome, batch: inout [PendingBlock], activeSegment: SegmentInfo?,
                               syncFailed: Bool, now: UInt64) -> WriteVerdict {
         let writeDuringSync = group.finishWrite()
-        activeSizeBeingWritten = nil
+        table.activeWriteFinished()
         let failedBefore = isFailed
         // By index, not through a slice: a slice would share the batch's storage, and the
         // recycling below must find the batch sole owner of its blocks.
@@ -513,7 +439,7 @@ struct LogState {
         counters.fsyncs += UInt64(outcome.fsyncs)
         // Segments sealed and created were noted as the batch rolled (the cap may since have
         // dropped some of them); the active one gets its current size.
-        if let activeSegment { noteSegment(activeSegment) }
+        if let activeSegment { table.noteSegment(activeSegment) }
         counters.segmentsRolled += UInt64(outcome.sealed.count)
         // Recycle the written blocks' buffers (bounded: a few blocks' worth). Each is emptied
         // in place while the batch alone holds it: emptying a shared copy would allocate anew.
@@ -679,63 +605,37 @@ struct LogState {
     // MARK: Segments, retention and the cap
 
     /// Records a segment's current size, adding it if it is new (by base seq).
-    mutating func noteSegment(_ segment: SegmentInfo) {
-        if let index = segments.lastIndex(where: { $0.baseSeq == segment.baseSeq }) {
-            segments[index].size = segment.size
-        } else {
-            segments.append(segment)
-        }
-    }
+    mutating func noteSegment(_ segment: SegmentInfo) { table.noteSegment(segment) }
 
     /// Notes a consumer being made at `seq`, before its offset file exists, so that retention
     /// keeps what it starts at. Returns `seq`.
     mutating func registerConsumer(_ name: String, at seq: UInt64) -> UInt64 {
-        consumerOffsets[name] = seq
+        table.recordOffset(of: name, at: seq)
         return seq
     }
 
     /// Forgets a consumer whose offset file could not be made.
-    mutating func forgetConsumer(_ name: String) {
-        consumerOffsets.removeValue(forKey: name)
-    }
+    mutating func forgetConsumer(_ name: String) { table.forgetConsumer(name) }
 
     /// Records consumer `name`'s committed offset: a durable commit in this process, the offset
     /// a committer read at open, or one a committer in another process wrote in its file.
-    mutating func recordCommit(of name: String, at next: UInt64) {
-        consumerOffsets[name] = next
-    }
-
-    /// The lowest committed offset of every consumer, or nil when the log has none: retention
-    /// keeps every record at or past it.
-    var retentionFloor: UInt64? { consumerOffsets.values.min() }
+    mutating func recordCommit(of name: String, at next: UInt64) { table.recordOffset(of: name, at: next) }
 
     /// Whether to queue a retention run after a roll: at most one is queued, and none once
     /// the files are released.
-    mutating func queueRetention() -> Bool {
-        guard !retentionQueued, !filesReleased else { return false }
-        retentionQueued = true
-        return true
-    }
+    mutating func queueRetention() -> Bool { table.queueRetention(allowed: !filesReleased) }
 
     /// The queued retention run starts.
-    mutating func retentionDequeued() { retentionQueued = false }
+    mutating func retentionDequeued() { table.retentionDequeued() }
 
     /// Starts a retention run: the sealed segments every consumer has passed (none once the
     /// files are released), counted in flight until ``finishRetention(deleted:)`` when any.
-    mutating func beginRetention() -> [SegmentInfo] {
-        guard !filesReleased, let floor = retentionFloor, segments.count > 1 else { return [] }
-        var doomed = [SegmentInfo]()
-        for index in 0..<(segments.count - 1) where segments[index + 1].baseSeq <= floor {
-            doomed.append(segments[index])
-        }
-        if !doomed.isEmpty { retentionsInFlight += 1 }
-        return doomed
-    }
+    mutating func beginRetention() -> [SegmentInfo] { table.beginRetention(allowed: !filesReleased) }
 
     /// A retention run that ``beginRetention()`` started (with segments) deleted `deleted`.
     mutating func finishRetention(deleted: Int) {
         counters.retainedSegmentsDeleted += UInt64(deleted)
-        retentionsInFlight -= 1
+        table.finishRetention()
     }
 
     // MARK: Cold recompression
@@ -745,19 +645,11 @@ struct LogState {
     /// the files are let go, or the segment is not a listed sealed one of that size (retention
     /// or the cap took it).
     mutating func beginRewrite(of segment: SegmentInfo) -> (segment: SegmentInfo, stop: StopFlag)? {
-        guard rewrite == nil, rewritesAllowed,
-              let index = segments.firstIndex(where: { $0.baseSeq == segment.baseSeq }),
-              index < segments.count - 1, segments[index].size == segment.size else { return nil }
-        let stop = StopFlag()
-        rewrite = (segment.baseSeq, 0, stop)
-        return (segments[index], stop)
+        table.beginRewrite(of: segment, allowed: rewritesAllowed)
     }
 
     /// Whether the rewrite in flight may go on: not stopped, and the files are still held.
-    var rewriteMayContinue: Bool {
-        guard let rewrite else { return false }
-        return !rewrite.stop.isRaised && rewritesAllowed
-    }
+    var rewriteMayContinue: Bool { table.rewriteUnstopped && rewritesAllowed }
 
     /// The files are held and nothing failed for good: sealed segments may be rewritten.
     private var rewritesAllowed: Bool {
@@ -766,52 +658,27 @@ struct LogState {
         return true
     }
 
-    /// The active segment's size once the write the cap just made room for is done (the
-    /// writer's `enforceCapBeforeWriting`), until that write is published: a cold rewrite
-    /// making room meanwhile counts the active segment at this size, not the listed one.
-    private(set) var activeSizeBeingWritten: Int64? = nil
-
     /// The writer made room under the cap for a write that leaves the active segment at `size`.
-    mutating func noteActiveSizeBeingWritten(_ size: Int64) {
-        activeSizeBeingWritten = size
-    }
-
-    /// What the cap counts: the segments, the active one at `activeSizeAfter` (the writer's
-    /// write about to be made) or else at the size a write in flight leaves it, and a cold
-    /// rewrite's file at `rewriteBytes` (the rewrite asking for room) or else as far as it got.
-    func bytesUnderCap(activeSizeAfter: Int64? = nil, rewriteBytes: Int64? = nil) -> Int64 {
-        let listedActive = segments.last?.size ?? 0
-        let active = activeSizeAfter ?? max(listedActive, activeSizeBeingWritten ?? 0)
-        return diskBytes - listedActive + active + (rewriteBytes ?? rewriteReservation)
-    }
+    mutating func noteActiveSizeBeingWritten(_ size: Int64) { table.noteActiveSizeBeingWritten(size) }
 
     /// The bytes the cap counts for the rewrite in flight (0 when none, or cancelled).
-    var rewriteReservation: Int64 {
-        guard let rewrite, !rewrite.stop.isRaised else { return 0 }
-        return rewrite.written
-    }
+    var rewriteReservation: Int64 { table.rewriteReservation }
 
     /// The rewrite's temporary file is about to hold `bytes` (the cap made room for them).
-    mutating func noteRewriteWritten(_ bytes: Int64) {
-        rewrite?.written = bytes
-    }
+    mutating func noteRewriteWritten(_ bytes: Int64) { table.noteRewriteWritten(bytes) }
 
     /// The cap is about to drop the segment being rewritten (or needs the room): the rewrite
     /// replaces nothing and its reservation no longer counts.
-    mutating func cancelRewrite() {
-        rewrite?.stop.raise()
-    }
+    mutating func cancelRewrite() { table.cancelRewrite() }
 
     /// Ends the rewrite in flight. With `replacedBy`, the new file took the segment's name
     /// (under the segment-files lock, while the segment was listed): the list takes its size,
     /// and the counters the rewrite and the bytes it saved.
     mutating func finishRewrite(replacedBy size: Int64?) {
-        if let rewrite, let size, let index = segments.firstIndex(where: { $0.baseSeq == rewrite.baseSeq }) {
+        if let saved = table.finishRewrite(replacedBy: size) {
             counters.segmentsRecompressed += 1
-            counters.bytesSavedByRecompression += UInt64(max(0, segments[index].size - size))
-            segments[index].size = size
+            counters.bytesSavedByRecompression += UInt64(saved)
         }
-        rewrite = nil
     }
 
     /// The cap dropped `segments` segments holding `records` records no consumer had read.
@@ -823,26 +690,12 @@ struct LogState {
     /// A read met `count` expired records for the first time.
     mutating func countExpired(_ count: UInt64) { counters.expiredRecords += count }
 
-    /// Takes the sealed segments among `doomed` out of the list (never the active one), before
-    /// they are unlinked: a reader that finds a listed file missing then knows it was removed
-    /// outside Spool. A rewrite of one of them is cancelled (it must not put the file back).
-    /// Returns those taken out.
-    mutating func forgetSegments(_ doomed: [SegmentInfo]) -> [SegmentInfo] {
-        let active = segments.last?.baseSeq
-        let bases = Set(doomed.map(\.baseSeq))
-        let forgotten = segments.filter { bases.contains($0.baseSeq) && $0.baseSeq != active }
-        segments.removeAll { bases.contains($0.baseSeq) && $0.baseSeq != active }
-        if let rewrite, forgotten.contains(where: { $0.baseSeq == rewrite.baseSeq }) { cancelRewrite() }
-        return forgotten
-    }
+    /// Takes the sealed segments among `doomed` out of the list (``SegmentTable/forgetSegments(_:)``);
+    /// returns those taken out.
+    mutating func forgetSegments(_ doomed: [SegmentInfo]) -> [SegmentInfo] { table.forgetSegments(doomed) }
 
     /// Lists again, in seq order, segments ``forgetSegments(_:)`` took out that could not be unlinked.
-    mutating func relistSegments(_ kept: [SegmentInfo]) {
-        for segment in kept {
-            let index = segments.firstIndex { $0.baseSeq > segment.baseSeq } ?? segments.endIndex
-            segments.insert(segment, at: index)
-        }
-    }
+    mutating func relistSegments(_ kept: [SegmentInfo]) { table.relistSegments(kept) }
 
     // MARK: Observers
 
@@ -861,9 +714,9 @@ struct LogState {
     // MARK: Reading
 
     /// Bytes of every segment file (valid part); records pending in memory are not in it.
-    var diskBytes: Int64 { segments.reduce(0) { $0 + $1.size } }
+    var diskBytes: Int64 { table.diskBytes }
     /// The seq of the oldest record still stored.
-    var firstSeq: UInt64 { segments.first?.baseSeq ?? nextSeq }
+    var firstSeq: UInt64 { table.segments.first?.baseSeq ?? nextSeq }
 
     var error: SpoolError? {
         switch status {

@@ -30,7 +30,7 @@ public final class LogReader {
 
 extension EventLog: RecordSource {
     func readableSegments(durableOnly: Bool) -> (segments: [SegmentInfo], end: UInt64) {
-        lock.withLock { (state.segments, durableOnly ? state.syncedEnd : state.writtenEnd) }
+        lock.withLock { (state.table.segments, durableOnly ? state.syncedEnd : state.writtenEnd) }
     }
 
     /// Nil: opening raised the next seq by starting a new segment there (FORMAT.md §6 step 5).

@@ -1,5 +1,68 @@
-/// The disk cap (``Configuration/maxBytes`` with `dropOldest`): before each write of a batch,
-/// the writer loop makes room for it (the segment writer itself knows nothing of the cap).
+/// The disk cap (``Configuration/maxBytes``): what must go for a write, or a cold rewrite's
+/// file, to fit. It decides, from the segment table, under the log's lock; the log executes
+/// (cancels the rewrite, unlinks the segments, counts and logs the drop). Pure: no I/O.
+struct DiskCap {
+    /// The most bytes the log's segment files (and a cold rewrite's file) may take.
+    let maxBytes: Int64
+
+    /// What ``dropOldest(from:activeSizeAfter:rewriteGrowingTo:)`` decided.
+    struct Drop: Equatable {
+        /// The oldest sealed segments to delete, oldest first.
+        var doomed: [SegmentInfo] = []
+        /// Of each doomed segment (by base seq), the records no consumer has read yet: counted
+        /// as dropped once it is deleted.
+        var unread: [UInt64: Range<UInt64>] = [:]
+        /// Bytes still over the cap once every doomed segment is gone: only the active segment
+        /// is left (the writer's call; 0 for a rewrite's, or when it fits).
+        var over: Int64 = 0
+        /// The rewrite in flight gives way: its segment is among the doomed, or the write needs
+        /// its reservation.
+        var cancelsRewrite = false
+    }
+
+    /// The oldest sealed segments of `table` to delete until the active segment at
+    /// `activeSizeAfter` (nil: as listed, or as a write in flight leaves it) and a cold rewrite's
+    /// file (at `rewriteGrowingTo` for the rewrite's own call, else as far as it got) fit under
+    /// the cap. For a write (`rewriteGrowingTo` nil), a rewrite in flight whose segment is in the
+    /// way gives way (its reservation no longer counts, its segment may go); a rewrite asking
+    /// for room stops before its own segment.
+    func dropOldest(from table: SegmentTable, activeSizeAfter: Int64?, rewriteGrowingTo: Int64?) -> Drop {
+        var total = table.bytesUnderCap(activeSizeAfter: activeSizeAfter, rewriteBytes: rewriteGrowingTo)
+        var drop = Drop()
+        let retention = table.retention
+        let segments = table.segments
+        var index = 0
+        while total > maxBytes, index < segments.count - 1 {
+            let segment = segments[index]
+            if !drop.cancelsRewrite, let rewrite = table.rewrite, !rewrite.stop.isRaised, rewrite.baseSeq == segment.baseSeq {
+                // The rewrite asks: it does not drop its own segment for its copy.
+                if rewriteGrowingTo != nil { break }
+                // A write needs the room: the rewrite gives way (nothing is replaced).
+                drop.cancelsRewrite = true
+                total -= rewrite.written
+                continue
+            }
+            let end = segments[index + 1].baseSeq
+            let from = retention.floor.map { max(segment.baseSeq, $0) } ?? segment.baseSeq
+            if from < end { drop.unread[segment.baseSeq] = from..<end }
+            drop.doomed.append(segment)
+            total -= segment.size
+            index += 1
+        }
+        drop.over = rewriteGrowingTo == nil ? total - maxBytes : 0
+        return drop
+    }
+
+    /// Whether a cold rewrite's file may grow to `bytes` with nothing dropped: the table's bytes
+    /// (the rewrite counted at `bytes`) and `pendingBytes` (what appends hold, which comes first
+    /// under `rejectNew`; 0 under `dropOldest`) fit under the cap.
+    func rewriteFits(growingTo bytes: Int64, in table: SegmentTable, pendingBytes: Int) -> Bool {
+        table.bytesUnderCap(rewriteBytes: bytes) + Int64(pendingBytes) <= maxBytes
+    }
+}
+
+/// The disk cap's execution: before each write of a batch, the writer loop makes room for it
+/// (the segment writer itself knows nothing of the cap), and so does a cold rewrite for its file.
 extension EventLog {
     /// Under `dropOldest`, deletes the oldest sealed segments until the write about to be made
     /// fits under `maxBytes`, counting the records no consumer had read yet as dropped.
@@ -27,8 +90,8 @@ extension EventLog {
                 guard state.rewriteMayContinue else { return false }
                 if let cap = configuration.maxBytes {
                     // Under `rejectNew`, what appends hold pending comes first.
-                    let pending = configuration.capPolicy == .rejectNew ? Int64(state.pendingBytes) : 0
-                    guard state.bytesUnderCap(rewriteBytes: bytes) + pending <= Int64(cap) else { return false }
+                    let pending = configuration.capPolicy == .rejectNew ? state.pendingBytes : 0
+                    guard DiskCap(maxBytes: Int64(cap)).rewriteFits(growingTo: bytes, in: state.table, pendingBytes: pending) else { return false }
                 }
                 state.noteRewriteWritten(bytes)
                 return true
@@ -45,39 +108,23 @@ extension EventLog {
 
     /// Deletes the oldest sealed segments until the active segment at `activeSizeAfter` (nil:
     /// as listed) and a cold rewrite's file (at `rewriteGrowingTo` for the rewrite's own call,
-    /// else as far as it got) fit under `cap`. The writer's call cancels a rewrite whose segment
-    /// it must drop; the rewrite's call stops before its own segment. `capLock` held.
+    /// else as far as it got) fit under `cap`: ``DiskCap/dropOldest(from:activeSizeAfter:rewriteGrowingTo:)``
+    /// decides under the lock, this executes (cancels the rewrite, unlinks, counts, logs).
+    /// The writer's call cancels a rewrite whose segment it must drop; the rewrite's call stops
+    /// before its own segment. `capLock` held.
     private func dropOldest(toFit cap: Int64, activeSizeAfter: Int64?, rewriteGrowingTo: Int64?) {
-        let (doomed, unread, over): ([SegmentInfo], [UInt64: Range<UInt64>], Int64) = lock.withLock {
+        let plan: DiskCap.Drop = lock.withLock {
             // A rewrite that must stop drops nothing for a file it will not write.
-            if rewriteGrowingTo != nil && !state.rewriteMayContinue { return ([], [:], 0) }
+            if rewriteGrowingTo != nil && !state.rewriteMayContinue { return DiskCap.Drop() }
             // The shared state lists the writer's active segment last, at its size before this
             // write; a rewrite counts it at the size the writer's write in flight leaves it.
             if let activeSizeAfter { state.noteActiveSizeBeingWritten(activeSizeAfter) }
-            var total = state.bytesUnderCap(activeSizeAfter: activeSizeAfter, rewriteBytes: rewriteGrowingTo)
-            var doomed = [SegmentInfo]()
-            var unread = [UInt64: Range<UInt64>]()
-            let floor = state.retentionFloor
-            var index = 0
-            while total > cap, index < state.segments.count - 1 {
-                let segment = state.segments[index]
-                if let rewrite = state.rewrite, !rewrite.stop.isRaised, rewrite.baseSeq == segment.baseSeq {
-                    // The rewrite asks: it does not drop its own segment for its copy.
-                    if rewriteGrowingTo != nil { break }
-                    // A write needs the room: the rewrite gives way (nothing is replaced).
-                    state.cancelRewrite()
-                    total -= rewrite.written
-                    continue
-                }
-                let end = state.segments[index + 1].baseSeq
-                let from = floor.map { max(segment.baseSeq, $0) } ?? segment.baseSeq
-                if from < end { unread[segment.baseSeq] = from..<end }
-                doomed.append(segment)
-                total -= segment.size
-                index += 1
-            }
-            return (doomed, unread, rewriteGrowingTo == nil ? total - cap : 0)
+            let plan = DiskCap(maxBytes: cap).dropOldest(from: state.table, activeSizeAfter: activeSizeAfter,
+                                                         rewriteGrowingTo: rewriteGrowingTo)
+            if plan.cancelsRewrite { state.cancelRewrite() }
+            return plan
         }
+        let (doomed, unread, over) = (plan.doomed, plan.unread, plan.over)
         if over > 0 {
             // Nothing sealed is left to drop: the active segment and this write alone pass the
             // cap (a cap below segmentSize plus a batch). Said, never silent.

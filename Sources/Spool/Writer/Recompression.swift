@@ -19,9 +19,14 @@ public struct RecompressionReport: Sendable, Equatable {
     public init() {}
 }
 
-/// Cold recompression's own state: whether its background thread runs, and the segments it
-/// has settled (already rewritten, or to be left as they are). Its lock is taken under the
-/// log's (a roll asks for a run while the writer publishes), never the other way round.
+/// Cold recompression's own state, behind its own lock: whether its background thread runs,
+/// and the segments it has settled (already rewritten, or to be left as they are). Driven by
+/// `EventLog`, which asks it whether to start a run, whether a run ends, and which segments to
+/// skip. The rewrite in flight is the segment table's (``SegmentTable/rewrite``: the cap counts
+/// it under the log's lock); its interruption is that rewrite's ``StopFlag``, which the
+/// compression polls every ``ZstdCompressor/interruptionStep`` bytes without any lock. Its lock
+/// is taken under the log's (a roll asks for a run while the writer publishes), never the
+/// other way round.
 final class Recompressor: Sendable {
     struct State {
         /// The background thread is working (one at a time).
@@ -33,7 +38,44 @@ final class Recompressor: Sendable {
         /// opens, or not made smaller.
         var settled: Set<UInt64> = []
     }
-    let state = RankedMutex(.recompressor, State())
+    private let state = RankedMutex(.recompressor, State())
+
+    /// A run is asked for (after open, after a roll): true when the caller is to start the
+    /// background thread; false when it runs already (it then looks once more before it ends).
+    func requestRun() -> Bool {
+        state.withLock { state in
+            if state.running {
+                state.again = true
+                return false
+            }
+            state.running = true
+            return true
+        }
+    }
+
+    /// The background thread starts a pass over the candidates: runs asked for until now are
+    /// served by it.
+    func beginPass() {
+        state.withLock { $0.again = false }
+    }
+
+    /// The background thread finished a pass: true when it ends (no run was asked for during
+    /// the pass); false when it must look once more.
+    func finishPass() -> Bool {
+        state.withLock { state in
+            if state.again { return false }
+            state.running = false
+            return true
+        }
+    }
+
+    /// The bases of the segments settled so far.
+    var settled: Set<UInt64> { state.withLock { $0.settled } }
+
+    /// Never looks at the segment at `baseSeq` again in this process.
+    func settle(_ baseSeq: UInt64) {
+        state.withLock { _ = $0.settled.insert(baseSeq) }
+    }
 }
 
 /// One sealed segment as a ``RecordSource``: what a rewrite reads, through the same cursor
@@ -80,15 +122,7 @@ extension EventLog {
     /// may be held: the thread is made on the retention queue, not under it.
     func scheduleRecompression() {
         guard configuration.coldCompression?.inBackground == true, !configuration.suspendsWhenIdle else { return }
-        let start = recompressor.state.withLock { state -> Bool in
-            if state.running {
-                state.again = true
-                return false
-            }
-            state.running = true
-            return true
-        }
-        guard start else { return }
+        guard recompressor.requestRun() else { return }
         retentionQueue.async { [self] in startRecompressionThread() }
     }
 
@@ -97,18 +131,13 @@ extension EventLog {
         let thread = Thread { [self] in
             lowerThreadPriority()
             while true {
-                recompressor.state.withLock { $0.again = false }
+                recompressor.beginPass()
                 do {
                     _ = try recompressCandidates(waitingForOthers: false)
                 } catch {
                     logger.warning("cold recompression stopped; it looks again after the next roll", metadata: ["error": "\(error)"])
                 }
-                let done = recompressor.state.withLock { state -> Bool in
-                    if state.again { return false }
-                    state.running = false
-                    return true
-                }
-                if done { return }
+                if recompressor.finishPass() { return }
             }
         }
         thread.name = "spool-recompress"
@@ -169,14 +198,14 @@ extension EventLog {
     /// The oldest sealed segment not yet settled that some consumer still needs (or any, with
     /// no consumer), with the next segment's base and its header; nil when none is left.
     private func nextCandidate() throws -> (SegmentInfo, UInt64, SegmentHeader)? {
-        let (segments, floor, allowed) = lock.withLock { (state.segments, state.retentionFloor, !state.filesReleased) }
+        let (segments, retention, allowed) = lock.withLock { (state.table.segments, state.table.retention, !state.filesReleased) }
         guard allowed, segments.count > 1 else { return nil }
-        let settled = recompressor.state.withLock { $0.settled }
+        let settled = recompressor.settled
         for index in 0..<(segments.count - 1) {
             let segment = segments[index]
             let end = segments[index + 1].baseSeq
             if settled.contains(segment.baseSeq) { continue }
-            if let floor, end <= floor { continue }  // every consumer passed it: retention deletes it
+            if retention.passes(segmentEndingAt: end) { continue }  // retention deletes it
             let header: SegmentHeader?
             do {
                 let reader = try SegmentReader(path: directory + "/" + segment.name, baseSeq: segment.baseSeq, limit: segment.size)
@@ -198,7 +227,7 @@ extension EventLog {
 
     /// Never looks at `segment` again in this process.
     private func settle(_ segment: SegmentInfo) {
-        recompressor.state.withLock { _ = $0.settled.insert(segment.baseSeq) }
+        recompressor.settle(segment.baseSeq)
     }
 
     /// Rewrites one sealed segment into `<name>.tmp` (its own header with the recompressed
@@ -216,7 +245,7 @@ extension EventLog {
             let (count, bytes) = lock.withLock {
                 state.finishRewrite(replacedBy: replacedSize)
                 lock.broadcastProgress()
-                return (state.segments.count, state.diskBytes)
+                return (state.table.segments.count, state.diskBytes)
             }
             if let replacedSize {
                 metrics.segmentsRecompressed.increment()
@@ -298,7 +327,7 @@ extension EventLog {
         // The rename, while no unlink can run: only over the file still listed as it was.
         segmentFiles.lock()
         let stillListed = lock.withLock {
-            state.rewriteMayContinue && state.segments.contains { $0.baseSeq == segment.baseSeq && $0.size == segment.size }
+            state.rewriteMayContinue && state.table.segments.contains { $0.baseSeq == segment.baseSeq && $0.size == segment.size }
         }
         guard stillListed else {
             segmentFiles.unlock()
