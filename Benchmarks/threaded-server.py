@@ -12,6 +12,7 @@ answers 200 (a readiness probe).
     python3 Benchmarks/threaded-server.py PORT
 """
 import json
+import signal
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -58,4 +59,8 @@ class Server(ThreadingHTTPServer):
     request_queue_size = 5
 
 
+# Started by Foundation's `Process` from a Swift test or benchmark, this process inherits the
+# blocked signals of the thread that started it (there: nearly all, SIGTERM among them), and
+# Python keeps that mask: `terminate()` would never stop it. Unblock them all.
+signal.pthread_sigmask(signal.SIG_SETMASK, set())
 Server(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
