@@ -1,5 +1,10 @@
 import SpoolCollector
 import SpoolSync
+#if canImport(SpoolServers)
+import SpoolServers
+#else
+import BenchServers
+#endif
 
 extension Context {
     /// Issue #26's rows: the sliding window against slow outliers, the fast start, the faults
@@ -15,6 +20,8 @@ extension Context {
     ///   flight and the default backoff, against the fault-free rate.
     /// - A single-threaded server with an accept queue of 5 (Python's `http.server`): adaptive
     ///   and 16 in flight against one; goal adaptive ≥ 90%.
+    /// - Python's threaded server with the same queue (``ThreadedServer``: HTTP/1.0, a thread
+    ///   per connection): adaptive against one in flight; goal ≥ 90%.
     func syncWindowRows() async throws -> [Row] {
         let spool = self.spool
         let most = options.windowAdaptiveMax
@@ -48,8 +55,12 @@ extension Context {
                 batch: 50, count: min(options.drainEvents, 60_000), directory: $0, concurrency: adaptive) },
             Step(key: "queue 16") { try await spool.drainToBacklogServer(
                 batch: 50, count: min(options.drainEvents, 60_000), directory: $0, concurrency: .fixed(16)) },
+            Step(key: "threaded 1") { try await spool.drainToThreadedServer(
+                batch: 50, count: min(options.drainEvents, 60_000), directory: $0, concurrency: .fixed(1)) },
+            Step(key: "threaded adaptive") { try await spool.drainToThreadedServer(
+                batch: 50, count: min(options.drainEvents, 60_000), directory: $0, concurrency: adaptive) },
         ]
-        progress("sync window: \(steps.count) drains (slow outliers, fast start, 503s, a full accept queue)")
+        progress("sync window: \(steps.count) drains (slow outliers, fast start, 503s, a full accept queue, a threaded server)")
         let best = try await alternate(steps, [])
         func figure(_ key: String) -> Figure { .events(best[key]!) }
         return [
@@ -67,6 +78,30 @@ extension Context {
                 baseline: "1 in flight", baselineFigure: figure("queue 1"), percent: true, goal: .atLeast(0.9)),
             Row(group: "sync", scenario: "accept queue of 5, batch 50, 16 in flight", spool: figure("queue 16"),
                 baseline: "1 in flight", baselineFigure: figure("queue 1"), percent: true),
+            Row(group: "sync", scenario: "threaded server, accept queue of 5 (Python's ThreadingHTTPServer), batch 50, adaptive ≤ \(most)",
+                spool: figure("threaded adaptive"), baseline: "1 in flight", baselineFigure: figure("threaded 1"), percent: true,
+                goal: .atLeast(0.9)),
         ]
+    }
+}
+
+extension SpoolSide {
+    /// Stores `count` events (untimed) and times one flush of them, in batches of `batch`, to
+    /// Python's threaded server (``ThreadedServer``), started for the drain and stopped after.
+    fileprivate func drainToThreadedServer(
+        batch: Int, count: Int, directory: String, concurrency: SyncConfiguration.Concurrency
+    ) async throws -> Run {
+        let server = try await ThreadedServer.start()
+        do {
+            let run = try await drain(batch: batch, batchBytes: nil, count: count, directory: directory, concurrency: concurrency,
+                                      backoff: nil) { log, configuration in
+                HTTPSink(uploader: platformUploader(url: server.url), logID: log, configuration: configuration)
+            }
+            await server.stop()
+            return run
+        } catch {
+            await server.stop()
+            throw error
+        }
     }
 }
