@@ -10,13 +10,13 @@ import Foundation
 /// If it cannot start, ``start()`` throws the reason: a test or benchmark that needs it fails.
 ///
 /// Thread-safety: `Sendable`; ``stop()`` may be called from any task.
-public final class ThreadedServer: @unchecked Sendable {
+package final class ThreadedServer: @unchecked Sendable {
     /// The port it listens on, on 127.0.0.1.
-    public let port: Int
+    package let port: Int
     private let process: Process
 
     /// `http://127.0.0.1:<port>/batch`: where a sync worker posts.
-    public var url: URL { URL(string: "http://127.0.0.1:\(port)/batch")! }
+    package var url: URL { URL(string: "http://127.0.0.1:\(port)/batch")! }
 
     private init(port: Int, process: Process) {
         self.port = port
@@ -25,7 +25,7 @@ public final class ThreadedServer: @unchecked Sendable {
 
     /// Starts the script on a free port and waits until it answers a `GET` 200 (polling every
     /// 50 ms, for at most 5 s).
-    public static func start() async throws -> ThreadedServer {
+    package static func start() async throws -> ThreadedServer {
         guard let python else { throw ServerError("python3 is not installed (the threaded server is Python's http.server)") }
         guard let script else { throw ServerError("Benchmarks/threaded-server.py is not found above \(#filePath)") }
         let port = try freePort()
@@ -48,7 +48,7 @@ public final class ThreadedServer: @unchecked Sendable {
 
     /// What the server has received so far: the `POST`s, and the distinct record ids among
     /// their bodies (Spool's JSON envelopes; a batch sent twice counts once).
-    public func received() async throws -> (posts: Int, records: Int) {
+    package func received() async throws -> (posts: Int, records: Int) {
         let answer = try await HTTP.request("GET", "http://127.0.0.1:\(port)/count", body: nil)
         guard answer.status == 200,
               let counts = try JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Int],
@@ -63,7 +63,7 @@ public final class ThreadedServer: @unchecked Sendable {
     ///
     /// - Returns: whether SIGTERM stopped it.
     @discardableResult
-    public func stop() async -> Bool {
+    package func stop() async -> Bool {
         if process.isRunning { process.terminate() }
         if await exits(within: .seconds(5)) { return true }
         kill(process.processIdentifier, SIGKILL)
