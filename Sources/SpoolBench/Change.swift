@@ -4,7 +4,8 @@
 /// The change is `median(new) / median(old) − 1`; its interval is the percentile bootstrap of
 /// that quotient, the two runs resampled independently (``Bootstrap``). The verdict is
 /// ``Verdict/improved`` or ``Verdict/regressed`` only when the interval excludes 0 *and* the
-/// change passes ``Change/threshold``; otherwise ``Verdict/withinNoise``. Pure: no I/O.
+/// change passes ``Change/threshold``; otherwise ``Verdict/withinNoise``; against a baseline
+/// median of 0, ``Verdict/notComparable``. Pure: no I/O.
 package struct Change: Sendable, Codable, Equatable {
     /// `median(new) / median(old) − 1`: +0.10 is 10% more.
     package var relative: Double
@@ -28,7 +29,12 @@ package struct Change: Sendable, Codable, Equatable {
         (low, high) = bootstrap.interval([old.count, new.count]) { draws in
             quotient(Estimate.median(draws[0].map { old[$0] }), Estimate.median(draws[1].map { new[$0] }))
         }
-        if old.count < 2 || new.count < 2 {
+        if !(relative.isFinite && low.isFinite && high.isFinite) {
+            // A baseline median of 0 (say, no memory growth at all) has no scale for a
+            // relative change; an infinite one would also not encode as JSON.
+            (relative, low, high) = (0, 0, 0)
+            verdict = .notComparable
+        } else if old.count < 2 || new.count < 2 {
             verdict = .tooFewRuns
         } else if (low > 0 || high < 0) && abs(relative) >= threshold {
             verdict = (relative > 0) == higherIsBetter ? .improved : .regressed
@@ -45,4 +51,7 @@ package enum Verdict: String, Sendable, Codable {
     case withinNoise = "within noise"
     /// A side has a single sample: no interval to judge by.
     case tooFewRuns = "too few runs"
+    /// The baseline's figure (or one of its resampled medians) is 0: a relative change has no
+    /// meaning, and ``Change/relative`` and its interval are set to 0.
+    case notComparable = "not comparable (baseline 0)"
 }

@@ -1,3 +1,4 @@
+import Foundation
 import SpoolBench
 import Testing
 
@@ -75,6 +76,18 @@ import Testing
 
     @Test func oneRunASideIsTooFewToJudge() {
         #expect(Change(from: [1000], to: [500], higherIsBetter: true).verdict == .tooFewRuns)
+    }
+
+    /// A baseline figure of 0 (no memory growth) has no scale: the change is "not comparable"
+    /// and finite, so the run still saves as JSON (a full run once died encoding +inf here).
+    @Test func aChangeFromZeroIsNotComparableAndEncodes() throws {
+        for old in [[0.0, 0, 0, 0, 0], [0, 0.055, 0, 0, 0.055], [0.055, 0, 0.055, 0, 0.055]] {
+            let change = Change(from: old, to: [0.055, 0.055, 0, 0.055, 0.055], higherIsBetter: false)
+            #expect(change.verdict == .notComparable, "\(old)")
+            #expect(change.relative.isFinite && change.low.isFinite && change.high.isFinite)
+            #expect(try JSONDecoder().decode(Change.self, from: JSONEncoder().encode(change)) == change)
+        }
+        #expect(Change(from: [0, 0, 0], to: [0, 0, 0], higherIsBetter: false).verdict == .withinNoise)
     }
 
     /// A wide interval is called noisy: the samples of a disk that swings by half.
