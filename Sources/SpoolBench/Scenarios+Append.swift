@@ -132,8 +132,10 @@ extension Context {
             for rate in options.openLoopRates {
                 let run = best["Spool synced open loop \(format(rate))/s"]!
                 guard let latency = run.latencies else { continue }
-                rows.append(Row(group: "append", scenario: "synced, open loop at \(format(rate))/s, p50 (\(format(run.rate)) events/s done)",
-                                spool: Figure(latency.p50, "µs", latency: latency, note: run.note),
+                // The rate done goes in the note: a row's scenario is its key against a baseline.
+                let done = (run.note.map { $0 + ", " } ?? "") + "\(format(run.rate)) events/s done"
+                rows.append(Row(group: "append", scenario: "synced, open loop at \(format(rate))/s, p50",
+                                spool: Figure(latency.p50, "µs", latency: latency, note: done),
                                 baseline: "hw: 256 B append+fdatasync, p50", baselineFigure: Figure(sync.p50, "µs", latency: sync)))
                 // No latencies here: the p50 row's already list them in the latency table.
                 rows.append(Row(group: "append", scenario: "synced, open loop at \(format(rate))/s, p99",

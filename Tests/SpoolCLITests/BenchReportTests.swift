@@ -36,6 +36,8 @@ import Testing
         #expect(again.status == 0, "\(again.stderr)")
         #expect(again.stdout.contains("compared with baseline \"a\" (same environment)"), "\(again.stdout)")
         #expect(again.stdout.contains("vs a"))
+        // Every row finds itself in the baseline: no scenario names a figure of its own run.
+        #expect(!again.stdout.contains("not in baseline"), "\(again.stdout)")
 
         // A baseline whose fast drain was 100 times faster: that row regressed, the run fails.
         // Every other drain row of it was 100 times slower, so each must read "improved"
