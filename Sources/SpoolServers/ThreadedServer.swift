@@ -57,28 +57,13 @@ package final class ThreadedServer: @unchecked Sendable {
         return (posts, records)
     }
 
-    /// Stops it (SIGTERM) and waits for it to exit; if it is still running 5 s later, kills it
-    /// (SIGKILL, which cannot be blocked or caught). Never waits without a bound: a server
-    /// that ignores SIGTERM must not hold the caller.
+    /// Stops it (`Process.stop(within:)`: SIGTERM, then SIGKILL 5 s later), never
+    /// waiting without a bound.
     ///
     /// - Returns: whether SIGTERM stopped it.
     @discardableResult
     package func stop() async -> Bool {
-        if process.isRunning { process.terminate() }
-        if await exits(within: .seconds(5)) { return true }
-        kill(process.processIdentifier, SIGKILL)
-        _ = await exits(within: .seconds(5))
-        return false
-    }
-
-    /// Whether the process exits within `limit`, looking every 20 ms.
-    private func exits(within limit: Duration) async -> Bool {
-        let clock = ContinuousClock()
-        let deadline = clock.now + limit
-        while process.isRunning, clock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return !process.isRunning
+        await process.stop(within: .seconds(5))
     }
 
     /// `python3` on PATH.
