@@ -155,7 +155,7 @@ struct LogLifecycleSimulation {
             }
             suspendStep()
             try check()
-            if guardSteps > 10_000 { throw failure("suspend() never finished its flush (\(suspension); ends \(state.writtenEnd)/\(state.syncedEnd)/\(state.nextSeq), waiters \(state.waiters.map { ($0.wait.end, $0.level) }), writing \(state.group.writing), retentions \(state.retentionsInFlight))") }
+            if guardSteps > 10_000 { throw failure("suspend() never finished its flush (\(suspension); ends \(state.writtenEnd)/\(state.syncedEnd)/\(state.nextSeq), waiters \(state.waiters.map { ($0.wait.end, $0.level) }), writing \(state.group.writing), retentions \(state.table.retentionsInFlight))") }
         }
         if !closing { close() }
         while !closed {
@@ -195,7 +195,7 @@ struct LogLifecycleSimulation {
         if inFlight != nil { return write() }
         if syncing != nil { return syncOnly() }
         if !state.group.writerExited { return writerStep() }
-        if state.retentionsInFlight == 0 && state.rewrite == nil {
+        if state.table.retentionsInFlight == 0 && state.table.rewrite == nil {
             let unwritten = state.finishClosing()
             log("closed, \(unwritten.count) unwritten")
             filesOpen = false
@@ -236,7 +236,7 @@ struct LogLifecycleSimulation {
     private mutating func writerStep() {
         guard !state.group.writerExited else { return }
         let gathering = state.group.gather
-        let before = (limit: state.group.gatherLimit, synced: state.syncedWaiters, waiters: state.waiters.count)
+        let before = (limit: state.group.gatherLimit, synced: state.waiters.synced, waiters: state.waiters.count)
         let step = state.nextWriterStep(now: clock)
         if let gathering, state.group.gather == nil {
             checkGatheringEnd(gathering, limit: before.limit, synced: before.synced)
@@ -269,7 +269,7 @@ struct LogLifecycleSimulation {
                 lingerBroken = "the writer went on (\(step)) leaving the current block unsealed (opened at \(state.current.openedAt), now \(clock), \(state.waiters.count) waiting)"
             }
         }
-        if step == .idle || step == .exit, !state.isFailed, !state.full.isEmpty || (state.syncedWaiters > 0 && state.writtenEnd > state.syncedEnd) {
+        if step == .idle || step == .exit, !state.isFailed, !state.full.isEmpty || (state.waiters.synced > 0 && state.writtenEnd > state.syncedEnd) {
             lingerBroken = "the writer rests (\(step)) with \(state.full.count) full blocks and synced callers at \(state.syncedEnd) of \(state.writtenEnd)"
         }
         log("the writer: \(step)")
@@ -391,7 +391,7 @@ struct LogLifecycleSimulation {
     private mutating func startGathering(served: Int) {
         let cycle = 1 + rng.next() % 4_000
         let limit = state.group.gatherLimit
-        let waiting = state.syncedWaiters
+        let waiting = state.waiters.synced
         state.startGather(served: served, started: clock - cycle, finished: clock)
         guard let gathering = state.group.gather else { gatherBroken = "no gathering began"; return }
         let window = gathering.window
@@ -447,7 +447,7 @@ struct LogLifecycleSimulation {
         let floor = consumers.values.min() ?? 0
         for segment in doomed {
             // A segment's records end where the next one starts: at or below every consumer's offset.
-            let end = state.segments.first { $0.baseSeq > segment.baseSeq }?.baseSeq ?? UInt64.max
+            let end = state.table.segments.first { $0.baseSeq > segment.baseSeq }?.baseSeq ?? UInt64.max
             if end > floor { retentionBroken = "retention deletes segment \(segment.baseSeq), whose records reach \(end), past consumer offset \(floor)" }
         }
         retention = (doomed, state.forgetSegments(doomed))
@@ -460,10 +460,10 @@ struct LogLifecycleSimulation {
     /// as it began (the segment-files lock's check), else abandoning it.
     private mutating func rewriteStep() {
         guard let segment = rewriting else {
-            guard !state.segments.isEmpty else { return }
-            let pick = state.segments[Int(rng.next() % UInt64(state.segments.count))]
+            guard !state.table.segments.isEmpty else { return }
+            let pick = state.table.segments[Int(rng.next() % UInt64(state.table.segments.count))]
             guard let begun = state.beginRewrite(of: pick)?.segment else { return }
-            if begun.baseSeq == state.segments.last?.baseSeq { rewriteBroken = "a rewrite of the active segment \(begun.baseSeq) began" }
+            if begun.baseSeq == state.table.segments.last?.baseSeq { rewriteBroken = "a rewrite of the active segment \(begun.baseSeq) began" }
             if !filesOpen || closing { rewriteBroken = "a rewrite began while the files are released or the log closes" }
             rewriting = begun
             return log("rewrite of \(begun.baseSeq) begins (\(begun.size) bytes)")
@@ -473,10 +473,10 @@ struct LogLifecycleSimulation {
             state.cancelRewrite()
             log("the cap cancels the rewrite of \(segment.baseSeq)")
         default:
-            let listed = state.segments.contains { $0.baseSeq == segment.baseSeq && $0.size == segment.size }
+            let listed = state.table.segments.contains { $0.baseSeq == segment.baseSeq && $0.size == segment.size }
             if state.rewriteMayContinue && listed {
                 if !filesOpen { rewriteBroken = "a rewrite renamed over \(segment.baseSeq) while the files are released" }
-                if segment.baseSeq == state.segments.last?.baseSeq { rewriteBroken = "a rewrite replaced the active segment" }
+                if segment.baseSeq == state.table.segments.last?.baseSeq { rewriteBroken = "a rewrite replaced the active segment" }
                 let size = max(Self.header, segment.size / 2)
                 state.finishRewrite(replacedBy: size)
                 rewritesReplaced += 1
@@ -606,7 +606,7 @@ struct LogLifecycleSimulation {
         }
         if state.isSuspended && (filesOpen || state.group.writing) { throw failure("suspended while holding files or the write token") }
         if case .suspended = suspension, !state.isSuspended, !closing { throw failure("suspend() returned but the log does not say it is suspended") }
-        let bases = state.segments.map(\.baseSeq)
+        let bases = state.table.segments.map(\.baseSeq)
         if bases != bases.sorted() || Set(bases).count != bases.count { throw failure("segment list \(bases) is not sorted and unique") }
         if let retentionBroken { throw failure(retentionBroken) }
         if let rewriteBroken { throw failure(rewriteBroken) }
@@ -614,24 +614,24 @@ struct LogLifecycleSimulation {
         if let gatherBroken { throw failure(gatherBroken) }
         if let lingerBroken { throw failure(lingerBroken) }
         if !state.shouldWakeWriter(for: .written) { throw failure("a written caller would not wake the writer") }
-        let gatherHolds = state.group.gather.map { state.syncedWaiters < $0.target } ?? false
+        let gatherHolds = state.group.gather.map { state.waiters.synced < $0.target } ?? false
         if state.shouldWakeWriter(for: .synced) == gatherHolds {
-            throw failure("a synced arrival \(gatherHolds ? "wakes" : "does not wake") the writer with \(state.syncedWaiters) waiting and the gathering \(String(describing: state.group.gather))")
+            throw failure("a synced arrival \(gatherHolds ? "wakes" : "does not wake") the writer with \(state.waiters.synced) waiting and the gathering \(String(describing: state.group.gather))")
         }
         if state.group.syncTarget != syncing { throw failure("the state's sync in flight \(String(describing: state.group.syncTarget)) is not the model's \(String(describing: syncing))") }
         if !state.isFailed, let waiter = state.waiters.first(where: { $0.wait.end <= state.mark(for: $0.level) }) {
             throw failure("a waiter for records below \(waiter.wait.end) at \(waiter.level) is still waiting, though they reached it")
         }
-        if (state.rewrite != nil) != (rewriting != nil) { throw failure("the state's rewrite \(String(describing: state.rewrite)) is not the model's") }
+        if (state.table.rewrite != nil) != (rewriting != nil) { throw failure("the state's rewrite \(String(describing: state.table.rewrite)) is not the model's") }
         if state.rewriteReservation < 0 { throw failure("a negative rewrite reservation") }
-        if let rewrite = state.rewrite, rewrite.stop.isRaised == state.rewriteMayContinue {
+        if let rewrite = state.table.rewrite, rewrite.stop.isRaised == state.rewriteMayContinue {
             throw failure("the rewrite's stop flag (raised: \(rewrite.stop.isRaised)) disagrees with the state (may continue: \(state.rewriteMayContinue))")
         }
         if state.counters.segmentsRecompressed != UInt64(rewritesReplaced) || state.counters.bytesSavedByRecompression != bytesSavedByRewrites {
             throw failure("the counters say \(state.counters.segmentsRecompressed) rewrites saving \(state.counters.bytesSavedByRecompression) bytes, the model \(rewritesReplaced) saving \(bytesSavedByRewrites)")
         }
         let synced = state.waiters.filter { $0.level == .synced }.count
-        if synced != state.syncedWaiters { throw failure("syncedWaiters \(state.syncedWaiters), counted \(synced)") }
+        if synced != state.waiters.synced { throw failure("syncedWaiters \(state.waiters.synced), counted \(synced)") }
         if state.closeFinished && !state.waiters.isEmpty { throw failure("closed with \(state.waiters.count) callers waiting") }
     }
 

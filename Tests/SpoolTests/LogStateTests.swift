@@ -158,7 +158,7 @@ import Testing
         let second = state.addWaiter(waiter(1, .synced))
         #expect(first && second, "no group is gathering")
         _ = writeAll(&state, sync: true)
-        #expect(state.syncedEnd == 2 && state.syncedWaiters == 0)
+        #expect(state.syncedEnd == 2 && state.waiters.synced == 0)
         state.startGather(served: 2, started: 0, finished: 100)
         let payload = [UInt8](repeating: 7, count: 10)
         for _ in 0..<3 {

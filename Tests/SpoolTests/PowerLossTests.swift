@@ -143,8 +143,8 @@ import Testing
     /// Appends at `written` until the log rolls to a new segment, then 20 more records (about
     /// 10 KiB, several pages), none of them synced.
     func appendWrittenIntoANewSegment(_ log: EventLog) async throws {
-        let segments = log.lock.withLock { log.state.segments.count }
-        while log.lock.withLock({ log.state.segments.count }) == segments {
+        let segments = log.lock.withLock { log.state.table.segments.count }
+        while log.lock.withLock({ log.state.table.segments.count }) == segments {
             try await log.append(noisyPayload(Int(log.nextSeq), size: 700), durability: .written)
         }
         for _ in 0..<20 { try await log.append(noisyPayload(Int(log.nextSeq), size: 1000), durability: .written) }

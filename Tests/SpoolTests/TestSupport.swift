@@ -139,7 +139,7 @@ func writeAcknowledgedBlocks(_ dir: TemporaryDirectory, configuration: Configura
             n += 1
         }
         try log.waitUntilBlocking(before: last + 1, is: .written)
-        ends.append((Int(log.lock.withLock { log.state.segments.last!.size }), last + 1))
+        ends.append((Int(log.lock.withLock { log.state.table.segments.last!.size }), last + 1))
     }
     // Synced: damage to them is corruption, not a power cut's torn tail (FORMAT.md §6).
     try log.syncBlocking()

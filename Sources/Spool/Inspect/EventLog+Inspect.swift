@@ -64,7 +64,7 @@ extension EventLog {
     /// Blocking file I/O; the cost grows with the number of blocks.
     public func summary() throws -> LogSummary {
         // One acquisition: retention or a roll between two would leave seqs and segments disagreeing.
-        let (first, next, segments) = lock.withLock { (state.firstSeq, state.nextSeq, state.segments) }
+        let (first, next, segments) = lock.withLock { (state.firstSeq, state.nextSeq, state.table.segments) }
         return try summarize(firstSeq: first, nextSeq: next, segments: segments)
     }
 

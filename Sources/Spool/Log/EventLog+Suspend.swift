@@ -69,7 +69,7 @@ extension EventLog {
         do {
             try directoryLock.reacquire()
             do {
-                try writer.resume(known: lock.withLock { state.segments })
+                try writer.resume(known: lock.withLock { state.table.segments })
             } catch {
                 directoryLock.release()
                 throw error

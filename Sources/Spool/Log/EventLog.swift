@@ -123,7 +123,7 @@ public final class EventLog: @unchecked Sendable {
         for (name, next) in recovered.consumerOffsets { self.state.recordCommit(of: name, at: next) }
         self.metrics = LogMetrics(directory: directory, factory: metricsFactory)
         // The gauges show the log as opened, before the first write or retention pass moves them.
-        metrics.recordSegments(count: state.segments.count, diskBytes: state.diskBytes)
+        metrics.recordSegments(count: state.table.segments.count, diskBytes: state.diskBytes)
         let thread = Thread { [self] in self.writerLoop() }
         thread.name = "spool-writer"
         thread.qualityOfService = .userInitiated
@@ -182,7 +182,7 @@ public final class EventLog: @unchecked Sendable {
                 return false
             }
             lock.wakeWriter()
-            while !state.group.writerExited || !state.group.pipelineExited || state.retentionsInFlight > 0 || state.rewrite != nil { lock.progressWait() }
+            while !state.group.writerExited || !state.group.pipelineExited || state.table.retentionsInFlight > 0 || state.table.rewrite != nil { lock.progressWait() }
             let unwritten = state.finishClosing()
             if !unwritten.isEmpty {
                 failure = SpoolError(.io, "\(unwritten.count) appended records could not be written before close (records \(unwritten.lowerBound)..<\(unwritten.upperBound))", path: directory)
@@ -213,7 +213,7 @@ public final class EventLog: @unchecked Sendable {
 
     /// The names of the consumers that have an offset file.
     public var consumerNames: [String] {
-        lock.withLock { state.consumerOffsets.keys.sorted() }
+        lock.withLock { state.table.consumerOffsets.keys.sorted() }
     }
 }
 

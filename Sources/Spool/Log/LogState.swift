@@ -126,19 +126,10 @@ struct LogState {
         self.table = SegmentTable(segments: segments)
     }
 
-    /// Sealed segments then the active one (last), by base seq (``SegmentTable/segments``).
-    /// `EventLog`'s per-read and per-write paths read `state.table.segments` instead: a path of
-    /// stored properties, where a computed property of the log's stored state may copy all of it
-    /// (see ``addWaiter(_:)``).
-    var segments: [SegmentInfo] { table.segments }
-    /// How many of ``waiters`` wait for `.synced`.
-    var syncedWaiters: Int { waiters.synced }
-    /// Retention runs deleting segments right now (``SegmentTable/retentionsInFlight``).
-    var retentionsInFlight: Int { table.retentionsInFlight }
-    /// The cold rewrite in flight (``SegmentTable/rewrite``).
-    var rewrite: SegmentRewrite? { table.rewrite }
-    /// The committed offset of every consumer, by name (``SegmentTable/consumerOffsets``).
-    var consumerOffsets: [String: UInt64] { table.consumerOffsets }
+    /// How many of ``waiters`` wait for `.synced`. (Callers outside read `state.table.…` and
+    /// `state.waiters.…` directly: a path of stored properties, where a computed property of the
+    /// log's stored state may copy all of it, see ``addWaiter(_:)``.)
+    private var syncedWaiters: Int { waiters.synced }
 
     /// `close()` was called (the status may be `.failed`).
     var closeRequested: Bool {
@@ -525,7 +516,7 @@ struct LogState {
     /// Takes the write token for `suspend()`/`resume()`, once no one writes (and, when asked,
     /// no retention deletes): false if the caller must wait for progress first.
     mutating func takeWriteToken(waitingForRetention: Bool) -> Bool {
-        guard !(waitingForRetention && (retentionsInFlight > 0 || rewrite != nil)) else { return false }
+        guard !(waitingForRetention && (table.retentionsInFlight > 0 || table.rewrite != nil)) else { return false }
         return group.takeToken()
     }
 

@@ -177,7 +177,7 @@ extension EventLog {
             case .busy:
                 guard waitingForOthers else { return report }
                 lock.withLock {
-                    while state.rewrite != nil && !state.filesReleased {
+                    while state.table.rewrite != nil && !state.filesReleased {
                         lock.progressWait(until: monotonicNanos() + 50_000_000)
                     }
                 }
@@ -238,7 +238,7 @@ extension EventLog {
     private func rewrite(_ listed: SegmentInfo, end: UInt64, header old: SegmentHeader) throws -> RewriteEnd {
         guard let cold = configuration.coldCompression else { return .later }
         guard let (segment, stop) = lock.withLock({ state.beginRewrite(of: listed) }) else {
-            return lock.withLock { state.rewrite != nil } ? .busy : .later
+            return lock.withLock { state.table.rewrite != nil } ? .busy : .later
         }
         var replacedSize: Int64?
         defer {
