@@ -21,7 +21,8 @@ extension Report {
         if let comparedWith {
             lines.append("compared with baseline \"\(comparedWith.name)\""
                 + (comparedWith.environmentDifferences.isEmpty ? " (same environment)"
-                    : "; ANOTHER ENVIRONMENT: " + comparedWith.environmentDifferences.joined(separator: "; ")))
+                    : "; ANOTHER ENVIRONMENT: " + comparedWith.environmentDifferences.joined(separator: "; "))
+                + (comparedWith.loadDifference.map { "; LOAD DIFFERS: " + $0 } ?? ""))
         }
         var header = ["group", "scenario", "Spool", "baseline", "baseline figure", "ratio", "goal", ""]
         if let comparedWith { header.append("vs \(comparedWith.name)") }

@@ -47,6 +47,7 @@ extension Report {
         }
         let differences = comparedWith.map { $0.environmentDifferences.isEmpty ? "" : "<p class=\"warning\">The baseline ran in another environment: "
             + escape($0.environmentDifferences.joined(separator: "; ")) + "</p>" } ?? ""
+        let load = comparedWith?.loadDifference.map { "<p class=\"warning\">Against the baseline, " + escape($0) + ".</p>" } ?? ""
         return """
             <!DOCTYPE html>
             <html lang="en"><head><meta charset="utf-8">
@@ -57,7 +58,7 @@ extension Report {
             <h1>spool bench</h1>
             <p>\(escape(run.environment.summary))</p>
             <p>Median of \(run.runs) interleaved run(s)\(run.warmUp ? " after a warm-up" : ""); whiskers are 95% percentile-bootstrap intervals. \(escape(run.note)) <a href="report.json">The data (JSON)</a>.</p>
-            \(differences)
+            \(differences)\(load)
             \(charts)
             <h2>Table</h2>
             <pre>\(escape(table()))</pre>

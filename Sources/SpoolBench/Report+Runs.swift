@@ -22,7 +22,9 @@ extension Report {
             rows[index].change = Change(from: old.spool.samples, to: rows[index].spool.samples,
                                         higherIsBetter: rows[index].spool.higherIsBetter)
         }
-        comparedWith = Comparison(name: name, environmentDifferences: run.environment.differences(from: saved.run.environment))
+        comparedWith = Comparison(
+            name: name, environmentDifferences: run.environment.differences(from: saved.run.environment),
+            loadDifference: (run.load ?? Load(samples: [])).difference(from: saved.run.load ?? Load(samples: []), cores: run.environment.cores))
     }
 
     /// The rows that ``Verdict/regressed`` by at least `fraction` (0.10 for 10%) against the

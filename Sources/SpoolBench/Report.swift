@@ -91,6 +91,9 @@ package struct RunInfo: Sendable, Codable {
     /// `/proc/loadavg`'s three averages before and after.
     package var loadBefore: String
     package var loadAfter: String
+    /// The 1-minute load before each measured run and at the end (nil in baselines saved
+    /// before it was recorded).
+    package var load: Load?
     /// Runs of every measurement, and whether a warm-up run came first.
     package var runs: Int
     package var warmUp: Bool
@@ -124,6 +127,9 @@ package struct Comparison: Sendable, Codable {
     /// The baseline's environment fields that differ from this run's (empty when none do):
     /// a change then measures the machine as much as the code.
     package var environmentDifferences: [String]
+    /// How the machine's load during this run differed from the baseline's, when enough to
+    /// move figures (``Load/difference(from:cores:)``); nil otherwise.
+    package var loadDifference: String?
 }
 
 /// One run of every scenario, before the runs are merged into a ``Report``.

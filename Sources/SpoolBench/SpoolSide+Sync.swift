@@ -108,6 +108,7 @@ extension SpoolSide {
             run.note = "settled at \(stats.concurrency) in flight (peak \(stats.peakInFlight))"
         }
         if stats.retries > 0 { run.note = (run.note.map { $0 + ", " } ?? "") + "\(stats.retries) retried" }
+        if stats.hedges > 0 { run.note = (run.note.map { $0 + ", " } ?? "") + "\(stats.hedges) hedged" }
         return run
     }
 }

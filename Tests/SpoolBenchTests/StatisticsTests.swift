@@ -95,4 +95,18 @@ import Testing
         #expect(Estimate([50, 100, 150, 80, 120]).noisy)
         #expect(!Estimate(Self.rates).noisy)
     }
+
+    /// Two runs' loads are told apart when their means are half a task per core apart: the
+    /// busy-then-quiet pair of issue 52's measurement (2.2 → 6.2 against 0.0 → 6.1 on 2 cores)
+    /// is named, two quiet runs are not, and a baseline saved without samples says nothing.
+    @Test func aDifferentLoadIsNamedInTheComparison() throws {
+        let busy = Load(samples: [2.2, 4.8, 5.9, 6.0, 6.1, 6.2]), quiet = Load(samples: [0.0, 0.4, 0.6, 0.5, 0.3, 0.2])
+        let said = try #require(quiet.difference(from: busy, cores: 2))
+        #expect(said.contains("quieter") && said.contains("5.2") && said.contains("0.3"), "\(said)")
+        #expect(try #require(busy.difference(from: quiet, cores: 2)).contains("busier"))
+        #expect(quiet.difference(from: Load(samples: [0.9, 1.1]), cores: 2) == nil)
+        #expect(busy.difference(from: quiet, cores: 16) == nil, "5 tasks on 16 cores leave every measurement a core")
+        #expect(busy.difference(from: Load(samples: []), cores: 2) == nil)
+        #expect(try JSONDecoder().decode(Load.self, from: JSONEncoder().encode(busy)) == busy)
+    }
 }
