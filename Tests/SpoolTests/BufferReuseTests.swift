@@ -17,9 +17,9 @@ import Testing
         try await log.append(payload(0), durability: .written)
         for round in 1..<6 {
             // The block the next append fills, and the buffer it fills.
-            let filled = log.lock.withLock { Self.address(log.state.current.raw) }
+            let filled = log.lock.withLock { Self.address(log.state.pending.current.raw) }
             try await log.append(payload(round), durability: .written)
-            let spares = log.lock.withLock { log.state.spare.map { Self.address($0.raw) } }
+            let spares = log.lock.withLock { log.state.pending.spare.map { Self.address($0.raw) } }
             #expect(spares.contains(filled), "round \(round): the written block's buffer went back to the spares")
         }
         #expect(records(try log.readAll()).map(\.payload) == (0..<6).map { payload($0) })

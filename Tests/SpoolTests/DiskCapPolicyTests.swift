@@ -87,4 +87,26 @@ import Testing
         // 3500 on disk under a cap of 4000: 500 free.
         #expect(DiskCap(maxBytes: 4000).rewriteFits(growingTo: bytes, in: Self.table(), pendingBytes: pending) == fits)
     }
+
+    /// An append under `rejectNew` fits with the files and what is pending, or is refused; a
+    /// rewrite's reservation never refuses it, the rewrite gives way instead.
+    @Test(arguments: [
+        // 3500 on disk under a cap of 4000; nothing reserved.
+        (cap: Int64(4000), framed: 300, pending: 200, reserved: Int64(0), admission: DiskCap.Admission.admitted),
+        (4000, 301, 200, 0, .refused),
+        (3500, 1, 0, 0, .refused),
+        // 400 reserved by a rewrite of segment 100: the append fits only without it.
+        (4000, 101, 0, 400, .admittedCancellingRewrite),
+        (4000, 100, 0, 400, .admitted),
+        (4000, 100, 0, 300, .admitted),
+        (4000, 600, 0, 400, .refused),
+    ])
+    func anAppendUnderRejectNewFitsOrIsRefused(cap: Int64, framed: Int, pending: Int, reserved: Int64, admission: DiskCap.Admission) throws {
+        var table = Self.table()
+        if reserved > 0 {
+            #expect(table.beginRewrite(of: SegmentInfo(baseSeq: 100, size: 1000), allowed: true) != nil)
+            table.noteRewriteWritten(reserved)
+        }
+        #expect(DiskCap(maxBytes: cap).admit(framedBytes: framed, pendingBytes: pending, in: table) == admission)
+    }
 }

@@ -208,7 +208,7 @@ struct LogLifecycleSimulation {
         let size = Int(rng.next() % 60)
         let framed = PendingBlock.framedSize(size)
         guard state.error == nil else { return log("append refused: \(state.error!.code)") }
-        guard state.pendingBytes + framed <= Self.maxPending else { return log("append waits (backpressure)") }
+        guard state.pending.bytes + framed <= Self.maxPending else { return log("append waits (backpressure)") }
         let payload = [UInt8](repeating: UInt8(truncatingIfNeeded: expectedNext), count: size)
         let (seq, _, _) = payload.withUnsafeBytes { state.append($0, timestamp: 1_000, now: clock) }
         expectedNext = seq == expectedNext ? expectedNext + 1 : UInt64.max  // checked below
@@ -265,12 +265,12 @@ struct LogLifecycleSimulation {
         case .idle, .work, .exit:
             // Past a gathering and the linger: no block is left that a caller waits for, that
             // lingered out, or that a close must write.
-            if !state.current.isEmpty && (closing || !state.waiters.isEmpty || clock >= state.current.openedAt + Self.linger) {
-                lingerBroken = "the writer went on (\(step)) leaving the current block unsealed (opened at \(state.current.openedAt), now \(clock), \(state.waiters.count) waiting)"
+            if !state.pending.current.isEmpty && (closing || !state.waiters.isEmpty || clock >= state.pending.current.openedAt + Self.linger) {
+                lingerBroken = "the writer went on (\(step)) leaving the current block unsealed (opened at \(state.pending.current.openedAt), now \(clock), \(state.waiters.count) waiting)"
             }
         }
-        if step == .idle || step == .exit, !state.isFailed, !state.full.isEmpty || (state.waiters.synced > 0 && state.writtenEnd > state.syncedEnd) {
-            lingerBroken = "the writer rests (\(step)) with \(state.full.count) full blocks and synced callers at \(state.syncedEnd) of \(state.writtenEnd)"
+        if step == .idle || step == .exit, !state.isFailed, !state.pending.full.isEmpty || (state.waiters.synced > 0 && state.writtenEnd > state.syncedEnd) {
+            lingerBroken = "the writer rests (\(step)) with \(state.pending.full.count) full blocks and synced callers at \(state.syncedEnd) of \(state.writtenEnd)"
         }
         log("the writer: \(step)")
         switch step {
@@ -595,10 +595,10 @@ struct LogLifecycleSimulation {
         for wait in acknowledged where wait.end > (wait.level == .synced ? durableEnd : diskEnd) {
             throw failure("an acknowledged wait for records below \(wait.end) at \(wait.level) is not on the disk")
         }
-        if state.pendingBytes != framedPending { throw failure("pendingBytes \(state.pendingBytes), the model's \(framedPending)") }
+        if state.pending.bytes != framedPending { throw failure("pendingBytes \(state.pending.bytes), the model's \(framedPending)") }
         if !recordsGivenUp {
             var next = state.writtenEnd
-            for block in (inFlight?.batch ?? []) + state.full + [state.current] where !block.isEmpty {
+            for block in (inFlight?.batch ?? []) + state.pending.full + [state.pending.current] where !block.isEmpty {
                 if block.firstSeq != next { throw failure("a pending block starts at \(block.firstSeq), expected \(next)") }
                 next += UInt64(block.count)
             }
@@ -623,7 +623,7 @@ struct LogLifecycleSimulation {
             throw failure("a waiter for records below \(waiter.wait.end) at \(waiter.level) is still waiting, though they reached it")
         }
         if (state.table.rewrite != nil) != (rewriting != nil) { throw failure("the state's rewrite \(String(describing: state.table.rewrite)) is not the model's") }
-        if state.rewriteReservation < 0 { throw failure("a negative rewrite reservation") }
+        if state.table.rewriteReservation < 0 { throw failure("a negative rewrite reservation") }
         if let rewrite = state.table.rewrite, rewrite.stop.isRaised == state.rewriteMayContinue {
             throw failure("the rewrite's stop flag (raised: \(rewrite.stop.isRaised)) disagrees with the state (may continue: \(state.rewriteMayContinue))")
         }

@@ -128,10 +128,10 @@ import Testing
         outcome.blocksWritten = 1  // the second block needs a new segment
         let verdict = state.finishWrite(outcome, batch: &batch, activeSegment: SegmentInfo(baseSeq: 0, size: 100), syncFailed: false, now: 0)
         guard case .written = verdict else { Issue.record("got \(verdict)"); return }
-        #expect(state.writtenEnd == 2 && state.full.count == 1 && state.full.first?.firstSeq == 2, "the rest is queued again, in order")
+        #expect(state.writtenEnd == 2 && state.pending.full.count == 1 && state.pending.full.first?.firstSeq == 2, "the rest is queued again, in order")
         #expect(!state.pipelineCanWrite, "nothing more is written during this sync")
         _ = state.finishSync(upTo: target, failure: nil)
-        #expect(state.syncedEnd == 1 && state.full.count == 1, "the writer rolls and writes it after the sync")
+        #expect(state.syncedEnd == 1 && state.pending.full.count == 1, "the writer rolls and writes it after the sync")
     }
 
     @Test func aWriteAfterAStallRecovers() {

@@ -67,7 +67,7 @@ public final class Consumer: LogConsumer, @unchecked Sendable {
     public var lag: ConsumerLag {
         let from = committed
         return log.lock.withLock {
-            ConsumerLag(from: from, nextSeq: log.state.nextSeq, segments: log.state.table.segments, pendingBytes: log.state.pendingBytes)
+            ConsumerLag(from: from, nextSeq: log.state.nextSeq, segments: log.state.table.segments, pendingBytes: log.state.pending.bytes)
         }
     }
 

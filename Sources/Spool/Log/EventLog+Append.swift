@@ -209,14 +209,14 @@ extension EventLog {
             }
             if !state.isOpen, let error = state.error { throw error }
             if configuration.capPolicy == .rejectNew, let cap = configuration.maxBytes {
-                let needed = state.diskBytes + Int64(state.pendingBytes + framed)
-                if needed > Int64(cap) {
-                    throw SpoolError(.full, "the log is at its cap: \(state.diskBytes) bytes on disk and \(state.pendingBytes) pending, Configuration.maxBytes is \(cap) (policy rejectNew)", path: directory)
+                switch DiskCap(maxBytes: Int64(cap)).admit(framedBytes: framed, pendingBytes: state.pending.bytes, in: state.table) {
+                case .admitted: break
+                case .admittedCancellingRewrite: state.cancelRewrite()
+                case .refused:
+                    throw SpoolError(.full, "the log is at its cap: \(state.diskBytes) bytes on disk and \(state.pending.bytes) pending, Configuration.maxBytes is \(cap) (policy rejectNew)", path: directory)
                 }
-                // A cold rewrite's file never makes an append fail: it gives way.
-                if needed + state.rewriteReservation > Int64(cap) { state.cancelRewrite() }
             }
-            if state.pendingBytes + framed <= configuration.maxPendingBytes { break }
+            if state.pending.bytes + framed <= configuration.maxPendingBytes { break }
             wakeForWork()
             lock.progressWait()
         }

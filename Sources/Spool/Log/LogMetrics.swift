@@ -123,7 +123,7 @@ extension EventLog {
             return LogStats(
                 firstSeq: state.firstSeq, nextSeq: state.nextSeq, writtenEnd: state.writtenEnd,
                 syncedEnd: state.syncedEnd, segments: state.table.segments.count, diskBytes: state.diskBytes,
-                pendingBytes: state.pendingBytes, appendedRecords: c.appendedRecords, appendedBytes: c.appendedBytes,
+                pendingBytes: state.pending.bytes, appendedRecords: c.appendedRecords, appendedBytes: c.appendedBytes,
                 blocksWritten: c.blocksWritten, blocksSealedInParallel: c.blocksSealedInParallel, storedBytes: c.storedBytes, rawBytes: c.rawBytes, fsyncs: c.fsyncs,
                 droppedRecords: c.droppedRecords, expiredRecords: c.expiredRecords,
                 retainedSegmentsDeleted: c.retainedSegmentsDeleted, writeErrors: c.writeErrors,

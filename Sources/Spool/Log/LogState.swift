@@ -79,17 +79,9 @@ struct LogState {
     }
     /// The seq the next append gets.
     private(set) var nextSeq: UInt64
-    /// The block being filled by appends.
-    private(set) var current = PendingBlock()
-    /// Blocks filled (or lingered out) and waiting for the writer, oldest first.
-    private(set) var full: [PendingBlock] = []
-    /// An empty array kept for its capacity: `full` while a batch is being written, then the
-    /// written batch's (see ``beginWrite()``).
-    private var idleFull: [PendingBlock] = []
-    /// Emptied blocks whose buffers are reused (no allocation on the append path once warm).
-    private(set) var spare: [PendingBlock] = []
-    /// Framed bytes appended and not yet written (current + full + being written).
-    private(set) var pendingBytes = 0
+    /// The records appended and not yet written: the block appends fill, the full ones
+    /// waiting for the writer, and the buffers kept for reuse.
+    private(set) var pending: PendingBlocks
     /// The end (exclusive) of the written records: every record below it is in a segment file.
     private(set) var writtenEnd: UInt64
     /// The end (exclusive) of the durable records (they survive power loss).
@@ -111,14 +103,12 @@ struct LogState {
     private(set) var observers: [(id: UInt64, handler: @Sendable (UInt64) -> Void)] = []
     private var nextObserverID: UInt64 = 0
 
-    /// The size at which an append seals the current block (``Configuration/blockSize``).
-    let blockSize: Int
     /// How long a block with no waiter lingers before the writer seals it, in ns
     /// (``Configuration/linger``).
     let linger: UInt64
 
     init(nextSeq: UInt64, segments: [SegmentInfo], blockSize: Int, linger: UInt64) {
-        self.blockSize = blockSize
+        self.pending = PendingBlocks(blockSize: blockSize)
         self.linger = linger
         self.nextSeq = nextSeq
         self.writtenEnd = nextSeq
@@ -175,7 +165,7 @@ struct LogState {
     }
     /// No record waits to be sealed or written and no caller waits on one: what an idle
     /// suspension (`Configuration.suspendsWhenIdle`) asks before it runs.
-    var hasNothingPending: Bool { current.isEmpty && full.isEmpty && waiters.isEmpty }
+    var hasNothingPending: Bool { pending.isEmpty && waiters.isEmpty }
     /// An `fdatasync` failed: the log refuses writes until reopen.
     var isFailed: Bool {
         if case .failed = status { return true }
@@ -201,43 +191,16 @@ struct LogState {
     /// `now` (monotonic ns) is read only when the record starts a block (its linger clock): the
     /// append path reads no clock otherwise.
     mutating func append(_ payload: UnsafeRawBufferPointer, timestamp: Int64, now: @autoclosure () -> UInt64) -> (seq: UInt64, wake: Bool, filled: PendingBlock?) {
-        let framed = PendingBlock.framedSize(payload.count)
-        var wake = false
-        if !current.isEmpty, current.raw.count + framed > Format.maxRawLength {
-            sealCurrentBlock()
-            wake = true
-        }
         let seq = nextSeq
         nextSeq += 1
-        if current.isEmpty {
-            current.firstSeq = seq
-            current.openedAt = now()
-            wake = wake || group.gather == nil
-        }
-        current.add(payload, timestamp: timestamp)
-        pendingBytes += framed
+        let added = pending.add(payload, timestamp: timestamp, seq: seq, now: now())
         counters.appendedRecords += 1
         counters.appendedBytes += UInt64(payload.count)
-        var filled: PendingBlock?
-        if current.raw.count >= blockSize {
-            sealCurrentBlock()
-            filled = full.last
-            wake = true
-        }
-        return (seq, wake, filled)
+        return (seq, added.sealed || (added.started && group.gather == nil), added.filled)
     }
 
     /// Moves the current block to the writer's queue and starts a new one from a spare buffer.
-    mutating func sealCurrentBlock() {
-        guard !current.isEmpty else { return }
-        var next = spare.popLast() ?? PendingBlock()
-        next.reset(firstSeq: nextSeq)
-        if next.raw.capacity < blockSize {
-            next.raw.reserveCapacity(blockSize + blockSize / 4)
-        }
-        swap(&next, &current)
-        full.append(next)
-    }
+    mutating func sealCurrentBlock() { pending.seal(nextSeq: nextSeq) }
 
     // MARK: Waiters
 
@@ -337,11 +300,11 @@ struct LogState {
             return .gather(until: gather.deadline)
         }
         endGather(at: now)
-        if !current.isEmpty {
-            let deadline = current.openedAt &+ linger
+        if !pending.current.isEmpty {
+            let deadline = pending.current.openedAt &+ linger
             if closing || !waiters.isEmpty || now >= deadline {
                 sealCurrentBlock()
-            } else if full.isEmpty {
+            } else if pending.full.isEmpty {
                 return .linger(until: deadline)
             }
         }
@@ -373,7 +336,7 @@ struct LogState {
     /// caller waits for to sync; nil when neither.
     private func pendingWork() -> WriterWork? {
         let wantsSync = syncedWaiters > 0
-        if !full.isEmpty { return .write(sync: wantsSync) }
+        if !pending.full.isEmpty { return .write(sync: wantsSync) }
         if wantsSync && writtenEnd > syncedEnd { return .sync }
         return nil
     }
@@ -392,19 +355,16 @@ struct LogState {
     /// a full block, or a current one some caller waits for.
     var pipelineCanWrite: Bool {
         guard group.syncTarget != nil, !group.writing, !group.pipelineBlocked, acceptsWrites else { return false }
-        return !full.isEmpty || (!current.isEmpty && waitsForUnwritten)
+        return !pending.full.isEmpty || (!pending.current.isEmpty && waitsForUnwritten)
     }
 
-    /// Takes the write token and the full blocks for the writer to write: `full` becomes the
-    /// idle array (empty, with capacity) so blocks sealed meanwhile need no allocation; the
-    /// written batch's array comes back as the next idle one in ``finishWrite(_:batch:activeSegment:syncFailed:now:)``.
-    /// Returns the batch and how many synced callers it serves.
+    /// Takes the write token and the full blocks for the writer to write
+    /// (``PendingBlocks/takeFull()``; the batch's array comes back in
+    /// ``finishWrite(_:batch:activeSegment:syncFailed:now:)``). Returns the batch and how many
+    /// synced callers it serves.
     mutating func beginWrite() -> (batch: [PendingBlock], served: Int) {
         group.beginWrite()
-        let batch = full
-        full = idleFull
-        idleFull = []
-        return (batch, syncedWaiters)
+        return (pending.takeFull(), syncedWaiters)
     }
 
     /// Applies what writing `batch` achieved, releases the write token, recycles the written
@@ -415,13 +375,11 @@ struct LogState {
         let writeDuringSync = group.finishWrite()
         table.activeWriteFinished()
         let failedBefore = isFailed
-        // By index, not through a slice: a slice would share the batch's storage, and the
-        // recycling below must find the batch sole owner of its blocks.
-        let written = 0..<outcome.blocksWritten
-        if let last = written.last {
+        if outcome.blocksWritten > 0 {
+            let last = outcome.blocksWritten - 1
             writtenEnd = batch[last].firstSeq + UInt64(batch[last].count)
         }
-        for index in written { pendingBytes -= batch[index].charge }
+        let stoppedShort = outcome.blocksWritten < batch.count
         counters.blocksWritten += UInt64(outcome.blocksWritten)
         counters.blocksSealedInParallel += UInt64(outcome.sealedInParallel)
         if writeDuringSync { counters.blocksWrittenDuringSync += UInt64(outcome.blocksWritten) }
@@ -432,17 +390,8 @@ struct LogState {
         // dropped some of them); the active one gets its current size.
         if let activeSegment { table.noteSegment(activeSegment) }
         counters.segmentsRolled += UInt64(outcome.sealed.count)
-        // Recycle the written blocks' buffers (bounded: a few blocks' worth). Each is emptied
-        // in place while the batch alone holds it: emptying a shared copy would allocate anew.
-        for index in written where spare.count < 8 {
-            batch[index].reset(firstSeq: 0)
-            spare.append(batch[index])
-        }
-        // Unwritten blocks (a write error, a write during a sync that stopped at a roll) go
-        // back to the front of the queue, in order.
-        if outcome.blocksWritten < batch.count {
-            full.insert(contentsOf: batch.dropFirst(outcome.blocksWritten), at: 0)
-        }
+        // The written blocks' buffers are kept; unwritten ones go back to the queue's front.
+        pending.wrote(outcome.blocksWritten, of: &batch)
         var verdict = WriteVerdict.written
         if failedBefore {
             // The sync in flight failed while this write ran (the pipeline): the log stays
@@ -454,9 +403,7 @@ struct LogState {
                 verdict = .failed(error)
             } else if isClosing {
                 // Closing: no more retries; close() reports how many records were not written.
-                full.removeAll()
-                current.reset(firstSeq: nextSeq)
-                pendingBytes = 0
+                pending.discardAll(nextSeq: nextSeq)
                 verdict = .lostWhileClosing(error)
             } else {
                 let previous = retryAt != nil
@@ -466,16 +413,13 @@ struct LogState {
             }
         } else {
             // A write during a sync stopped at a roll: the rest waits for the sync's end.
-            if outcome.blocksWritten < batch.count { group.writeStoppedAtRoll() }
+            if stoppedShort { group.writeStoppedAtRoll() }
             if case .stalled = status {
                 status = .open
                 retryAt = nil
                 verdict = .recovered
             }
         }
-        // Emptied before the lock is next released, so the recycled buffers are unshared.
-        batch.removeAll(keepingCapacity: true)
-        swap(&batch, &idleFull)
         if !failedBefore, case .written = verdict { completeReachedWaiters() }
         if case .recovered = verdict { completeReachedWaiters() }
         return verdict
@@ -651,9 +595,6 @@ struct LogState {
 
     /// The writer made room under the cap for a write that leaves the active segment at `size`.
     mutating func noteActiveSizeBeingWritten(_ size: Int64) { table.noteActiveSizeBeingWritten(size) }
-
-    /// The bytes the cap counts for the rewrite in flight (0 when none, or cancelled).
-    var rewriteReservation: Int64 { table.rewriteReservation }
 
     /// The rewrite's temporary file is about to hold `bytes` (the cap made room for them).
     mutating func noteRewriteWritten(_ bytes: Int64) { table.noteRewriteWritten(bytes) }

@@ -53,6 +53,26 @@ struct DiskCap {
         return drop
     }
 
+    /// What an append under `rejectNew` is told (``admit(framedBytes:pendingBytes:in:)``).
+    enum Admission: Equatable {
+        /// It fits with everything stored, pending and reserved.
+        case admitted
+        /// It fits only if the cold rewrite in flight gives up its reservation: appends come
+        /// first, so the rewrite is cancelled.
+        case admittedCancellingRewrite
+        /// It does not fit: the log is at its cap.
+        case refused
+    }
+
+    /// Whether a record of `framedBytes` may join the `pendingBytes` appends hold under
+    /// `rejectNew`: the table's files (the active one as listed) plus everything pending must
+    /// fit under the cap; a cold rewrite's reservation never makes an append fail, it gives way.
+    func admit(framedBytes: Int, pendingBytes: Int, in table: SegmentTable) -> Admission {
+        let needed = table.diskBytes + Int64(pendingBytes + framedBytes)
+        if needed > maxBytes { return .refused }
+        return needed + table.rewriteReservation > maxBytes ? .admittedCancellingRewrite : .admitted
+    }
+
     /// Whether a cold rewrite's file may grow to `bytes` with nothing dropped: the table's bytes
     /// (the rewrite counted at `bytes`) and `pendingBytes` (what appends hold, which comes first
     /// under `rejectNew`; 0 under `dropOldest`) fit under the cap.
@@ -90,7 +110,7 @@ extension EventLog {
                 guard state.rewriteMayContinue else { return false }
                 if let cap = configuration.maxBytes {
                     // Under `rejectNew`, what appends hold pending comes first.
-                    let pending = configuration.capPolicy == .rejectNew ? state.pendingBytes : 0
+                    let pending = configuration.capPolicy == .rejectNew ? state.pending.bytes : 0
                     guard DiskCap(maxBytes: Int64(cap)).rewriteFits(growingTo: bytes, in: state.table, pendingBytes: pending) else { return false }
                 }
                 state.noteRewriteWritten(bytes)

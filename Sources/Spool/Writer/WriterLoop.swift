@@ -186,7 +186,7 @@ extension EventLog {
     func leadWrite() -> Bool {
         guard let work = state.nextLeaderWork(now: monotonicNanos()) else { return false }
         perform(work, gathering: false)
-        if state.group.writerAwaitsToken || !state.current.isEmpty || !state.full.isEmpty || !state.waiters.isEmpty {
+        if state.group.writerAwaitsToken || !state.pending.isEmpty || !state.waiters.isEmpty {
             wakeForWork()
         }
         return true
