@@ -44,16 +44,16 @@ package struct BenchRunner: Sendable {
             _ = try await pass(warmUp, events: EventSet(events: Array(events.events.prefix(warmUp.events))), scratch: scratch)
         }
         var passes = [Pass]()
-        var load = [Double]()
+        var load = Load(samples: [])
         for index in 0..<options.runs {
             progress("run \(index + 1) of \(options.runs)")
-            load += [Load.current()].compactMap { $0 }
+            load.sample()
             passes.append(try await pass(options, events: events, scratch: scratch))
         }
-        load += [Load.current()].compactMap { $0 }
+        load.sample()
         let info = RunInfo(
             events: events.count, meanEventBytes: events.meanSize, directory: scratch.root,
-            loadBefore: loadBefore, loadAfter: loadAverage(), load: Load(samples: load), runs: options.runs, warmUp: options.warmUp,
+            loadBefore: loadBefore, loadAfter: loadAverage(), load: load, runs: options.runs, warmUp: options.warmUp,
             secondsPerMeasurement: options.seconds, baseline: baseline?.name, environment: environment,
             note: Self.buildWarning ?? "")
         return Report(run: info, passes: passes)

@@ -77,8 +77,7 @@ func resetPeakMemory() {
 
 /// The 1-, 5- and 15-minute load averages, to show how busy the (shared) machine was.
 func loadAverage() -> String {
-    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))
-        .map { $0.split(separator: " ").prefix(3).joined(separator: " ") } ?? "n/a"
+    Load.averages()?.joined(separator: " ") ?? "n/a"
 }
 
 /// Cuts `bytes` off the end of the newest segment (`*.seg`, the highest base seq) in

@@ -31,9 +31,21 @@ package struct Load: Sendable, Codable, Equatable {
                       + "a verdict may measure the load as much as the code", gap > 0 ? "busier" : "quieter", mean, baseline.mean, cores)
     }
 
-    /// The current 1-minute load average (`/proc/loadavg`), or nil where there is none.
-    static func current() -> Double? {
-        (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))
-            .flatMap { $0.split(separator: " ").first }.flatMap { Double($0) }
+    /// `/proc/loadavg`'s 1-, 5- and 15-minute load averages as written, or nil where there is
+    /// no such file.
+    static func averages() -> [String]? {
+        (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)).map { $0.split(separator: " ").prefix(3).map(String.init) }
+    }
+
+    /// Adds the current 1-minute load average to ``samples`` (nothing where there is none).
+    mutating func sample() {
+        if let now = Self.averages()?.first.flatMap(Double.init) { samples.append(now) }
+    }
+
+    /// How `run`'s load differs from `baseline`'s (``difference(from:cores:)``); nil when either
+    /// was saved without samples.
+    package static func difference(_ run: Load?, from baseline: Load?, cores: Int) -> String? {
+        guard let run, let baseline else { return nil }
+        return run.difference(from: baseline, cores: cores)
     }
 }

@@ -24,7 +24,7 @@ extension Report {
         }
         comparedWith = Comparison(
             name: name, environmentDifferences: run.environment.differences(from: saved.run.environment),
-            loadDifference: (run.load ?? Load(samples: [])).difference(from: saved.run.load ?? Load(samples: []), cores: run.environment.cores))
+            loadDifference: Load.difference(run.load, from: saved.run.load, cores: run.environment.cores))
     }
 
     /// The rows that ``Verdict/regressed`` by at least `fraction` (0.10 for 10%) against the

@@ -107,6 +107,8 @@ import Testing
         #expect(quiet.difference(from: Load(samples: [0.9, 1.1]), cores: 2) == nil)
         #expect(busy.difference(from: quiet, cores: 16) == nil, "5 tasks on 16 cores leave every measurement a core")
         #expect(busy.difference(from: Load(samples: []), cores: 2) == nil)
+        #expect(Load.difference(busy, from: nil, cores: 2) == nil, "a baseline saved before loads were recorded")
+        #expect(Load.difference(quiet, from: busy, cores: 2) == said)
         #expect(try JSONDecoder().decode(Load.self, from: JSONEncoder().encode(busy)) == busy)
     }
 }

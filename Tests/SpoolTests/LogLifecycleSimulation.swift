@@ -624,6 +624,8 @@ struct LogLifecycleSimulation {
         }
         if (state.table.rewrite != nil) != (rewriting != nil) { throw failure("the state's rewrite \(String(describing: state.table.rewrite)) is not the model's") }
         if state.table.rewriteReservation < 0 { throw failure("a negative rewrite reservation") }
+        let listed = state.table.segments.reduce(Int64(0)) { $0 + $1.size }
+        if state.table.diskBytes != listed { throw failure("the table counts \(state.table.diskBytes) bytes on disk; its segments hold \(listed)") }
         if let rewrite = state.table.rewrite, rewrite.stop.isRaised == state.rewriteMayContinue {
             throw failure("the rewrite's stop flag (raised: \(rewrite.stop.isRaised)) disagrees with the state (may continue: \(state.rewriteMayContinue))")
         }

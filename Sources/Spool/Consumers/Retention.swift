@@ -100,7 +100,7 @@ extension EventLog {
                 let kept = forgotten.filter { !removed.contains($0.baseSeq) }
                 let (count, bytes) = lock.withLock {
                     state.relistSegments(kept)
-                    return (state.table.segments.count, state.diskBytes)
+                    return (state.table.segments.count, state.table.diskBytes)
                 }
                 metrics.recordSegments(count: count, diskBytes: bytes)
             }

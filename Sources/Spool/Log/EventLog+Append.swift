@@ -213,7 +213,7 @@ extension EventLog {
                 case .admitted: break
                 case .admittedCancellingRewrite: state.cancelRewrite()
                 case .refused:
-                    throw SpoolError(.full, "the log is at its cap: \(state.diskBytes) bytes on disk and \(state.pending.bytes) pending, Configuration.maxBytes is \(cap) (policy rejectNew)", path: directory)
+                    throw SpoolError(.full, "the log is at its cap: \(state.table.diskBytes) bytes on disk and \(state.pending.bytes) pending, Configuration.maxBytes is \(cap) (policy rejectNew)", path: directory)
                 }
             }
             if state.pending.bytes + framed <= configuration.maxPendingBytes { break }

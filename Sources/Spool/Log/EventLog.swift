@@ -123,7 +123,7 @@ public final class EventLog: @unchecked Sendable {
         for (name, next) in recovered.consumerOffsets { self.state.recordCommit(of: name, at: next) }
         self.metrics = LogMetrics(directory: directory, factory: metricsFactory)
         // The gauges show the log as opened, before the first write or retention pass moves them.
-        metrics.recordSegments(count: state.table.segments.count, diskBytes: state.diskBytes)
+        metrics.recordSegments(count: state.table.segments.count, diskBytes: state.table.diskBytes)
         let thread = Thread { [self] in self.writerLoop() }
         thread.name = "spool-writer"
         thread.qualityOfService = .userInitiated

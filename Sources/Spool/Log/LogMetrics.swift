@@ -122,7 +122,7 @@ extension EventLog {
             let c = state.counters
             return LogStats(
                 firstSeq: state.firstSeq, nextSeq: state.nextSeq, writtenEnd: state.writtenEnd,
-                syncedEnd: state.syncedEnd, segments: state.table.segments.count, diskBytes: state.diskBytes,
+                syncedEnd: state.syncedEnd, segments: state.table.segments.count, diskBytes: state.table.diskBytes,
                 pendingBytes: state.pending.bytes, appendedRecords: c.appendedRecords, appendedBytes: c.appendedBytes,
                 blocksWritten: c.blocksWritten, blocksSealedInParallel: c.blocksSealedInParallel, storedBytes: c.storedBytes, rawBytes: c.rawBytes, fsyncs: c.fsyncs,
                 droppedRecords: c.droppedRecords, expiredRecords: c.expiredRecords,

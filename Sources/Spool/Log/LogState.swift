@@ -645,8 +645,6 @@ struct LogState {
 
     // MARK: Reading
 
-    /// Bytes of every segment file (valid part); records pending in memory are not in it.
-    var diskBytes: Int64 { table.diskBytes }
     /// The seq of the oldest record still stored.
     var firstSeq: UInt64 { table.segments.first?.baseSeq ?? nextSeq }
 

@@ -27,7 +27,13 @@ struct SegmentRewrite {
 /// whether the files may be touched (`allowed`). Pure: no I/O, no clock, no lock of its own.
 struct SegmentTable {
     /// Sealed segments then the active one (last), by base seq.
-    private(set) var segments: [SegmentInfo]
+    private(set) var segments: [SegmentInfo] {
+        didSet { diskBytes = Self.bytes(of: segments) }
+    }
+    /// Bytes of every segment file (valid part), kept with the list: the append path's cap
+    /// check (`rejectNew`) reads it under the log's lock for every record, and the list changes
+    /// only as writes, rolls, retention and rewrites go.
+    private(set) var diskBytes: Int64
     /// The committed offset (next seq to deliver) of every consumer, by name.
     private(set) var consumerOffsets: [String: UInt64] = [:]
     /// Commits' retention deleting segments right now (see `EventLog.applyRetention`):
@@ -51,10 +57,10 @@ struct SegmentTable {
     /// retention run and no rewrite.
     init(segments: [SegmentInfo]) {
         self.segments = segments
+        self.diskBytes = Self.bytes(of: segments)
     }
 
-    /// Bytes of every segment file (valid part).
-    var diskBytes: Int64 { segments.reduce(0) { $0 + $1.size } }
+    private static func bytes(of segments: [SegmentInfo]) -> Int64 { segments.reduce(0) { $0 + $1.size } }
 
     // MARK: The list
 

@@ -245,7 +245,7 @@ extension EventLog {
             let (count, bytes) = lock.withLock {
                 state.finishRewrite(replacedBy: replacedSize)
                 lock.broadcastProgress()
-                return (state.table.segments.count, state.diskBytes)
+                return (state.table.segments.count, state.table.diskBytes)
             }
             if let replacedSize {
                 metrics.segmentsRecompressed.increment()

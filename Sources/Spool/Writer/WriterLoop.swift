@@ -204,7 +204,7 @@ extension EventLog {
             scheduleRetention()
             scheduleRecompression()
         }
-        metrics.recordSegments(count: state.table.segments.count, diskBytes: state.diskBytes)
+        metrics.recordSegments(count: state.table.segments.count, diskBytes: state.table.diskBytes)
         say(verdict)
         lock.broadcastProgress()
     }
