@@ -207,7 +207,7 @@ struct LogLifecycleSimulation {
     private mutating func append() {
         let size = Int(rng.next() % 60)
         let framed = PendingBlock.framedSize(size)
-        guard state.error == nil else { return log("append refused: \(state.error!.code)") }
+        guard state.status.error == nil else { return log("append refused: \(state.status.error!.code)") }
         guard state.pending.bytes + framed <= Self.maxPending else { return log("append waits (backpressure)") }
         let payload = [UInt8](repeating: UInt8(truncatingIfNeeded: expectedNext), count: size)
         let (seq, _, _) = payload.withUnsafeBytes { state.append($0, timestamp: 1_000, now: clock) }
@@ -260,7 +260,7 @@ struct LogLifecycleSimulation {
         switch step {
         case .gather, .linger, .awaitToken, .failWaiters, .retry:
             break
-        case .exit where state.isFailed:
+        case .exit where state.status.isFailed:
             break  // a failed log writes nothing more
         case .idle, .work, .exit:
             // Past a gathering and the linger: no block is left that a caller waits for, that
@@ -269,7 +269,7 @@ struct LogLifecycleSimulation {
                 lingerBroken = "the writer went on (\(step)) leaving the current block unsealed (opened at \(state.pending.current.openedAt), now \(clock), \(state.waiters.count) waiting)"
             }
         }
-        if step == .idle || step == .exit, !state.isFailed, !state.pending.full.isEmpty || (state.waiters.synced > 0 && state.writtenEnd > state.syncedEnd) {
+        if step == .idle || step == .exit, !state.status.isFailed, !state.pending.full.isEmpty || (state.waiters.synced > 0 && state.writtenEnd > state.syncedEnd) {
             lingerBroken = "the writer rests (\(step)) with \(state.pending.full.count) full blocks and synced callers at \(state.syncedEnd) of \(state.writtenEnd)"
         }
         log("the writer: \(step)")
@@ -353,7 +353,7 @@ struct LogLifecycleSimulation {
         let verdict = state.finishWrite(outcome, batch: &batchCopy, activeSegment: SegmentInfo(baseSeq: activeBase, size: activeSize),
                                         syncFailed: syncFailed, now: clock)
         log("write ends: \(outcome.blocksWritten) of \(batch.count) blocks: \(verdict)")
-        if sync && outcome.error == nil && !state.isFailed {
+        if sync && outcome.error == nil && !state.status.isFailed {
             // The writer syncs in the same step, holding the sync token only.
             syncing = state.beginSync()
             log("sync begins to \(syncing!)")
@@ -604,8 +604,8 @@ struct LogLifecycleSimulation {
             }
             if next != state.nextSeq { throw failure("the pending blocks end at \(next), nextSeq is \(state.nextSeq)") }
         }
-        if state.isSuspended && (filesOpen || state.group.writing) { throw failure("suspended while holding files or the write token") }
-        if case .suspended = suspension, !state.isSuspended, !closing { throw failure("suspend() returned but the log does not say it is suspended") }
+        if state.status.isSuspended && (filesOpen || state.group.writing) { throw failure("suspended while holding files or the write token") }
+        if case .suspended = suspension, !state.status.isSuspended, !closing { throw failure("suspend() returned but the log does not say it is suspended") }
         let bases = state.table.segments.map(\.baseSeq)
         if bases != bases.sorted() || Set(bases).count != bases.count { throw failure("segment list \(bases) is not sorted and unique") }
         if let retentionBroken { throw failure(retentionBroken) }
@@ -619,7 +619,7 @@ struct LogLifecycleSimulation {
             throw failure("a synced arrival \(gatherHolds ? "wakes" : "does not wake") the writer with \(state.waiters.synced) waiting and the gathering \(String(describing: state.group.gather))")
         }
         if state.group.syncTarget != syncing { throw failure("the state's sync in flight \(String(describing: state.group.syncTarget)) is not the model's \(String(describing: syncing))") }
-        if !state.isFailed, let waiter = state.waiters.first(where: { $0.wait.end <= state.mark(for: $0.level) }) {
+        if !state.status.isFailed, let waiter = state.waiters.first(where: { $0.wait.end <= state.mark(for: $0.level) }) {
             throw failure("a waiter for records below \(waiter.wait.end) at \(waiter.level) is still waiting, though they reached it")
         }
         if (state.table.rewrite != nil) != (rewriting != nil) { throw failure("the state's rewrite \(String(describing: state.table.rewrite)) is not the model's") }
@@ -634,7 +634,7 @@ struct LogLifecycleSimulation {
         }
         let synced = state.waiters.filter { $0.level == .synced }.count
         if synced != state.waiters.synced { throw failure("syncedWaiters \(state.waiters.synced), counted \(synced)") }
-        if state.closeFinished && !state.waiters.isEmpty { throw failure("closed with \(state.waiters.count) callers waiting") }
+        if state.status.closeFinished && !state.waiters.isEmpty { throw failure("closed with \(state.waiters.count) callers waiting") }
     }
 
     /// The run's outcome in brief (its last steps, ends and counters), to tell two runs apart.

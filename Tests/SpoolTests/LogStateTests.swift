@@ -37,21 +37,21 @@ import Testing
         _ = payload.withUnsafeBytes { state.append($0, timestamp: 1, now: 0) }
         let pending = try state.beginSuspend(onlyIfIdle: true)
         #expect(pending == nil, "a record came after the queueing")
-        #expect(state.isOpen && state.error == nil)
+        #expect(state.status.isOpen && state.status.error == nil)
         _ = writeAll(&state, sync: true)
         let requeued = state.queueIdleSuspension()
         #expect(requeued, "no longer queued: the next idle spell queues again")
         let idle = try state.beginSuspend(onlyIfIdle: true)
         #expect(idle == 1)
-        #expect(state.filesReleased)
+        #expect(state.status.filesReleased)
     }
 
     @Test func suspendRefusesAppendsUntilResumed() throws {
         var state = state(appending: 3)
         let target = try state.beginSuspend()
         #expect(target == 3)
-        #expect(state.error?.code == .suspended)
-        #expect(state.filesReleased)
+        #expect(state.status.error?.code == .suspended)
+        #expect(state.status.filesReleased)
         let again = try state.beginSuspend()
         #expect(again == nil, "suspending twice does nothing")
         _ = writeAll(&state, sync: true)
@@ -59,11 +59,11 @@ import Testing
         #expect(token)
         state.markReleased()
         state.releaseWriteToken(resuming: false)
-        #expect(state.isSuspended && !state.group.writing)
+        #expect(state.status.isSuspended && !state.group.writing)
         let resumeToken = state.takeWriteToken(waitingForRetention: false)
         #expect(resumeToken)
         state.releaseWriteToken(resuming: true)
-        #expect(state.error == nil && !state.isSuspended && !state.filesReleased)
+        #expect(state.status.error == nil && !state.status.isSuspended && !state.status.filesReleased)
     }
 
     @Test func aFailedFlushLeavesTheLogStalledNotSuspended() throws {
@@ -72,7 +72,7 @@ import Testing
         let verdict = writeAll(&state, sync: true, error: SpoolError(.diskFull, "no space"))
         guard case .stalled = verdict else { Issue.record("a failed write stalls, got \(verdict)"); return }
         state.abandonSuspend()
-        #expect(state.error?.code == .diskFull, "the write error, not .suspended")
+        #expect(state.status.error?.code == .diskFull, "the write error, not .suspended")
         var copy = state
         #expect(throws: SpoolError.self) { _ = try copy.beginSuspend() }
         #expect(state.retryAt != nil)
@@ -82,17 +82,17 @@ import Testing
         var state = state(appending: 2)
         let verdict = writeAll(&state, sync: true, error: SpoolError(.io, "fdatasync"), syncFailed: true)
         guard case .failed = verdict else { Issue.record("a failed sync fails the log, got \(verdict)"); return }
-        #expect(state.error?.code == .failed)
+        #expect(state.status.error?.code == .failed)
         let first = state.requestClose()
         #expect(first)
-        #expect(state.closeRequested && state.error?.code == .failed, "closing keeps the failure")
+        #expect(state.status.closeRequested && state.status.error?.code == .failed, "closing keeps the failure")
         let second = state.requestClose()
         #expect(!second, "only the first close closes")
         let unwritten = state.finishClosing()
         #expect(unwritten == 0..<2)
-        #expect(!state.closeFinished)
+        #expect(!state.status.closeFinished)
         state.markCloseFinished()
-        #expect(state.closeFinished && state.error?.code == .closed)
+        #expect(state.status.closeFinished && state.status.error?.code == .closed)
     }
 
     @Test func closingASuspendedLogReleasesNothingTwice() throws {
@@ -104,9 +104,9 @@ import Testing
         state.releaseWriteToken(resuming: false)
         let closes = state.requestClose()
         #expect(closes)
-        #expect(!state.isSuspended, "a closed log is not reported suspended")
+        #expect(!state.status.isSuspended, "a closed log is not reported suspended")
         let doomed = state.beginRetention()
-        #expect(doomed.isEmpty && state.filesReleased)
+        #expect(doomed.isEmpty && state.status.filesReleased)
         let unwritten = state.finishClosing()
         #expect(unwritten.isEmpty)
     }
@@ -137,13 +137,13 @@ import Testing
     @Test func aWriteAfterAStallRecovers() {
         var state = state(appending: 2)
         _ = writeAll(&state, sync: false, error: SpoolError(.diskFull, "no space"))
-        #expect(state.error?.code == .diskFull && state.writtenEnd == 0)
+        #expect(state.status.error?.code == .diskFull && state.writtenEnd == 0)
         var (batch, _) = state.beginWrite()
         var outcome = SegmentWriter.Outcome()
         outcome.blocksWritten = batch.count
         let verdict = state.finishWrite(outcome, batch: &batch, activeSegment: SegmentInfo(baseSeq: 0, size: 100), syncFailed: false, now: 0)
         guard case .recovered = verdict else { Issue.record("got \(verdict)"); return }
-        #expect(state.error == nil && state.writtenEnd == 2 && state.retryAt == nil)
+        #expect(state.status.error == nil && state.writtenEnd == 2 && state.retryAt == nil)
     }
 
     /// What a new waiter tells the append path (`LogState.addWaiter`): wake the writer, except

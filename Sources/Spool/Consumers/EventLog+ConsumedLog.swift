@@ -4,7 +4,7 @@ extension EventLog: ConsumedLog {
     /// Throws `.closed` once the log is closing: its directory lock is then released, and
     /// another process may own the files.
     func checkOpen(consumer name: String) throws {
-        if lock.withLock({ state.closeRequested }) { throw SpoolError(.closed, "consumer \(name): the log is closed") }
+        if lock.withLock({ state.status.closeRequested }) { throw SpoolError(.closed, "consumer \(name): the log is closed") }
     }
 
     /// Registered at the oldest stored record in the same step that reads it, before the file

@@ -38,7 +38,7 @@ extension EventLog {
     /// before it releases the directory lock, and none starts once `close()` is called: a new
     /// owner of the directory never has segments deleted under it.
     func applyRetention() throws {
-        if lock.withLock({ state.filesReleased }) { return }
+        if lock.withLock({ state.status.filesReleased }) { return }
         readDetachedOffsets()
         let doomed = lock.withLock { state.beginRetention() }
         guard !doomed.isEmpty else { return }

@@ -187,7 +187,7 @@ extension EventLog {
         case .closing where !state.group.writerExited: return nil
         case .failed, .closed, .closing:
             // (Closing with the writer gone: nobody is left to complete a new waiter.)
-            var error = state.error!
+            var error = state.status.error!
             error.seq = wait.record ?? mark
             return .failure(error)
         }
@@ -198,7 +198,7 @@ extension EventLog {
     private func enqueue(_ payload: UnsafeRawBufferPointer, timestamp: Int64) throws -> UInt64 {
         let framed = PendingBlock.framedSize(payload.count)
         while true {
-            if state.suspendingOrSuspended && configuration.suspendsWhenIdle {
+            if state.status.suspendingOrSuspended && configuration.suspendsWhenIdle {
                 // Suspended while idle: take the log back first (resume takes the lifecycle
                 // lock before this one, so this one is let go meanwhile).
                 lock.unlock()
@@ -207,7 +207,7 @@ extension EventLog {
                 try resumed.get()
                 continue
             }
-            if !state.isOpen, let error = state.error { throw error }
+            if !state.status.isOpen, let error = state.status.error { throw error }
             if configuration.capPolicy == .rejectNew, let cap = configuration.maxBytes {
                 switch DiskCap(maxBytes: Int64(cap)).admit(framedBytes: framed, pendingBytes: state.pending.bytes, in: state.table) {
                 case .admitted: break

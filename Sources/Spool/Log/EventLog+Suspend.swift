@@ -61,8 +61,8 @@ extension EventLog {
         lifecycle.lock()
         defer { lifecycle.unlock() }
         let suspended = try lock.withLock {
-            if state.closeRequested { throw SpoolError(.closed, "the log is closed", path: directory) }
-            return state.suspendingOrSuspended
+            if state.status.closeRequested { throw SpoolError(.closed, "the log is closed", path: directory) }
+            return state.status.suspendingOrSuspended
         }
         guard suspended else { return }
         takeWriteToken(waitingForRetention: false)
@@ -83,7 +83,7 @@ extension EventLog {
 
     /// Whether the log is suspended (``suspend()``): it holds no lock and no file, and
     /// refuses appends until ``resume()``.
-    public var isSuspended: Bool { lock.withLock { state.isSuspended } }
+    public var isSuspended: Bool { lock.withLock { state.status.isSuspended } }
 
     /// Waits until no one writes (and, when asked, no retention deletes), then holds the write
     /// token, so that only the caller touches the segment writer.

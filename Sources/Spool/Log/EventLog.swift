@@ -149,7 +149,7 @@ public final class EventLog: @unchecked Sendable {
     /// is retrying (`.diskFull`, `.io`: nil again once a retry succeeds), `.failed` after an
     /// `fdatasync` failed (until the log is reopened), or `.closed`. A health check reads it
     /// (`spool collector`'s `/healthz`). Takes the log's lock; no I/O.
-    public var writeError: SpoolError? { lock.withLock { state.error } }
+    public var writeError: SpoolError? { lock.withLock { state.status.error } }
 
     /// Registers `handler`, called after each batch of blocks is written, with the seq just
     /// past the last written record, on the thread that wrote the batch (the writer thread, or
@@ -178,7 +178,7 @@ public final class EventLog: @unchecked Sendable {
         // whatever file had been given that number since).
         let first = lock.withLock { () -> Bool in
             guard state.requestClose() else {
-                while !state.closeFinished { lock.progressWait() }
+                while !state.status.closeFinished { lock.progressWait() }
                 return false
             }
             lock.wakeWriter()

@@ -1,36 +1,3 @@
-/// Where the log is in its life: one value, so that no combination of flags can say two
-/// things at once.
-///
-///     open ⇄ stalled                      (a write fails / a retry succeeds)
-///     open → suspending → suspended → open (suspend(), resume(); a failed flush goes back)
-///     open, stalled, suspending, suspended → closing → closed
-///     any but closed → failed              (an fdatasync failed) → closed
-///
-/// Who holds the write token (the writer thread, the pipeline thread, a blocking caller
-/// writing its own record, `suspend()`/`resume()`) and whether an `fdatasync` is in flight (the
-/// sync token) are kept beside it (``LogState/group``): a log is
-/// written while open, stalled (the retry), suspending (the flush) and closing (the last write).
-enum LogStatus {
-    /// Taking appends.
-    case open
-    /// A write failed (`ENOSPC`, `EIO`, ...): the blocks stay pending and the writer retries;
-    /// new appends are refused with the error until a retry succeeds.
-    case stalled(SpoolError)
-    /// ``EventLog/suspend()`` refuses appends and makes what is pending durable.
-    case suspending
-    /// ``EventLog/suspend()`` released the log's files and lock; ``EventLog/resume()`` takes
-    /// them back.
-    case suspended
-    /// An `fsync` failed: the data it covered cannot be trusted. Writes are refused until
-    /// reopen. `closing`: `close()` was called (the writer then exits).
-    case failed(SpoolError, closing: Bool)
-    /// `close()` was called: the writer writes what is pending, then exits.
-    case closing
-    /// The writer exited. `finished`: `close()` released the files and the directory lock
-    /// (other callers of `close()` wait for it).
-    case closed(finished: Bool)
-}
-
 /// Counters behind ``LogStats``. Guarded by the log's lock.
 struct LogCounters {
     var appendedRecords: UInt64 = 0
@@ -75,7 +42,7 @@ enum WriteVerdict {
 struct LogState {
     private(set) var status: LogStatus = .open {
         // A status that lets go of the files or fails the log stops a rewrite in flight.
-        didSet { if !rewritesAllowed { table.cancelRewrite() } }
+        didSet { if !status.rewritesAllowed { table.cancelRewrite() } }
     }
     /// The seq the next append gets.
     private(set) var nextSeq: UInt64
@@ -121,64 +88,12 @@ struct LogState {
     /// log's stored state may copy all of it, see ``addWaiter(_:)``.)
     private var syncedWaiters: Int { waiters.synced }
 
-    /// `close()` was called (the status may be `.failed`).
-    var closeRequested: Bool {
-        switch status {
-        case .closing, .closed, .failed(_, closing: true): true
-        case .open, .stalled, .suspending, .suspended, .failed(_, closing: false): false
-        }
-    }
-    /// `close()` released the files and the directory lock.
-    var closeFinished: Bool {
-        if case .closed(finished: true) = status { return true }
-        return false
-    }
-    /// Taking appends: ``error`` is nil. The append path asks this before ``error``, whose
-    /// getter is not inlined: calling it on the log's stored state copies the whole state.
-    var isOpen: Bool {
-        if case .open = status { return true }
-        return false
-    }
-    /// ``EventLog/suspend()`` refuses appends (it flushes, or has released the files).
-    var suspendingOrSuspended: Bool {
-        switch status {
-        case .suspending, .suspended: true
-        default: false
-        }
-    }
-    /// ``EventLog/suspend()`` released the files and the lock: what `EventLog.isSuspended` reports.
-    var isSuspended: Bool {
-        if case .suspended = status { return true }
-        return false
-    }
-    /// `close()` was called or the log is suspending or suspended: nothing may touch the log's
-    /// files but what `close()`/`suspend()`/`resume()` itself does (retention stops).
-    var filesReleased: Bool { closeRequested || suspendingOrSuspended }
-    /// Whether the writer may write now, as far as the lifecycle goes: open, suspending (the
-    /// flush) or suspended (nothing is pending then). Not while stalled (the writer's retry
-    /// waits for its time) nor failed, closing or closed.
-    var acceptsWrites: Bool {
-        switch status {
-        case .open, .suspending, .suspended: true
-        default: false
-        }
-    }
     /// No record waits to be sealed or written and no caller waits on one: what an idle
     /// suspension (`Configuration.suspendsWhenIdle`) asks before it runs.
     var hasNothingPending: Bool { pending.isEmpty && waiters.isEmpty }
-    /// An `fdatasync` failed: the log refuses writes until reopen.
-    var isFailed: Bool {
-        if case .failed = status { return true }
-        return false
-    }
     /// Some caller waits for a record not yet written (not only for a sync of written ones):
     /// the pipeline thread seals the current block for it.
     var waitsForUnwritten: Bool { waiters.contains { $0.wait.end > writtenEnd } }
-    /// Whether the status is `.closing`.
-    var isClosing: Bool {
-        if case .closing = status { return true }
-        return false
-    }
 
     // MARK: Appends
 
@@ -249,7 +164,7 @@ struct LogState {
     /// with the ready ones, to be resumed by the caller).
     mutating func failPendingWaiters(with explicit: SpoolError? = nil) -> (ready: [UnsafeContinuation<Void, any Error>], failed: [(UnsafeContinuation<Void, any Error>, SpoolError)]) {
         guard !waiters.isEmpty else { return ([], []) }
-        let error = explicit ?? self.error ?? SpoolError(.closed, "the log is closed")
+        let error = explicit ?? status.error ?? SpoolError(.closed, "the log is closed")
         return waiters.failPending(with: error, writtenEnd: writtenEnd, syncedEnd: syncedEnd)
     }
 
@@ -295,7 +210,7 @@ struct LogState {
         case .open, .suspending, .suspended, .closing:
             break
         }
-        let closing = isClosing
+        let closing = status.isClosing
         if !closing, let gather = group.gather, now < gather.deadline, syncedWaiters < gather.target, waiters.count == syncedWaiters {
             return .gather(until: gather.deadline)
         }
@@ -317,7 +232,7 @@ struct LogState {
     /// writes it, or syncs what is written, itself: its own record is then written without two
     /// thread hand-offs. Nil: it waits for the writer.
     mutating func nextLeaderWork(now: @autoclosure () -> UInt64) -> WriterWork? {
-        guard acceptsWrites, group.isIdle, !group.gathers(at: now()) else { return nil }
+        guard status.acceptsWrites, group.isIdle, !group.gathers(at: now()) else { return nil }
         sealCurrentBlock()
         return pendingWork()
     }
@@ -354,7 +269,7 @@ struct LogState {
     /// the write token, the log takes writes, no earlier write stopped at a roll, and there is
     /// a full block, or a current one some caller waits for.
     var pipelineCanWrite: Bool {
-        guard group.syncTarget != nil, !group.writing, !group.pipelineBlocked, acceptsWrites else { return false }
+        guard group.syncTarget != nil, !group.writing, !group.pipelineBlocked, status.acceptsWrites else { return false }
         return !pending.full.isEmpty || (!pending.current.isEmpty && waitsForUnwritten)
     }
 
@@ -374,7 +289,7 @@ struct LogState {
                               syncFailed: Bool, now: UInt64) -> WriteVerdict {
         let writeDuringSync = group.finishWrite()
         table.activeWriteFinished()
-        let failedBefore = isFailed
+        let failedBefore = status.isFailed
         if outcome.blocksWritten > 0 {
             let last = outcome.blocksWritten - 1
             writtenEnd = batch[last].firstSeq + UInt64(batch[last].count)
@@ -399,9 +314,9 @@ struct LogState {
         } else if let error = outcome.error {
             counters.writeErrors += 1
             if syncFailed {
-                status = .failed(error, closing: closeRequested)
+                status = .failed(error, closing: status.closeRequested)
                 verdict = .failed(error)
-            } else if isClosing {
+            } else if status.isClosing {
                 // Closing: no more retries; close() reports how many records were not written.
                 pending.discardAll(nextSeq: nextSeq)
                 verdict = .lostWhileClosing(error)
@@ -449,7 +364,7 @@ struct LogState {
         group.finishSync(upTo: target)
         counters.fsyncs += 1
         if let failure {
-            status = .failed(failure, closing: closeRequested)
+            status = .failed(failure, closing: status.closeRequested)
             return .failed(failure)
         }
         syncedEnd = max(syncedEnd, target)
@@ -474,7 +389,7 @@ struct LogState {
     // MARK: Lifecycle
 
     /// `close()`: whether this call closes (false: another call did or does, and this one
-    /// waits for ``closeFinished``). The writer writes what is pending, then exits.
+    /// waits for ``status.closeFinished``). The writer writes what is pending, then exits.
     mutating func requestClose() -> Bool {
         switch status {
         case .closing, .closed, .failed(_, closing: true):
@@ -511,8 +426,8 @@ struct LogState {
             idleSuspendQueued = false
             guard hasNothingPending else { return nil }
         }
-        if suspendingOrSuspended { return nil }
-        if let error { throw error }
+        if status.suspendingOrSuspended { return nil }
+        if let error = status.error { throw error }
         status = .suspending
         return nextSeq
     }
@@ -558,14 +473,14 @@ struct LogState {
 
     /// Whether to queue a retention run after a roll: at most one is queued, and none once
     /// the files are released.
-    mutating func queueRetention() -> Bool { table.queueRetention(allowed: !filesReleased) }
+    mutating func queueRetention() -> Bool { table.queueRetention(allowed: !status.filesReleased) }
 
     /// The queued retention run starts.
     mutating func retentionDequeued() { table.retentionDequeued() }
 
     /// Starts a retention run: the sealed segments every consumer has passed (none once the
     /// files are released), counted in flight until ``finishRetention(deleted:)`` when any.
-    mutating func beginRetention() -> [SegmentInfo] { table.beginRetention(allowed: !filesReleased) }
+    mutating func beginRetention() -> [SegmentInfo] { table.beginRetention(allowed: !status.filesReleased) }
 
     /// A retention run that ``beginRetention()`` started (with segments) deleted `deleted`.
     mutating func finishRetention(deleted: Int) {
@@ -580,18 +495,12 @@ struct LogState {
     /// the files are let go, or the segment is not a listed sealed one of that size (retention
     /// or the cap took it).
     mutating func beginRewrite(of segment: SegmentInfo) -> (segment: SegmentInfo, stop: StopFlag)? {
-        table.beginRewrite(of: segment, allowed: rewritesAllowed)
+        table.beginRewrite(of: segment, allowed: status.rewritesAllowed)
     }
 
     /// Whether the rewrite in flight may go on: not stopped, and the files are still held.
-    var rewriteMayContinue: Bool { table.rewriteUnstopped && rewritesAllowed }
+    var rewriteMayContinue: Bool { table.rewriteUnstopped && status.rewritesAllowed }
 
-    /// The files are held and nothing failed for good: sealed segments may be rewritten.
-    private var rewritesAllowed: Bool {
-        if filesReleased { return false }
-        if case .failed = status { return false }
-        return true
-    }
 
     /// The writer made room under the cap for a write that leaves the active segment at `size`.
     mutating func noteActiveSizeBeingWritten(_ size: Int64) { table.noteActiveSizeBeingWritten(size) }
@@ -648,18 +557,4 @@ struct LogState {
     /// The seq of the oldest record still stored.
     var firstSeq: UInt64 { table.segments.first?.baseSeq ?? nextSeq }
 
-    var error: SpoolError? {
-        switch status {
-        case .stalled(let error): return error
-        case .failed(let error, _):
-            // Not the fsync's own code: `diskFull` would promise that appending works again
-            // once space returns, and a failed fsync is never retried.
-            return SpoolError(.failed, "an fdatasync failed (\(error.message)); the log refuses writes until it is reopened",
-                              path: error.path, errno: error.errno)
-        case .closing, .closed: return SpoolError(.closed, "the log is closed")
-        case .suspending, .suspended:
-            return SpoolError(.suspended, "the log is suspended (it holds no lock and no file); call resume() before appending")
-        case .open: return nil
-        }
-    }
 }

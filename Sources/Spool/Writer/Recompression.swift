@@ -155,7 +155,7 @@ extension EventLog {
     @discardableResult
     public func recompressSealedSegments() throws -> RecompressionReport {
         guard configuration.coldCompression != nil else { return RecompressionReport() }
-        if let error = lock.withLock({ state.closeRequested ? SpoolError(.closed, "the log is closed", path: directory) : nil }) {
+        if let error = lock.withLock({ state.status.closeRequested ? SpoolError(.closed, "the log is closed", path: directory) : nil }) {
             throw error
         }
         return try recompressCandidates(waitingForOthers: true)
@@ -177,7 +177,7 @@ extension EventLog {
             case .busy:
                 guard waitingForOthers else { return report }
                 lock.withLock {
-                    while state.table.rewrite != nil && !state.filesReleased {
+                    while state.table.rewrite != nil && !state.status.filesReleased {
                         lock.progressWait(until: monotonicNanos() + 50_000_000)
                     }
                 }
@@ -198,7 +198,7 @@ extension EventLog {
     /// The oldest sealed segment not yet settled that some consumer still needs (or any, with
     /// no consumer), with the next segment's base and its header; nil when none is left.
     private func nextCandidate() throws -> (SegmentInfo, UInt64, SegmentHeader)? {
-        let (segments, retention, allowed) = lock.withLock { (state.table.segments, state.table.retention, !state.filesReleased) }
+        let (segments, retention, allowed) = lock.withLock { (state.table.segments, state.table.retention, !state.status.filesReleased) }
         guard allowed, segments.count > 1 else { return nil }
         let settled = recompressor.settled
         for index in 0..<(segments.count - 1) {

@@ -100,7 +100,7 @@ extension EventLog {
         lock.lock()
         publish(outcome, batch: &batch)
         if duringSync && outcome.blocksWritten > 0 { metrics.blocksWrittenDuringSync.increment(by: outcome.blocksWritten) }
-        if syncs && !state.isFailed {
+        if syncs && !state.status.isFailed {
             runSync(pendingSync, served: gathering ? served : 0, started: started)
         } else {
             resumeReady()
