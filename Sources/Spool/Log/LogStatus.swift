@@ -85,11 +85,7 @@ extension LogStatus {
     }
 
     /// The files are held and nothing failed for good: sealed segments may be rewritten.
-    var rewritesAllowed: Bool {
-        if filesReleased { return false }
-        if case .failed = self { return false }
-        return true
-    }
+    var rewritesAllowed: Bool { !filesReleased && !isFailed }
 
     /// The error an append gets in this status, nil while open.
     var error: SpoolError? {
