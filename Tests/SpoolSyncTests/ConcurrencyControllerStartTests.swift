@@ -114,4 +114,38 @@ import Testing
         #expect(window.controller.ceiling == 7)
         #expect(window.controller.stepsBetweenProbes == 2 * interval)
     }
+
+    /// A server that serves `workers` requests at once and queues the rest (Python's threaded
+    /// server, its interpreter lock letting about two run): the round trip is the path's plus
+    /// the service time for each turn a request waits.
+    static func queueing(level: Int, workers: Int = 2) -> Duration {
+        .microseconds(500) + .microseconds(700) * ((level + workers - 1) / workers)
+    }
+
+    /// Answers that waited as long as they were served grow nothing: against a server that
+    /// queues past two requests, the limit stops where the round trip doubled, far below a
+    /// burst that would overflow a small accept queue, and stays there.
+    @Test func growthStopsWhereTheRoundTripDoubles() {
+        var simulation = ConcurrencyControllerTests.Simulation(.adaptive(max: 32))
+        var levels: [Int] = []
+        for _ in 0..<2_000 {
+            levels.append(simulation.controller.limit)
+            simulation.epoch(rtt: Self.queueing(level: simulation.controller.limit))
+        }
+        // 1.2 ms at 1 and 2 in flight, 1.9 at 4: the fast start doubles on to 8, where 3.3 ms
+        // is more than twice the floor, and no answer grows the limit any more.
+        #expect(simulation.controller.peak == 8, "levels \(levels.prefix(20))")
+        #expect(simulation.controller.limit == 8)
+        #expect(simulation.controller.ceiling == nil)  // held, not refused
+    }
+
+    /// The same server on a path 50 ms long: the queue is small beside the path, so growth
+    /// goes on to the maximum.
+    @Test func aQueueSmallBesideThePathDoesNotHoldGrowth() {
+        var simulation = ConcurrencyControllerTests.Simulation(.adaptive(max: 32))
+        for _ in 0..<200 {
+            simulation.epoch(rtt: .milliseconds(50) + Self.queueing(level: simulation.controller.limit))
+        }
+        #expect(simulation.controller.limit == 32)
+    }
 }

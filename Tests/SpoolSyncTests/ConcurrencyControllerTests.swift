@@ -267,17 +267,19 @@ import Testing
         #expect(simulation.controller.limit == 32)
     }
 
+    /// The path became 5x slower for good: its answers read as queued until the 10 ms floor
+    /// ages out (10 to 20 s), then the average follows and growth resumes.
     @Test func aSlowerPathIsAcceptedAfterAWhile() {
         var simulation = Simulation(.adaptive(max: 64))
         simulation.epoch(rtt: .milliseconds(10))
-        // The path became 5x slower for good: the average follows and growth resumes.
-        var grew = false
-        for _ in 0..<200 {
+        var grewAt: Duration?
+        for _ in 0..<600 {
             let before = simulation.controller.limit
             simulation.epoch(rtt: .milliseconds(50))
-            if simulation.controller.limit > before { grew = true }
+            if simulation.controller.limit > before, grewAt == nil { grewAt = simulation.now }
         }
-        #expect(grew)
+        let grew = try! #require(grewAt)
+        #expect(grew >= .seconds(10) && grew <= .seconds(21))
         #expect(simulation.controller.limit > 2)
     }
 

@@ -69,6 +69,35 @@ import Testing
         #expect(Strain.probeRefused(overloaded: overloaded, answers: answers, limit: limit, rate: rate) == refused)
     }
 
+    /// Twice the shortest round trip lately or more: as much waiting as service.
+    @Test(arguments: [
+        (roundTrip: Duration.milliseconds(2), floor: Duration.milliseconds(1), queues: true),
+        (.microseconds(1_999), .milliseconds(1), false),
+        (.microseconds(3_200), .microseconds(1_200), true),  // Python's threaded server at 4 in flight
+        (.microseconds(1_900), .microseconds(1_200), false),  // and at 2
+        (.milliseconds(75), .milliseconds(50), false),  // a collector 50 ms away, half again
+        (.milliseconds(50), .milliseconds(50), false),
+    ])
+    func aRoundTripQueuesAtTwiceTheFloor(roundTrip: Duration, floor: Duration, queues: Bool) {
+        #expect(Strain.queues(roundTrip: roundTrip, floor: floor) == queues)
+    }
+
+    /// The floor is the shortest round trip of the last 10 s window and the one before: a
+    /// shorter one counts at once, a longer one only once the shorter has aged out.
+    @Test func theFloorIsTheShortestRoundTripOfTwoWindows() {
+        var floor = ConcurrencyController.RoundTripFloor()
+        #expect(floor.shortest == nil)
+        floor.add(.milliseconds(10), now: .zero)
+        floor.add(.milliseconds(50), now: .seconds(1))
+        #expect(floor.shortest == .milliseconds(10))
+        floor.add(.milliseconds(50), now: .seconds(10))  // a new window: the last one's 10 ms stays
+        #expect(floor.shortest == .milliseconds(10))
+        floor.add(.milliseconds(60), now: .seconds(20))  // and now it has aged out
+        #expect(floor.shortest == .milliseconds(50))
+        floor.add(.milliseconds(5), now: .seconds(21))
+        #expect(floor.shortest == .milliseconds(5))
+    }
+
     /// Little's law: the round trips answered over an epoch, divided by its length; at least 1.
     @Test(arguments: [
         (roundTrips: Duration.milliseconds(100), length: Duration.milliseconds(50), inHand: 2),

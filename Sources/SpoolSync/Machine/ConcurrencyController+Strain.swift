@@ -48,6 +48,15 @@ extension ConcurrencyController {
                 && drawsExcessRefusals(overloaded: overloaded, answers: answers, rate: rate)
         }
 
+        /// A round trip (an answer's, or an epoch's mean) is ``ConcurrencyTuning/queueingRatio``
+        /// times the `floor` (the shortest lately) or more: by Little's law the server holds as
+        /// many requests waiting as it serves, so more in flight add waiting, not throughput.
+        /// Anchor: TCP Vegas (expected against actual rate) and HyStart's delay increase, which
+        /// ends TCP's slow start.
+        static func queues(roundTrip: Duration, floor: Duration) -> Bool {
+            roundTrip >= floor * ConcurrencyTuning.queueingRatio
+        }
+
         /// The requests the server had in hand on average over `length`, whose answers took
         /// `roundTrips` in all; at least 1.
         /// Anchor: Little's law (Netflix's concurrency-limits estimate in-flight the same way).

@@ -4,9 +4,11 @@
 /// The worker sends through a sliding window: a slot freed by an answer is refilled at once, up
 /// to ``limit``, and the controller is told of every request sent, every request late, and
 /// every answer. Adaptive, it grows from accepted answers to requests sent with every slot in
-/// use (doubling every round trip during the *fast start*, then one a round trip), and comes
-/// down when the server shows strain: overloaded answers that are a share of the traffic,
-/// round trips rising above their moving average, or stalls that are a share of the traffic.
+/// use (doubling every round trip during the *fast start*, then one a round trip), but not
+/// from answers that waited at the server as long as they were served
+/// (``Strain/queues(roundTrip:floor:)``). It comes down when the server shows strain:
+/// overloaded answers that are a share of the traffic, round trips rising above their moving
+/// average, or stalls that are a share of the traffic.
 /// After a decrease it remembers a *ceiling* just below the level that strained the server,
 /// climbs back to it, and probes one past it now and then. Strain shown by requests sent
 /// before the last decrease counts no more: one decrease per round trip.
@@ -46,6 +48,9 @@ package struct ConcurrencyController: Sendable {
     private(set) var stepsBetweenProbes = ConcurrencyTuning.probeInterval
     /// Doubling every round trip until the first overload or rising round trip.
     private(set) var fastStart = true
+    /// The shortest round trip answered in time lately: the path and the server's own time,
+    /// with the least of a queue; what ``Strain/queues(roundTrip:floor:)`` reads against.
+    private(set) var roundTripFloor = RoundTripFloor()
     /// Accepted answers toward the next step of growth.
     private var credit = 0
     /// The last time a request went out with every slot in use.
@@ -144,14 +149,21 @@ package struct ConcurrencyController: Sendable {
             }
         }
         if !isStale(sent) { count(signal, sent: sent, wasLate: wasLate) }
-        if case .accepted = signal, !wasLate { measure(roundTrip, now: now) }
+        var queued = false
+        if case .accepted = signal, !wasLate {
+            roundTripFloor.add(roundTrip, now: now)
+            queued = roundTripFloor.shortest.map { Strain.queues(roundTrip: roundTrip, floor: $0) } ?? false
+            measure(roundTrip, now: now)
+        }
         switch signal {
         case .overloaded:
             if probeRefused { return strained(sent: sent, now: now, decrease: Response.overloadDecrease) }
             guard Strain.overloadIsAShare(recent: recentOverload, answers: recentAnswers, limit: limit) else { return }
             strained(sent: sent, now: now, decrease: Response.overloadDecrease, fastStartLevel: inHand, servedLevel: inHand)
         case .accepted:
-            guard adaptive, let lastFull, lastFull >= sent, !isStale(sent) else { return }
+            // An answer that waited in line as long as it was served says more in flight would
+            // wait too: no growth from it (TCP Vegas holds its window on such a queue).
+            guard adaptive, !queued, let lastFull, lastFull >= sent, !isStale(sent) else { return }
             credit += 1
             if credit >= Response.answersPerStep(limit: limit, fastStart: fastStart) {
                 credit = 0

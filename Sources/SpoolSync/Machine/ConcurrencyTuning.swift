@@ -32,6 +32,13 @@ enum ConcurrencyTuning {
     /// The shortest epoch, while no round trip is known: a loopback round trip is shorter, and
     /// an epoch of one answer says nothing.
     static let shortestEpoch: Duration = .milliseconds(1)
+    /// How many times the shortest round trip lately shows the server queueing: twice is as
+    /// much waiting as service. A rise of half (a loaded client's scheduler, a collector's
+    /// fsync) is noise; Python's threaded server reads 1.6 at 2 in flight and 2.7 at 4.
+    static let queueingRatio = 2.0
+    /// How long the shortest round trip is remembered (BBR's `min_rtt` window is 10 s): from
+    /// one to two of these, after which a slower path is the new floor.
+    static let floorWindow: Duration = .seconds(10)
     /// A probe is refused only past this many overloaded answers: one refusal at a level that
     /// draws none is chance.
     static let probeRefusals = 2
