@@ -48,8 +48,8 @@ extension ConcurrencyController {
                 && drawsExcessRefusals(overloaded: overloaded, answers: answers, rate: rate)
         }
 
-        /// A round trip (an answer's, or an epoch's mean) is ``ConcurrencyTuning/queueingRatio``
-        /// times the `floor` (the shortest lately) or more: by Little's law the server holds as
+        /// An answer's round trip is ``ConcurrencyTuning/queueingRatio`` times the `floor` (the
+        /// shortest lately, ``RoundTripFloor``) or more: by Little's law the server holds as
         /// many requests waiting as it serves, so more in flight add waiting, not throughput.
         /// Anchor: TCP Vegas (expected against actual rate) and HyStart's delay increase, which
         /// ends TCP's slow start.

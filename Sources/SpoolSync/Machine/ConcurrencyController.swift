@@ -149,10 +149,8 @@ package struct ConcurrencyController: Sendable {
             }
         }
         if !isStale(sent) { count(signal, sent: sent, wasLate: wasLate) }
-        var queued = false
         if case .accepted = signal, !wasLate {
             roundTripFloor.add(roundTrip, now: now)
-            queued = roundTripFloor.shortest.map { Strain.queues(roundTrip: roundTrip, floor: $0) } ?? false
             measure(roundTrip, now: now)
         }
         switch signal {
@@ -163,6 +161,7 @@ package struct ConcurrencyController: Sendable {
         case .accepted:
             // An answer that waited in line as long as it was served says more in flight would
             // wait too: no growth from it (TCP Vegas holds its window on such a queue).
+            let queued = !wasLate && roundTripFloor.shortest.map { Strain.queues(roundTrip: roundTrip, floor: $0) } == true
             guard adaptive, !queued, let lastFull, lastFull >= sent, !isStale(sent) else { return }
             credit += 1
             if credit >= Response.answersPerStep(limit: limit, fastStart: fastStart) {
