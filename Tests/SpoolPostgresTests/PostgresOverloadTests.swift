@@ -73,7 +73,12 @@ extension PostgresSuites { @Suite struct PostgresOverloadTests {
         #expect(stats.fatalError == nil)
         let refusal = try #require(stats.lastError, "the server never refused a connection")
         #expect(refusal.overloaded && refusal.message.contains("53300"), "\(refusal)")
-        #expect(stats.concurrency < stats.peakConcurrency, "limit \(stats.concurrency), peak \(stats.peakConcurrency)")
+        // The refusals lowered the limit (it may have grown back to its peak since: probes),
+        // within the slots: refusals stop, and do not go on at a share under half (with the
+        // fast start held at 7 by the queue, 2 of 7 were refused for good: 71 of 200 batches).
+        let figures = "limit \(stats.concurrency), peak \(stats.peakConcurrency), retries \(stats.retries)"
+        #expect(stats.concurrencyDecreases > 0, "\(figures)")
+        #expect(stats.retries < records.count / configuration.maxBatchCount / 10, "\(figures)")
         // The sink's backends may still be exiting: wait for a free slot to check the table.
         for _ in 0..<100 where (try? cluster.psql("SELECT 1", database: database)) != "1" {
             try await Task.sleep(for: .milliseconds(50))

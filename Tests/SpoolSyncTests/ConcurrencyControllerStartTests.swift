@@ -139,6 +139,29 @@ import Testing
         #expect(simulation.controller.ceiling == nil)  // held, not refused
     }
 
+    /// The same server, refusing past 6 at once (PostgreSQL past `max_connections`): the
+    /// queue holds the fast start at 8, where a quarter of the answers are refused, under the
+    /// half that makes a share. Refusals while the answers queue end the fast start, and the
+    /// limit settles within the slots. Before, it stayed at 8 with a quarter refused for good.
+    @Test func refusalsWhileTheAnswersQueueEndTheFastStart() throws {
+        var controller = ConcurrencyController(.adaptive(max: 32))
+        var now = Duration.zero
+        var refused = 0
+        for round in 0..<2_000 {
+            let level = controller.limit
+            for count in 1...level { controller.sent(inFlight: count, now: now) }
+            let rtt = Self.queueing(level: min(level, 6))
+            now += rtt
+            if round >= 1_900 { refused += max(0, level - 6) }
+            for _ in 6..<max(6, level) { controller.answered(roundTrip: rtt, .overloaded, now: now) }
+            for _ in 0..<min(level, 6) { controller.answered(roundTrip: rtt, .accepted, now: now) }
+        }
+        #expect(!controller.fastStart)
+        #expect(controller.decreases >= 1)
+        #expect(try #require(controller.ceiling) <= 6)
+        #expect(refused <= 2)  // a refused probe now and then, in the last 100 round trips
+    }
+
     /// The same server on a path 50 ms long: the queue is small beside the path, so growth
     /// goes on to the maximum.
     @Test func aQueueSmallBesideThePathDoesNotHoldGrowth() {

@@ -327,6 +327,34 @@ import Testing
         #expect(refused * 50 <= sent)  // under 2% of the requests refused once settled
     }
 
+    /// A fast start that ends above the server's slots (the level its last round trip had in
+    /// hand, as PostgreSQL's connection set-up inflates it): that level is on trial, and each
+    /// trial that draws more refusals than the levels before steps one down, to the slots.
+    /// Before, 16 against 12 slots refused a quarter of the requests for good: under the half
+    /// that makes a share.
+    @Test func aFastStartEndingAboveTheSlotsStepsDownToThem() {
+        var controller = ConcurrencyController(.adaptive(max: 32))
+        var now = Duration.zero
+        for _ in 0..<5 { Self.roundTrip(&controller, now: &now) { _, _ in .accepted } }
+        #expect(controller.limit == 32)
+        Self.roundTrip(&controller, now: &now) { _, _ in .overloaded }
+        #expect(controller.limit == 16)
+        #expect(controller.ceiling == 16)
+        #expect(controller.probeSince != nil)  // on trial
+        var refused = 0
+        var sent = 0
+        var limits: [Int] = []
+        for round in 0..<300 {
+            if round >= 200 { sent += controller.limit; refused += max(0, controller.limit - 12) }
+            Self.roundTrip(&controller, now: &now) { level, index in index < level - 12 ? .overloaded : .accepted }
+            limits.append(controller.limit)
+        }
+        #expect(controller.ceiling == 12)
+        #expect(limits.suffix(100).allSatisfy { $0 == 12 || $0 == 13 })
+        #expect(refused * 50 <= sent)  // under 2% of the requests refused once settled
+        #expect(controller.decreases >= 5)  // 32 to 16, one step each to 12, refused probes
+    }
+
     /// 20% of the answers refused at random, whatever the level: the limit climbs to the
     /// maximum and stays near it (one halving now and then, when 12 of 32 happen to be refused).
     @Test func aShareOfRefusalsAtEveryLevelDoesNotPinTheLimit() {

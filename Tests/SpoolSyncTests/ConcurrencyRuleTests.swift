@@ -82,6 +82,18 @@ import Testing
         #expect(Strain.queues(roundTrip: roundTrip, floor: floor) == queues)
     }
 
+    /// Two refusals among the recent answers while the answers queue: a server at capacity.
+    @Test(arguments: [
+        (recent: UInt32(0b101), queueing: true, atCapacity: true),
+        (0b1, true, false),  // one refusal is chance
+        (0b1000_0000_0000_0000_0000_0000_0000_0001, true, true),  // anywhere in the window
+        (0b11, false, false),  // refusals without a queue: left to the share (a flaky balancer)
+        (0, true, false),
+    ])
+    func refusalsWhileTheAnswersQueueMeanCapacity(recent: UInt32, queueing: Bool, atCapacity: Bool) {
+        #expect(Strain.refusesWhileQueueing(recent: recent, queueing: queueing) == atCapacity)
+    }
+
     /// The floor is the shortest round trip of the last 10 s window and the one before: a
     /// shorter one counts at once, a longer one only once the shorter has aged out.
     @Test func theFloorIsTheShortestRoundTripOfTwoWindows() {
@@ -123,6 +135,12 @@ import Testing
     @Test(arguments: [(limit: 1, after: 1), (2, 1), (9, 8), (10, 9), (32, 29), (64, 58)])
     func aGentleDecreaseTakesATenth(limit: Int, after: Int) {
         #expect(Response.gentleDecrease(limit) == after)
+    }
+
+    /// One less, never below 1.
+    @Test(arguments: [(limit: 1, after: 1), (2, 1), (16, 15)])
+    func aRefusedTrialStepsDownByOne(limit: Int, after: Int) {
+        #expect(Response.stepDown(limit) == after)
     }
 
     /// Half, never below 1.

@@ -22,6 +22,13 @@ extension ConcurrencyController {
             max(1, limit / ConcurrencyTuning.overloadDecreaseDivisor)
         }
 
+        /// The limit after a trial of the level strain left it at drew excess refusals: one
+        /// less, at least 1; the next level down goes on trial.
+        /// Anchor: TCP Vegas (one less per round trip while the queue estimate is too long).
+        static func stepDown(_ limit: Int) -> Int {
+            max(1, limit - 1)
+        }
+
         /// Where the fast start ends: at `level`, what the server took when it showed strain,
         /// or half the limit when that is not known; never above the limit, at least 1.
         /// Anchor: TCP's slow-start threshold (half the window at the first loss).

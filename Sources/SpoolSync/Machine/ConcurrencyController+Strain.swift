@@ -23,6 +23,20 @@ extension ConcurrencyController {
             return recent & mask == mask
         }
 
+        /// Refusals (``ConcurrencyTuning/probeRefusals`` among `recent`, as
+        /// ``overloadIsAShare(recent:answers:limit:)`` reads it) while the accepted answers wait
+        /// in line (`queueing`, ``queues(roundTrip:floor:)``): the server is at its capacity,
+        /// queueing what it takes and refusing the rest. It ends the fast start, whose growth
+        /// the queue holds below the level where refusals become half the answers: a server
+        /// that takes `C` at once refuses `(L - C) / L` at a limit `L`, under half up to `2C`.
+        /// A server that refuses a share at random but does not queue is left to
+        /// ``overloadIsAShare(recent:answers:limit:)``.
+        /// Anchor: HyStart (a rising delay ends slow start), with the refusals as the loss that
+        /// confirms it.
+        static func refusesWhileQueueing(recent: UInt32, queueing: Bool) -> Bool {
+            queueing && recent.nonzeroBitCount >= ConcurrencyTuning.probeRefusals
+        }
+
         /// Stalls are a share of the traffic: ``ConcurrencyTuning/lateQuorum`` of the last
         /// ``ConcurrencyTuning/recentWindow`` requests settled (`recent`, 1 for late) were late.
         /// Anchor: TCP's fast retransmit, as ``overloadIsAShare(recent:answers:limit:)``.

@@ -37,6 +37,8 @@ package struct ConcurrencyController: Sendable {
     package private(set) var limit: Int
     /// The highest limit used so far.
     private(set) var peak: Int
+    /// How many times strain lowered the limit.
+    private(set) var decreases = 0
     /// Just below the level where the server last showed strain.
     private(set) var ceiling: Int?
     /// The moving average of the epochs' mean round trips of accepted requests.
@@ -51,6 +53,8 @@ package struct ConcurrencyController: Sendable {
     /// The shortest round trip answered in time lately: the path and the server's own time,
     /// with the least of a queue; what ``Strain/queues(roundTrip:floor:)`` reads against.
     private(set) var roundTripFloor = RoundTripFloor()
+    /// The last accepted answer waited in line (``Strain/queues(roundTrip:floor:)``).
+    private(set) var queueing = false
     /// Accepted answers toward the next step of growth.
     private var credit = 0
     /// The last time a request went out with every slot in use.
@@ -69,6 +73,10 @@ package struct ConcurrencyController: Sendable {
     /// The share of overloaded answers outside probes (a moving average over about 32
     /// answers): what a level the server holds draws anyway.
     private(set) var overloadRate = 0.0
+    /// ``overloadRate`` when the limit last grew: what the levels below drew. The refusals
+    /// that made a decrease are not what a level the server holds draws, so a decrease goes
+    /// back to it.
+    private var overloadRateBelow = 0.0
     /// Answers to the requests sent since the probe started, and how many were overloaded.
     private var probe = (answers: 0, overloaded: 0)
     /// The round trips measured in the current epoch.
@@ -77,8 +85,9 @@ package struct ConcurrencyController: Sendable {
     /// (Little's law: the sum of their round trips over the epoch's length); nil before the
     /// first epoch ends.
     private(set) var sustained: Int?
-    /// When the limit last went past the ceiling (a probe), until the probe is taken or
-    /// refused: a stall of a request sent since refuses it.
+    /// When the limit last went past the ceiling (a probe), or came down to it (a trial of the
+    /// level strain left it at), until the level is taken or refused. A stall of a request
+    /// sent since refuses a probe; excess refusals refuse either.
     private(set) var probeSince: Duration?
     /// Requests reported late and not answered yet: slots the server may never have seen (a
     /// dropped SYN), so a window that holds them is not as full as it looks.
@@ -117,7 +126,7 @@ package struct ConcurrencyController: Sendable {
     mutating func late(sent: Duration, now: Duration) {
         stalled += 1
         guard !isStale(sent) else { return }
-        if let probeSince, sent >= probeSince {
+        if let probeSince, sent >= probeSince, let ceiling, limit > ceiling {
             return strained(sent: sent, now: now, decrease: Response.gentleDecrease)
         }
         recentLate = recentLate << 1 | 1
@@ -155,13 +164,16 @@ package struct ConcurrencyController: Sendable {
         }
         switch signal {
         case .overloaded:
-            if probeRefused { return strained(sent: sent, now: now, decrease: Response.overloadDecrease) }
-            guard Strain.overloadIsAShare(recent: recentOverload, answers: recentAnswers, limit: limit) else { return }
+            // A refused probe goes back to the ceiling; a refused trial one below it.
+            if probeRefused { return strained(sent: sent, now: now, decrease: Response.stepDown) }
+            let atCapacity = fastStart && Strain.refusesWhileQueueing(recent: recentOverload, queueing: queueing)
+            guard atCapacity || Strain.overloadIsAShare(recent: recentOverload, answers: recentAnswers, limit: limit) else { return }
             strained(sent: sent, now: now, decrease: Response.overloadDecrease, fastStartLevel: inHand, servedLevel: inHand)
         case .accepted:
             // An answer that waited in line as long as it was served says more in flight would
             // wait too: no growth from it (TCP Vegas holds its window on such a queue).
             let queued = !wasLate && roundTripFloor.shortest.map { Strain.queues(roundTrip: roundTrip, floor: $0) } == true
+            if !wasLate { queueing = queued }
             guard adaptive, !queued, let lastFull, lastFull >= sent, !isStale(sent) else { return }
             credit += 1
             if credit >= Response.answersPerStep(limit: limit, fastStart: fastStart) {
@@ -188,10 +200,10 @@ package struct ConcurrencyController: Sendable {
         }
     }
 
-    /// A probe past the ceiling is on and drew more refusals than the level below
-    /// (``Strain/probeRefused(overloaded:answers:limit:rate:)``).
+    /// A probe past the ceiling, or a trial at it, is on and drew more refusals than the levels
+    /// before (``Strain/probeRefused(overloaded:answers:limit:rate:)``).
     private var probeRefused: Bool {
-        guard probeSince != nil, let ceiling, limit > ceiling else { return false }
+        guard probeSince != nil, let ceiling, limit >= ceiling else { return false }
         return Strain.probeRefused(overloaded: probe.overloaded, answers: probe.answers, limit: limit, rate: overloadRate)
     }
 
@@ -225,6 +237,10 @@ package struct ConcurrencyController: Sendable {
     }
 
     /// The server showed strain (about a request sent at `sent`): back off, and remember where.
+    /// Where the fast start ends, or a step down lands, the level is on trial (``probeSince``)
+    /// as a probe is: a server that takes `C` at once refuses under half of the answers up to
+    /// `2C`, too few for ``Strain/overloadIsAShare(recent:answers:limit:)`` but more than the
+    /// levels before drew, and a trial that draws such refusals steps down again.
     ///
     /// - Parameters:
     ///   - fastStartLevel: where the fast start ends, if it is on (half the limit when nil).
@@ -234,7 +250,10 @@ package struct ConcurrencyController: Sendable {
         sent: Duration, now: Duration, decrease: (Int) -> Int, fastStartLevel: Int? = nil, servedLevel: Int? = nil
     ) {
         guard adaptive, !isStale(sent) else { return }
+        let before = limit
+        defer { if limit < before { decreases += 1 } }
         lastDecrease = now
+        overloadRate = min(overloadRate, overloadRateBelow)
         recentLate = 0
         recentOverload = 0
         recentAnswers = 0
@@ -247,6 +266,7 @@ package struct ConcurrencyController: Sendable {
             limit = Response.fastStartEnd(limit: limit, level: fastStartLevel)
             ceiling = limit
             stepsBetweenProbes = ConcurrencyTuning.probeInterval
+            probeSince = now
         } else if let ceiling, limit > ceiling {
             // A probe the server refused: the ceiling holds; probe less often.
             limit = ceiling
@@ -255,15 +275,17 @@ package struct ConcurrencyController: Sendable {
             ceiling = Response.ceiling(limit: limit, served: servedLevel)
             limit = decrease(limit)
             stepsBetweenProbes = ConcurrencyTuning.probeInterval
+            if limit == ceiling { probeSince = now }
         }
     }
 
     /// A healthy round trip with every slot used: one more.
     private mutating func grow(now: Duration) {
-        if let current = ceiling, limit > current {
-            // A probe is taken once its requests had the time to stall (a stall refuses it),
-            // with no stalled request holding a slot (the server took one fewer than the limit
-            // says), and while it draws no more refusals than the level below.
+        if probeSince != nil, let current = ceiling, limit >= current {
+            // A probe (or a trial) is taken once its requests had the time to stall (a stall
+            // refuses a probe), with no stalled request holding a slot (the server took one
+            // fewer than the limit says), and while it draws no more refusals than the levels
+            // before.
             if let probeSince, let after = lateAfter, now - probeSince <= after { return }
             guard stalled == 0 else { return }
             guard !Strain.drawsExcessRefusals(overloaded: probe.overloaded, answers: probe.answers, rate: overloadRate) else { return }
@@ -280,6 +302,7 @@ package struct ConcurrencyController: Sendable {
             probeSince = now
             probe = (0, 0)
         }
+        overloadRateBelow = overloadRate
         limit += 1
         peak = max(peak, limit)
     }

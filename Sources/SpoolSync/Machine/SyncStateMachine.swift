@@ -67,8 +67,7 @@ package struct SyncStateMachine: Sendable {
         concurrency = ConcurrencyController(configuration.concurrency)
         hedging = Hedging(enabled: configuration.hedging && configuration.concurrency.maximum > 1)
         retryBudget = RetryBudget(inFlight: configuration.concurrency.maximum)
-        stats.concurrency = concurrency.limit
-        stats.peakConcurrency = concurrency.peak
+        noteConcurrency()
         stats.peakInFlight = 0
         stats.committed = committed
         stats.pending = pending
@@ -656,8 +655,14 @@ extension SyncStateMachine {
         case .tooLarge, .rejected: signal = .neutral
         }
         concurrency.answered(roundTrip: roundTrip, signal, wasLate: wasLate, now: now)
+        noteConcurrency()
+    }
+
+    /// Copies the controller's limit, peak and decreases into ``stats``.
+    private mutating func noteConcurrency() {
         stats.concurrency = concurrency.limit
         stats.peakConcurrency = concurrency.peak
+        stats.concurrencyDecreases = concurrency.decreases
     }
 
     /// Requests in flight past the controller's ``ConcurrencyController/lateAfter`` are
@@ -668,6 +673,7 @@ extension SyncStateMachine {
         for sent in window.newlyLate(after: after, now: now) {
             concurrency.late(sent: sent, now: now)
         }
+        noteConcurrency()
     }
 
     /// Drops every batch after `index` (after a failure there): those in flight are

@@ -19,6 +19,10 @@ public struct SyncStats: Sendable {
     public var concurrency = 1
     /// The highest number of requests in flight the concurrency has allowed.
     public var peakConcurrency = 1
+    /// How many times the adaptive concurrency lowered ``concurrency`` because the server
+    /// showed strain (overload answers, stalled requests, rising round trips); 0 for a fixed
+    /// concurrency.
+    public var concurrencyDecreases = 0
     /// The most requests actually in flight at once.
     public var peakInFlight = 0
     /// Failed requests whose batch was sent again (after the backoff). A failure that ended a
