@@ -53,7 +53,7 @@ extension PostgresSuites { @Suite struct PostgresOverloadTests {
     @Test func aDrainPastMaxConnectionsBacksOffAndDeliversEverything() async throws {
         let cluster = try PostgresCluster.own(maxConnections: Self.maxConnections)
         let database = try cluster.createDatabase()
-        let (directory, logID, records) = try SyncCommandPostgresTests.makeLog(count: 10_000)
+        let (directory, logID, records) = try SyncCommandPostgresTests.makeLog(count: 20_000)
         defer { try? FileManager.default.removeItem(atPath: (directory as NSString).deletingLastPathComponent) }
         let log = try EventLog.open(directory: directory)
         defer { try? log.close() }
@@ -74,11 +74,13 @@ extension PostgresSuites { @Suite struct PostgresOverloadTests {
         let refusal = try #require(stats.lastError, "the server never refused a connection")
         #expect(refusal.overloaded && refusal.message.contains("53300"), "\(refusal)")
         // The refusals lowered the limit (it may have grown back to its peak since: probes),
-        // within the slots: refusals stop, and do not go on at a share under half (with the
-        // fast start held at 7 by the queue, 2 of 7 were refused for good: 71 of 200 batches).
+        // within the slots: refusals stop, and do not go on at a share under half. With the
+        // fast start held at 6 to 8 by the queue, 1 in 6 to 2 in 7 requests were refused for
+        // good (35 to 81 retries in 200 batches); stepping down from a fast start that ended at
+        // 10 takes about 30, once.
         let figures = "limit \(stats.concurrency), peak \(stats.peakConcurrency), retries \(stats.retries)"
         #expect(stats.concurrencyDecreases > 0, "\(figures)")
-        #expect(stats.retries < records.count / configuration.maxBatchCount / 10, "\(figures)")
+        #expect(stats.retries < records.count / configuration.maxBatchCount / 8, "\(figures)")
         // The sink's backends may still be exiting: wait for a free slot to check the table.
         for _ in 0..<100 where (try? cluster.psql("SELECT 1", database: database)) != "1" {
             try await Task.sleep(for: .milliseconds(50))

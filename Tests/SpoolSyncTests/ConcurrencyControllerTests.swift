@@ -355,6 +355,24 @@ import Testing
         #expect(controller.decreases >= 5)  // 32 to 16, one step each to 12, refused probes
     }
 
+    /// The level a decrease lands on is judged against the share of refusals the levels below
+    /// it drew, not the refusals above it that made the decrease: judged against those, a
+    /// PostgreSQL at 5 connections tried 7 and kept it, a quarter of its requests refused.
+    @Test func aDecreaseForgetsTheRefusalsThatMadeIt() {
+        var controller = ConcurrencyController(.adaptive(max: 32))
+        var now = Duration.zero
+        for _ in 0..<4 { Self.roundTrip(&controller, now: &now) { _, _ in .accepted } }
+        #expect(controller.limit == 16)
+        // Refused past 10 at 16 (6 of 16, not a share); the 10 accepted grow the limit on.
+        Self.roundTrip(&controller, now: &now) { level, index in index < level - 10 ? .overloaded : .accepted }
+        #expect(controller.fastStart)
+        #expect(controller.overloadRate > 0.1)
+        Self.roundTrip(&controller, now: &now) { _, _ in .overloaded }
+        #expect(!controller.fastStart)
+        #expect(controller.limit == 10)  // what the last round trip had in hand
+        #expect(controller.overloadRate == 0)  // what the levels up to 10 drew
+    }
+
     /// 20% of the answers refused at random, whatever the level: the limit climbs to the
     /// maximum and stays near it (one halving now and then, when 12 of 32 happen to be refused).
     @Test func aShareOfRefusalsAtEveryLevelDoesNotPinTheLimit() {

@@ -25,12 +25,13 @@ extension ConcurrencyController {
 
         /// Refusals (``ConcurrencyTuning/probeRefusals`` among `recent`, as
         /// ``overloadIsAShare(recent:answers:limit:)`` reads it) while the accepted answers wait
-        /// in line (`queueing`, ``queues(roundTrip:floor:)``): the server is at its capacity,
-        /// queueing what it takes and refusing the rest. It ends the fast start, whose growth
-        /// the queue holds below the level where refusals become half the answers: a server
-        /// that takes `C` at once refuses `(L - C) / L` at a limit `L`, under half up to `2C`.
-        /// A server that refuses a share at random but does not queue is left to
-        /// ``overloadIsAShare(recent:answers:limit:)``.
+        /// in line (`queueing`: the last epoch's mean round trip, ``queues(roundTrip:floor:)``):
+        /// the server is at its capacity, queueing what it takes and refusing the rest. It ends
+        /// the fast start, whose growth the queue holds below the level where refusals become
+        /// half the answers: a server that takes `C` at once refuses `(L - C) / L` at a limit
+        /// `L`, under half up to `2C`. A server that refuses a share at random but does not
+        /// queue is left to ``overloadIsAShare(recent:answers:limit:)``; one that does is sorted
+        /// out by the trial of the level the fast start ends at.
         /// Anchor: HyStart (a rising delay ends slow start), with the refusals as the loss that
         /// confirms it.
         static func refusesWhileQueueing(recent: UInt32, queueing: Bool) -> Bool {

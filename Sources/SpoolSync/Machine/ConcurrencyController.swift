@@ -53,7 +53,8 @@ package struct ConcurrencyController: Sendable {
     /// The shortest round trip answered in time lately: the path and the server's own time,
     /// with the least of a queue; what ``Strain/queues(roundTrip:floor:)`` reads against.
     private(set) var roundTripFloor = RoundTripFloor()
-    /// The last accepted answer waited in line (``Strain/queues(roundTrip:floor:)``).
+    /// The last epoch's mean round trip waited in line (``Strain/queues(roundTrip:floor:)``);
+    /// one answer's is noise on a loaded machine's loopback.
     private(set) var queueing = false
     /// Accepted answers toward the next step of growth.
     private var credit = 0
@@ -73,10 +74,13 @@ package struct ConcurrencyController: Sendable {
     /// The share of overloaded answers outside probes (a moving average over about 32
     /// answers): what a level the server holds draws anyway.
     private(set) var overloadRate = 0.0
-    /// ``overloadRate`` when the limit last grew: what the levels below drew. The refusals
-    /// that made a decrease are not what a level the server holds draws, so a decrease goes
-    /// back to it.
-    private var overloadRateBelow = 0.0
+    /// ``overloadRate`` when the limit last rose to each level (index 1 to ``maximum``): what
+    /// the levels below it drew. A decrease goes back to the share of the level it lands on:
+    /// the refusals of the levels above, which made it, are not what that level draws, and a
+    /// trial judged against them passed where a quarter of its requests were refused.
+    private var overloadRateReaching: [Double]
+    /// The answers ``overloadRate`` has weighed.
+    private var overloadRateAnswers = 0
     /// Answers to the requests sent since the probe started, and how many were overloaded.
     private var probe = (answers: 0, overloaded: 0)
     /// The round trips measured in the current epoch.
@@ -105,6 +109,7 @@ package struct ConcurrencyController: Sendable {
             limit = 1
         }
         peak = limit
+        overloadRateReaching = Array(repeating: 0, count: maximum + 1)
     }
 
     /// A request in flight for longer than this is late (``late(sent:now:)``), and an epoch
@@ -173,7 +178,6 @@ package struct ConcurrencyController: Sendable {
             // An answer that waited in line as long as it was served says more in flight would
             // wait too: no growth from it (TCP Vegas holds its window on such a queue).
             let queued = !wasLate && roundTripFloor.shortest.map { Strain.queues(roundTrip: roundTrip, floor: $0) } == true
-            if !wasLate { queueing = queued }
             guard adaptive, !queued, let lastFull, lastFull >= sent, !isStale(sent) else { return }
             credit += 1
             if credit >= Response.answersPerStep(limit: limit, fastStart: fastStart) {
@@ -196,7 +200,12 @@ package struct ConcurrencyController: Sendable {
             probe.answers += 1
             if overloaded { probe.overloaded += 1 }
         } else if probeSince == nil, signal != .neutral {
-            overloadRate += ((overloaded ? 1 : 0) - overloadRate) * ConcurrencyTuning.smoothingPerAnswer
+            // The plain mean until the moving average has as many answers as it weighs: one
+            // started at 0 read 20% of refusals as 9% after 20 answers, and a trial judged
+            // against that stepped down a level a flaky balancer holds.
+            overloadRateAnswers += 1
+            let weight = max(ConcurrencyTuning.smoothingPerAnswer, 1 / Double(overloadRateAnswers))
+            overloadRate += ((overloaded ? 1 : 0) - overloadRate) * weight
         }
     }
 
@@ -220,6 +229,7 @@ package struct ConcurrencyController: Sendable {
             let mean = current.total / current.answers
             sustained = Strain.inHand(roundTrips: current.total, over: now - current.start)
             let rising = lateAfter.map { mean > $0 } ?? false
+            queueing = roundTripFloor.shortest.map { Strain.queues(roundTrip: mean, floor: $0) } ?? false
             if let average {
                 let gap = mean > average ? mean - average : average - mean
                 deviation = deviation * (1 - ConcurrencyTuning.smoothing) + gap * ConcurrencyTuning.smoothing
@@ -253,7 +263,6 @@ package struct ConcurrencyController: Sendable {
         let before = limit
         defer { if limit < before { decreases += 1 } }
         lastDecrease = now
-        overloadRate = min(overloadRate, overloadRateBelow)
         recentLate = 0
         recentOverload = 0
         recentAnswers = 0
@@ -277,6 +286,7 @@ package struct ConcurrencyController: Sendable {
             stepsBetweenProbes = ConcurrencyTuning.probeInterval
             if limit == ceiling { probeSince = now }
         }
+        overloadRate = min(overloadRate, overloadRateReaching[limit])
     }
 
     /// A healthy round trip with every slot used: one more.
@@ -302,8 +312,8 @@ package struct ConcurrencyController: Sendable {
             probeSince = now
             probe = (0, 0)
         }
-        overloadRateBelow = overloadRate
         limit += 1
+        overloadRateReaching[limit] = overloadRate
         peak = max(peak, limit)
     }
 }
