@@ -308,23 +308,33 @@ import Testing
         }
     }
 
+    /// `rounds` round trips against a server with `slots`, refusing past them: the limit after
+    /// each, and the requests sent and refused over the last `measured`.
+    static func settle(
+        _ controller: inout ConcurrencyController, now: inout Duration, slots: Int, rounds: Int, measured: Int
+    ) -> (limits: [Int], sent: Int, refused: Int) {
+        var result = (limits: [Int](), sent: 0, refused: 0)
+        for round in 0..<rounds {
+            if round >= rounds - measured {
+                result.sent += controller.limit
+                result.refused += max(0, controller.limit - slots)
+            }
+            roundTrip(&controller, now: &now) { level, index in index < level - slots ? .overloaded : .accepted }
+            result.limits.append(controller.limit)
+        }
+        return result
+    }
+
     /// Against 8 slots, 503 past them: the fast start ends at what the server took (8), not at
     /// half of where a share of the answers turned 503, and the limit settles at 8 with rare
     /// probes. Before, it settled at 13 with a third of the requests refused for good.
     @Test func aServerRefusingWhatPassesItsSlotsSettlesTheLimitAtTheSlots() {
         var controller = ConcurrencyController(.adaptive(max: 32))
         var now = Duration.zero
-        var refused = 0
-        var sent = 0
-        var limits: [Int] = []
-        for round in 0..<400 {
-            if round >= 300 { sent += controller.limit; refused += max(0, controller.limit - 8) }
-            Self.roundTrip(&controller, now: &now) { level, index in index < level - 8 ? .overloaded : .accepted }
-            limits.append(controller.limit)
-        }
+        let run = Self.settle(&controller, now: &now, slots: 8, rounds: 400, measured: 100)
         #expect(controller.ceiling == 8)
-        #expect(limits.suffix(100).allSatisfy { $0 == 8 || $0 == 9 })
-        #expect(refused * 50 <= sent)  // under 2% of the requests refused once settled
+        #expect(run.limits.suffix(100).allSatisfy { $0 == 8 || $0 == 9 })
+        #expect(run.refused * 50 <= run.sent)  // under 2% of the requests refused once settled
     }
 
     /// A fast start that ends above the server's slots (the level its last round trip had in
@@ -341,17 +351,10 @@ import Testing
         #expect(controller.limit == 16)
         #expect(controller.ceiling == 16)
         #expect(controller.probeSince != nil)  // on trial
-        var refused = 0
-        var sent = 0
-        var limits: [Int] = []
-        for round in 0..<300 {
-            if round >= 200 { sent += controller.limit; refused += max(0, controller.limit - 12) }
-            Self.roundTrip(&controller, now: &now) { level, index in index < level - 12 ? .overloaded : .accepted }
-            limits.append(controller.limit)
-        }
+        let run = Self.settle(&controller, now: &now, slots: 12, rounds: 300, measured: 100)
         #expect(controller.ceiling == 12)
-        #expect(limits.suffix(100).allSatisfy { $0 == 12 || $0 == 13 })
-        #expect(refused * 50 <= sent)  // under 2% of the requests refused once settled
+        #expect(run.limits.suffix(100).allSatisfy { $0 == 12 || $0 == 13 })
+        #expect(run.refused * 50 <= run.sent)  // under 2% of the requests refused once settled
         #expect(controller.decreases >= 5)  // 32 to 16, one step each to 12, refused probes
     }
 
@@ -396,7 +399,7 @@ import Testing
         var controller = ConcurrencyController(.adaptive(max: 32))
         var now = Duration.zero
         var random = UnitDraws(seed: 7)
-        for _ in 0..<100 { Self.roundTrip(&controller, now: &now) { level, index in index < level - 8 ? .overloaded : .accepted } }
+        _ = Self.settle(&controller, now: &now, slots: 8, rounds: 100, measured: 0)
         #expect(controller.ceiling == 8)
         for _ in 0..<2_000 { Self.roundTrip(&controller, now: &now) { _, _ in random.next() < 0.2 ? .overloaded : .accepted } }
         #expect(controller.limit >= 16)
@@ -407,7 +410,7 @@ import Testing
     @Test func aProbeWithOneRefusalIsStillTaken() {
         var controller = ConcurrencyController(.adaptive(max: 32))
         var now = Duration.zero
-        for _ in 0..<100 { Self.roundTrip(&controller, now: &now) { level, index in index < level - 8 ? .overloaded : .accepted } }
+        _ = Self.settle(&controller, now: &now, slots: 8, rounds: 100, measured: 0)
         #expect(controller.ceiling == 8)
         var refusedOnce = false
         for _ in 0..<2_000 {
