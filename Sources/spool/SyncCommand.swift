@@ -278,6 +278,7 @@ struct SyncCommand: AsyncParsableCommand {
             total.retries += one.retries
             total.hedges += one.hedges
             total.peakInFlight = max(total.peakInFlight, one.peakInFlight)
+            total.concurrencyDecreases += one.concurrencyDecreases
             total.pending += one.pending
             total.failures.merge(one.failures, uniquingKeysWith: +)
             total.damaged.add(one.damaged)

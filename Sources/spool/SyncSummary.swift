@@ -22,6 +22,8 @@ struct SyncSummary: Encodable {
     var hedges: Int
     /// The most requests in flight at once.
     var peakInFlight: Int
+    /// Times the adaptive concurrency lowered its limit because the destination showed strain.
+    var concurrencyDecreases: Int
     /// Records written and not yet committed when it ended.
     var lag: UInt64
     /// Records skipped because the log cannot read them: lost, recorded and committed past.
@@ -62,6 +64,7 @@ struct SyncSummary: Encodable {
         retries = stats.retries
         hedges = stats.hedges
         peakInFlight = stats.peakInFlight
+        concurrencyDecreases = stats.concurrencyDecreases
         lag = stats.pending
         damaged = Damaged(stats.damaged)
     }
@@ -72,11 +75,13 @@ struct SyncSummary: Encodable {
     }
 
     /// One line: what was delivered, then how: requests sent (accepted or not), failed
-    /// requests sent again, hedges (when any), and the most requests that were in flight at once.
+    /// requests sent again, hedges (when any), the most requests that were in flight at once,
+    /// and how often strain lowered the concurrency (when it did).
     var text: String {
         var text = "sent \(records) records in \(batches) requests (\(formatBytes(Int64(bytes))))"
         if deadLettered > 0 { text += "; \(deadLettered) refused records moved to the dead-letter log" }
         text += "; \(requests) requests made, \(retries) retried\(hedges > 0 ? ", \(hedges) hedged" : ""), up to \(peakInFlight) in flight"
+        if concurrencyDecreases > 0 { text += ", lowered \(concurrencyDecreases) times under strain" }
         if damaged.records > 0 {
             let ranges = damaged.ranges.map { "\($0.firstSeq)-\($0.endSeq - 1)" }.joined(separator: ", ")
             text += "; DAMAGED: \(damaged.records) records the log cannot read were skipped (\(ranges)\(damaged.rangeCount > damaged.ranges.count ? ", …" : ""))"

@@ -162,6 +162,7 @@ import Testing
         let summary = try Self.object(json.stdout)
         #expect(Self.int(summary["records"]) == 230 && Self.int(summary["batches"]) == 5)
         #expect(Self.int(summary["lag"]) == 0 && summary["failure"] == nil)
+        #expect(Self.int(summary["concurrency_decreases"]) == 0)  // one in flight, fixed
         #expect(text.stdout.hasPrefix("sent \(Self.int(summary["records"]) ?? -1) records in \(Self.int(summary["batches"]) ?? -1) requests"), "\(text.stdout)")
         #expect(text.stdout.contains("; \(Self.int(summary["requests"]) ?? -1) requests made, \(Self.int(summary["retries"]) ?? -1) retried, up to \(Self.int(summary["peak_in_flight"]) ?? -1) in flight"), "\(text.stdout)")
 

@@ -177,7 +177,7 @@ package struct ConcurrencyController: Sendable {
         case .accepted:
             // An answer that waited in line as long as it was served says more in flight would
             // wait too: no growth from it (TCP Vegas holds its window on such a queue).
-            let queued = !wasLate && roundTripFloor.shortest.map { Strain.queues(roundTrip: roundTrip, floor: $0) } == true
+            let queued = !wasLate && waitedInLine(roundTrip)
             guard adaptive, !queued, let lastFull, lastFull >= sent, !isStale(sent) else { return }
             credit += 1
             if credit >= Response.answersPerStep(limit: limit, fastStart: fastStart) {
@@ -216,6 +216,12 @@ package struct ConcurrencyController: Sendable {
         return Strain.probeRefused(overloaded: probe.overloaded, answers: probe.answers, limit: limit, rate: overloadRate)
     }
 
+    /// Whether `roundTrip` waited in line as long as it was served: against the shortest round
+    /// trip lately (``Strain/queues(roundTrip:floor:)``); false before any is known.
+    private func waitedInLine(_ roundTrip: Duration) -> Bool {
+        roundTripFloor.shortest.map { Strain.queues(roundTrip: roundTrip, floor: $0) } ?? false
+    }
+
     /// Whether a request sent at `sent` went out before the last decrease.
     private func isStale(_ sent: Duration) -> Bool {
         lastDecrease.map { sent < $0 } ?? false
@@ -229,7 +235,7 @@ package struct ConcurrencyController: Sendable {
             let mean = current.total / current.answers
             sustained = Strain.inHand(roundTrips: current.total, over: now - current.start)
             let rising = lateAfter.map { mean > $0 } ?? false
-            queueing = roundTripFloor.shortest.map { Strain.queues(roundTrip: mean, floor: $0) } ?? false
+            queueing = waitedInLine(mean)
             if let average {
                 let gap = mean > average ? mean - average : average - mean
                 deviation = deviation * (1 - ConcurrencyTuning.smoothing) + gap * ConcurrencyTuning.smoothing
