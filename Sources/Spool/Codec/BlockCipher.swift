@@ -19,7 +19,7 @@ enum BlockCipher {
         full.store(into: &encoded, at: 0)
         var data = Array(encoded[0..<20])
         data.append(contentsOf: encoded[24..<32])
-        data.append(contentsOf: logID.bytes)
+        logID.append(to: &data)
         return data
     }
 
@@ -81,7 +81,7 @@ enum KeyCheck {
     static func code(key: SymmetricKey, keyID: UInt32, logID: LogID) -> [UInt8] {
         var message = Array("spool key check".utf8)
         message.appendLE(keyID)
-        message.append(contentsOf: logID.bytes)
+        logID.append(to: &message)
         return Array(HMAC<SHA256>.authenticationCode(for: message, using: key))
     }
 

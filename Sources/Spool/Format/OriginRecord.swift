@@ -106,7 +106,7 @@ public struct OriginRecord: Sendable, Hashable {
         bytes.reserveCapacity(Self.headerSize + payload.count)
         bytes.append(Self.version)
         bytes.append((time == nil ? 0 : Self.flagTime) | (conflict ? Self.flagConflict : 0))
-        bytes.append(contentsOf: log.bytes)
+        log.append(to: &bytes)
         bytes.appendLE(seq)
         bytes.appendLE(time ?? 0)
         bytes.appendLE(UInt32(payload.count))
@@ -143,7 +143,7 @@ public struct OriginRecord: Sendable, Hashable {
             guard length == buffer.count - headerSize else {
                 return .failure(corrupt("payload length \(length), but \(buffer.count - headerSize) bytes follow the header"))
             }
-            return .success(OriginRecord(log: LogID(bytes: Array(bytes[2..<18])), seq: seq,
+            return .success(OriginRecord(log: LogID(bytes: bytes[2..<18]), seq: seq,
                                          time: flags & flagTime != 0 ? time : nil, payload: Array(bytes[headerSize...]),
                                          conflict: flags & flagConflict != 0))
         }.get()

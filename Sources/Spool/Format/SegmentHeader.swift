@@ -22,7 +22,7 @@ struct SegmentHeader: Equatable {
         out.appendLE(flags)
         out.appendLE(baseSeq)
         out.appendLE(createdMillis)
-        out.append(contentsOf: logID.bytes)
+        logID.append(to: &out)
         out.append(contentsOf: repeatElement(0, count: 12))
         out.appendLE(CRC32C.checksum(out))
         return out
@@ -42,7 +42,7 @@ struct SegmentHeader: Equatable {
         return .success(SegmentHeader(
             baseSeq: loadLE(bytes, 16, as: UInt64.self),
             createdMillis: loadLE(bytes, 24, as: Int64.self),
-            logID: LogID(bytes: Array(bytes[32..<48])),
+            logID: LogID(bytes: bytes[32..<48]),
             version: version,
             flags: loadLE(bytes, 12, as: UInt32.self)))
     }
@@ -59,7 +59,7 @@ struct MetaRecord: Equatable {
         out.appendLE(Format.metaVersion)
         out.appendLE(UInt16(0))
         out.appendLE(UInt32(0))
-        out.append(contentsOf: logID.bytes)
+        logID.append(to: &out)
         out.appendLE(createdMillis)
         out.append(contentsOf: repeatElement(0, count: 20))
         out.appendLE(CRC32C.checksum(out))
@@ -81,7 +81,7 @@ struct MetaRecord: Equatable {
         return bytes.withUnsafeBytes { raw in
             guard CRC32C.checksum(UnsafeRawBufferPointer(rebasing: raw[0..<60])) == loadLE(raw, 60, as: UInt32.self),
                   loadLE(raw, 8, as: UInt16.self) == Format.metaVersion else { return nil }
-            return MetaRecord(logID: LogID(bytes: Array(bytes[16..<32])), createdMillis: loadLE(raw, 32, as: Int64.self))
+            return MetaRecord(logID: LogID(bytes: bytes[16..<32]), createdMillis: loadLE(raw, 32, as: Int64.self))
         }
     }
 }

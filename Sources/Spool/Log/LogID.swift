@@ -3,13 +3,33 @@
 /// `"<log id>-<seq>"` is a globally unique, stable id for every record: an uploader
 /// sends it so a server can drop duplicates after a crash between upload and commit.
 public struct LogID: Sendable, Hashable, CustomStringConvertible {
+    // The 16 bytes big-endian in two words, kept inline: every record a sync reads carries
+    // one or two ids, and an array here cost a reference count on each copy.
+    private let high: UInt64
+    private let low: UInt64
+
     /// The 16 bytes of the identity.
-    public let bytes: [UInt8]
+    public var bytes: [UInt8] {
+        var out = [UInt8]()
+        out.reserveCapacity(16)
+        append(to: &out)
+        return out
+    }
+
+    /// Appends the 16 bytes of the identity to `out`.
+    public func append(to out: inout [UInt8]) {
+        for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: high >> UInt64(shift))) }
+        for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: low >> UInt64(shift))) }
+    }
 
     /// Wraps 16 bytes. Traps if `bytes.count != 16` (a programmer error).
-    public init(bytes: [UInt8]) {
+    public init<Bytes: Collection<UInt8>>(bytes: Bytes) {
         precondition(bytes.count == 16, "a LogID is 16 bytes")
-        self.bytes = bytes
+        var words: (UInt64, UInt64) = (0, 0)
+        for (index, byte) in bytes.enumerated() {
+            if index < 8 { words.0 = words.0 << 8 | UInt64(byte) } else { words.1 = words.1 << 8 | UInt64(byte) }
+        }
+        (high, low) = words
     }
 
     /// A new random identity from the system's random number generator.
@@ -30,7 +50,7 @@ public struct LogID: Sendable, Hashable, CustomStringConvertible {
             out.append(high << 4 | low)
             index += 2
         }
-        self.bytes = out
+        self.init(bytes: out)
     }
 
     /// 32 lowercase hexadecimal digits.
