@@ -29,7 +29,7 @@ extension SpoolSide {
         }
         let logs = try await deviceLogs(devices, perDevice: perDevice, directory: directory)
         let collector = Collector(configuration: collectorConfiguration)
-        let flushed: (start: UInt64, end: UInt64, reports: [FlushReport])
+        let flushed: (start: UInt64, end: UInt64, reports: [FlushReport], peaks: [Int])
         do {
             flushed = try await flushAtOnce(logs, to: URL(string: "http://127.0.0.1:\(try await collector.start())/batch")!, batch: batch)
         } catch {
@@ -47,7 +47,7 @@ extension SpoolSide {
             throw BenchError("the devices sent \(sent) of \(perDevice * devices) events, the collector received \(stats.received)")
         }
         var run = Run(count: sent, nanos: nanos)
-        run.note = "\(stats.acceptedBatches) requests, \(stats.overloaded) × 503"
+        run.note = "\(stats.acceptedBatches) requests, \(stats.overloaded) × 503, at most \(flushed.peaks.map(String.init).joined(separator: "/")) in flight"
         return run
     }
 
@@ -65,8 +65,8 @@ extension SpoolSide {
     /// `batch` records per request), then stops the workers.
     ///
     /// - Returns: when the first flush started and the last ended (its last answer), in
-    ///   ``monotonicNanos()``, and each worker's report.
-    func flushAtOnce(_ logs: [EventLog], to url: URL, batch: Int) async throws -> (start: UInt64, end: UInt64, reports: [FlushReport]) {
+    ///   ``monotonicNanos()``, each worker's report and the most requests it had in flight.
+    func flushAtOnce(_ logs: [EventLog], to url: URL, batch: Int) async throws -> (start: UInt64, end: UInt64, reports: [FlushReport], peaks: [Int]) {
         var configuration = SyncConfiguration()
         configuration.maxBatchCount = batch
         configuration.maxBatchBytes = max(configuration.maxBatchBytes, batch * 1024)
@@ -82,7 +82,11 @@ extension SpoolSide {
             return await group.reduce(into: []) { $0.append($1) }
         }
         let end = monotonicNanos()
-        for worker in workers { await worker.stop() }
-        return (start, end, reports)
+        var peaks = [Int]()
+        for worker in workers {
+            peaks.append(await worker.stats.peakInFlight)
+            await worker.stop()
+        }
+        return (start, end, reports, peaks)
     }
 }

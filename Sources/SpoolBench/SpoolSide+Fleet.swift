@@ -61,7 +61,7 @@ extension SpoolSide {
             }
             let upstreams = ports
             nginx = try await blocking { try Nginx(directory: directory, upstreams: upstreams) }
-            let (start, _, reports) = try await flushAtOnce(logs, to: URL(string: nginx!.url)!, batch: 50)
+            let (start, _, reports, _) = try await flushAtOnce(logs, to: URL(string: nginx!.url)!, batch: 50)
             if let failure = reports.compactMap(\.failure).first { throw failure }
             let total = perDevice * devices
             var landed = 0

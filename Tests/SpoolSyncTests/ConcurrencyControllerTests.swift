@@ -188,6 +188,24 @@ import Testing
         #expect(simulation.controller.limit >= before - max(1, before / 10))
     }
 
+    /// A trial judges refusals, so only refusals put the level a decrease lands on on trial.
+    /// Ended by rising round trips, the fast start leaves its level free to climb as before: a
+    /// trial there waited out a late threshold and every stalled request before any growth, and
+    /// four devices draining into one collector each settled lower than before it.
+    @Test func risingRoundTripsPutNoLevelOnTrial() {
+        var simulation = Simulation(.adaptive(max: 64))
+        simulation.epochs(6)
+        simulation.epoch(rtt: Self.rtt * 4)
+        simulation.epochs(1)
+        #expect(!simulation.controller.fastStart)
+        #expect(simulation.controller.limit == 32)
+        #expect(simulation.controller.probeSince == nil)
+        // One request is late and stays unanswered: no share of stalls, and no trial to hold.
+        simulation.controller.late(sent: simulation.now, now: simulation.now)
+        simulation.epochs(50)
+        #expect(simulation.controller.limit > 32)
+    }
+
     /// A full accept queue drops SYNs: the connections past it wait a second for the client's
     /// retransmit, with no 429 or 503. Requests in flight that long are a sign of strain before
     /// they are answered, once they are a share of the traffic (``lateQuorum`` of the last 32).

@@ -89,9 +89,9 @@ package struct ConcurrencyController: Sendable {
     /// (Little's law: the sum of their round trips over the epoch's length); nil before the
     /// first epoch ends.
     private(set) var sustained: Int?
-    /// When the limit last went past the ceiling (a probe), or came down to it (a trial of the
-    /// level strain left it at), until the level is taken or refused. A stall of a request
-    /// sent since refuses a probe; excess refusals refuse either.
+    /// When the limit last went past the ceiling (a probe), or came down to it after refusals
+    /// (a trial of the level they left it at), until the level is taken or refused. A stall of
+    /// a request sent since refuses a probe; excess refusals refuse either.
     private(set) var probeSince: Duration?
     /// Requests reported late and not answered yet: slots the server may never have seen (a
     /// dropped SYN), so a window that holds them is not as full as it looks.
@@ -170,10 +170,10 @@ package struct ConcurrencyController: Sendable {
         switch signal {
         case .overloaded:
             // A refused probe goes back to the ceiling; a refused trial one below it.
-            if probeRefused { return strained(sent: sent, now: now, decrease: Response.stepDown) }
+            if probeRefused { return strained(sent: sent, now: now, decrease: Response.stepDown, refused: true) }
             let atCapacity = fastStart && Strain.refusesWhileQueueing(recent: recentOverload, queueing: queueing)
             guard atCapacity || Strain.overloadIsAShare(recent: recentOverload, answers: recentAnswers, limit: limit) else { return }
-            strained(sent: sent, now: now, decrease: Response.overloadDecrease, fastStartLevel: inHand, servedLevel: inHand)
+            strained(sent: sent, now: now, decrease: Response.overloadDecrease, fastStartLevel: inHand, servedLevel: inHand, refused: true)
         case .accepted:
             // An answer that waited in line as long as it was served says more in flight would
             // wait too: no growth from it (TCP Vegas holds its window on such a queue).
@@ -253,17 +253,20 @@ package struct ConcurrencyController: Sendable {
     }
 
     /// The server showed strain (about a request sent at `sent`): back off, and remember where.
-    /// Where the fast start ends, or a step down lands, the level is on trial (``probeSince``)
-    /// as a probe is: a server that takes `C` at once refuses under half of the answers up to
-    /// `2C`, too few for ``Strain/overloadIsAShare(recent:answers:limit:)`` but more than the
-    /// levels before drew, and a trial that draws such refusals steps down again.
+    /// Where refusals end the fast start, or a step down they made lands, the level is on
+    /// trial (``probeSince``) as a probe is: a server that takes `C` at once refuses under half
+    /// of the answers up to `2C`, too few for ``Strain/overloadIsAShare(recent:answers:limit:)``
+    /// but more than the levels before drew, and a trial that draws such refusals steps down
+    /// again. A trial judges refusals only, so strain without them starts none.
     ///
     /// - Parameters:
     ///   - fastStartLevel: where the fast start ends, if it is on (half the limit when nil).
     ///   - servedLevel: what the server took at once when it refused the rest (``inHand``,
     ///     for overload): the ceiling is no higher.
+    ///   - refused: refusals showed the strain: the level landed on goes on trial.
     private mutating func strained(
-        sent: Duration, now: Duration, decrease: (Int) -> Int, fastStartLevel: Int? = nil, servedLevel: Int? = nil
+        sent: Duration, now: Duration, decrease: (Int) -> Int, fastStartLevel: Int? = nil, servedLevel: Int? = nil,
+        refused: Bool = false
     ) {
         guard adaptive, !isStale(sent) else { return }
         let before = limit
@@ -281,7 +284,7 @@ package struct ConcurrencyController: Sendable {
             limit = Response.fastStartEnd(limit: limit, level: fastStartLevel)
             ceiling = limit
             stepsBetweenProbes = ConcurrencyTuning.probeInterval
-            probeSince = now
+            if refused { probeSince = now }
         } else if let ceiling, limit > ceiling {
             // A probe the server refused: the ceiling holds; probe less often.
             limit = ceiling
@@ -290,7 +293,7 @@ package struct ConcurrencyController: Sendable {
             ceiling = Response.ceiling(limit: limit, served: servedLevel)
             limit = decrease(limit)
             stepsBetweenProbes = ConcurrencyTuning.probeInterval
-            if limit == ceiling { probeSince = now }
+            if refused, limit == ceiling { probeSince = now }
         }
         overloadRate = min(overloadRate, overloadRateReaching[limit])
     }
