@@ -1,3 +1,4 @@
+import HTTPTypes
 import Hummingbird
 import Logging
 import Spool
@@ -14,6 +15,9 @@ extension Collector {
     /// may hold a whole body, raw and decompressed, so a burst of uploaders must not hold them
     /// all at once), else the request is handled. Reading a body takes no slot: a slow sender
     /// holds only the bytes it has sent.
+    ///
+    /// Every answer but the probes' says how many requests the collector takes at once
+    /// (``capacityField``), so that senders grow on its refusals rather than hold on its queue.
     func handle(_ request: Request, context: CollectorRequestContext) async -> Response {
         // Before admission: a load balancer's probe must not be refused for being one too many.
         if request.method == .get || request.method == .head, request.uri.path == "/healthz" {
@@ -23,6 +27,18 @@ extension Collector {
         if request.method == .get || request.method == .head, request.uri.path == "/livez" {
             return Self.answer(200, json: #"{"status":"alive"}"#)
         }
+        var response = await handleBatch(request, context: context)
+        response.headers[Self.capacityField] = String(configuration.maxConcurrentRequests)
+        return response
+    }
+
+    /// The header in which the collector says how many requests it takes at once
+    /// (``CollectorConfiguration/maxConcurrentRequests``), answering 503 past them: HTTP/2's
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS`, for any HTTP version. `HTTPSink` reads it.
+    static let capacityField = HTTPField.Name("Spool-Max-Concurrent-Requests")!
+
+    /// ``handle(_:context:)`` for a request that is not a probe.
+    private func handleBatch(_ request: Request, context: CollectorRequestContext) async -> Response {
         tallies.withLock { $0.stats.requests += 1 }
         let header = Self.header(BatchHeader.name, in: request).flatMap(BatchHeader.init)
         if let codings = request.headers[.transferEncoding], codings.lowercased().split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) != ["chunked"] {

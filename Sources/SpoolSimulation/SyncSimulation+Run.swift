@@ -180,6 +180,8 @@ extension SyncSimulation {
                 for record in upload.batch.records { flushes[id]?.failures[record.seq, default: 0] += 1 }
             }
         }
-        try send(.uploadCompleted(slot: slot, outcome, bytes: bytes), "slot \(slot) \(Self.describe(upload.batch)) → \(Self.describe(outcome))")
+        let declared = world.destination.declaredCapacity.flatMap { random.nextUnit() < 0.9 ? $0 : nil }
+        try send(.uploadCompleted(slot: slot, outcome, bytes: bytes, declaredCapacity: declared),
+                 "slot \(slot) \(Self.describe(upload.batch)) → \(Self.describe(outcome))\(declared.map { " (takes \($0))" } ?? "")")
     }
 }

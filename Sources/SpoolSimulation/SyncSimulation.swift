@@ -168,6 +168,8 @@ package struct SyncSimulation {
         poisonChance = random.nextUnit() < 0.3 ? 0.02 * random.nextUnit() : 0
         damageChance = random.nextUnit() < 0.3 ? 0.2 * random.nextUnit() : 0
         chaosSteps = 100 + Int(random.next() % 600)
+        // Drawn last, so that the seeds before it draw the same worlds as they did.
+        world.destination.declaredCapacity = random.nextUnit() < 0.3 ? 1 + Int(random.next() % 64) : nil
         self.random = random
     }
 

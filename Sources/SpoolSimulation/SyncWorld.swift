@@ -21,6 +21,10 @@ struct SyncWorld {
         /// The longest round trip of a normal answer, and the chance of a slow one (1 to 5 s).
         var latency: Duration = .milliseconds(50)
         var slow = 0.0
+        /// The requests it says it takes at once (`Spool-Max-Concurrent-Requests`), in 9 of
+        /// 10 answers (the others, as from a balancer's older collector, say nothing); nil:
+        /// it never says.
+        var declaredCapacity: Int?
     }
 
     /// The chances that a read, a commit or a dead-letter write fails.

@@ -54,12 +54,14 @@ import Testing
         let refused = try await server.post(batch: body(.json, seqs: 2...2), seqs: 2...2, format: .json)
         #expect(refused.status == 503)
         #expect(refused.header("Retry-After") == nil)  // a slot frees within a round trip
+        #expect(refused.header("Spool-Max-Concurrent-Requests") == "2")  // what it takes at once
         #expect(server.collector.stats.overloaded == 1)
 
         for request in held { #expect(try await request.value.status == 200) }
         // The slots are free again.
         let accepted = try await server.post(batch: body(.json, seqs: 2...2), seqs: 2...2, format: .json)
         #expect(accepted.status == 200)
+        #expect(accepted.header("Spool-Max-Concurrent-Requests") == "2")
         #expect(server.collector.records().map(\.seq).sorted() == [0, 1, 2])
         await server.collector.stop()
     }

@@ -153,6 +153,17 @@ import Testing
         #expect(code(classify(status)) == "retry(unexpectedResponse)")
     }
 
+    /// `Spool-Max-Concurrent-Requests`: 1 to 1,000,000 in decimal digits, else nothing said.
+    @Test(arguments: [
+        (value: String?.none, capacity: Int?.none), ("64", 64), ("1", 1), ("1000000", 1_000_000),
+        ("0", nil), ("1000001", nil), ("-4", nil), ("+4", nil), (" 4", nil), ("4.0", nil), ("", nil),
+        ("99999999999999999999999", nil), ("sixty-four", nil),
+    ])
+    func aDeclaredCapacityIsOneToAMillionInDigits(value: String?, capacity: Int?) {
+        let headers = value.map { ["Spool-Max-Concurrent-Requests": $0] } ?? [:]
+        #expect(HTTPSink.declaredCapacity(of: UploadResponse(status: 200, headers: headers)) == capacity)
+    }
+
     @Test func retryAfterIsReadInBothForms() {
         guard case .retry(let seconds) = classify(429, headers: ["Retry-After": "7"]) else { Issue.record(); return }
         #expect(seconds.retryAfter == .seconds(7))

@@ -139,6 +139,25 @@ import Testing
         #expect(simulation.controller.ceiling == nil)  // held, not refused
     }
 
+    /// The same server, declaring with each answer how many requests it takes at once (a Spool
+    /// collector's `Spool-Max-Concurrent-Requests`): a destination that refuses past its
+    /// capacity does not hold the growth on its queue, and the fast start doubles on to the
+    /// maximum; answers that declare nothing hold it again.
+    @Test func aDestinationThatDeclaresItsCapacityIsNotHeldByItsQueue() {
+        var simulation = ConcurrencyControllerTests.Simulation(.adaptive(max: 32))
+        simulation.controller.destinationDeclared(capacity: 64)
+        for _ in 0..<20 { simulation.epoch(rtt: Self.queueing(level: simulation.controller.limit)) }
+        #expect(simulation.controller.limit == 32)
+        #expect(simulation.controller.fastStart)
+
+        var silent = ConcurrencyControllerTests.Simulation(.adaptive(max: 32))
+        silent.controller.destinationDeclared(capacity: 64)
+        silent.epoch(rtt: Self.queueing(level: 1))
+        silent.controller.destinationDeclared(capacity: nil)
+        for _ in 0..<20 { silent.epoch(rtt: Self.queueing(level: silent.controller.limit)) }
+        #expect(silent.controller.peak == 8)
+    }
+
     /// The same server, refusing past 6 at once (PostgreSQL past `max_connections`): the
     /// queue holds the fast start at 8, where a quarter of the answers are refused, under the
     /// half that makes a share. Refusals while the answers queue end the fast start, and the

@@ -82,6 +82,17 @@ import Testing
         #expect(Strain.queues(roundTrip: roundTrip, floor: floor) == queues)
     }
 
+    /// A queued answer holds growth unless the destination declared how many it takes at once.
+    @Test(arguments: [
+        (roundTrip: Duration.milliseconds(3), declared: Int?.none, holds: true),
+        (.milliseconds(3), 64, false),  // a Spool collector: its refusals bound the growth
+        (.milliseconds(1), nil, false),  // no queue
+        (.milliseconds(1), 64, false),
+    ])
+    func aQueueHoldsGrowthUnlessTheDestinationDeclaredItsCapacity(roundTrip: Duration, declared: Int?, holds: Bool) {
+        #expect(Strain.queueHoldsGrowth(roundTrip: roundTrip, floor: .milliseconds(1), declaredCapacity: declared) == holds)
+    }
+
     /// Two refusals among the recent answers while the answers queue: a server at capacity.
     @Test(arguments: [
         (recent: UInt32(0b101), queueing: true, atCapacity: true),

@@ -156,6 +156,7 @@ import Testing
         #expect(stats.concurrency <= 4)
         #expect(stats.peakConcurrency > 3)
         #expect(rig.collector.stats.overloaded < stats.requests / 5)  // no sawtooth of 503s
+        #expect(stats.declaredCapacity == 3)  // the collector said so with every answer
         await worker.stop()
         await rig.tearDown()
     }

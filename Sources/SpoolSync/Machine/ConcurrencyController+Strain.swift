@@ -72,6 +72,19 @@ extension ConcurrencyController {
             roundTrip >= floor * ConcurrencyTuning.queueingRatio
         }
 
+        /// An answer holds growth when it waited in line (``queues(roundTrip:floor:)``) and the
+        /// destination declared no capacity. One that says how many requests it takes at once
+        /// (`declaredCapacity`) answers past them that it is overloaded, at once, instead of
+        /// queueing them where no answer shows it (a full accept queue): its refusals bound
+        /// the growth, and a queue that rises with the load of other senders sharing it does not
+        /// hold this one below its share (four devices draining into one collector on its own
+        /// two cores each held at 6 to 12 in flight, where 12 to 16 delivered a third more).
+        /// Anchor: HTTP/2's `SETTINGS_MAX_CONCURRENT_STREAMS` (the server says how many streams
+        /// it takes) and Vegas's queue estimate for the servers that say nothing.
+        static func queueHoldsGrowth(roundTrip: Duration, floor: Duration, declaredCapacity: Int?) -> Bool {
+            declaredCapacity == nil && queues(roundTrip: roundTrip, floor: floor)
+        }
+
         /// The requests the server had in hand on average over `length`, whose answers took
         /// `roundTrips` in all; at least 1.
         /// Anchor: Little's law (Netflix's concurrency-limits estimate in-flight the same way).

@@ -6,7 +6,8 @@
 /// every answer. Adaptive, it grows from accepted answers to requests sent with every slot in
 /// use (doubling every round trip during the *fast start*, then one a round trip), but not
 /// from answers that waited at the server as long as they were served
-/// (``Strain/queues(roundTrip:floor:)``). It comes down when the server shows strain:
+/// (``Strain/queues(roundTrip:floor:)``), unless the destination declared how many it takes
+/// at once (``declaredCapacity``). It comes down when the server shows strain:
 /// overloaded answers that are a share of the traffic, round trips rising above their moving
 /// average, or stalls that are a share of the traffic.
 /// After a decrease it remembers a *ceiling* just below the level that strained the server,
@@ -53,6 +54,10 @@ package struct ConcurrencyController: Sendable {
     /// The shortest round trip answered in time lately: the path and the server's own time,
     /// with the least of a queue; what ``Strain/queues(roundTrip:floor:)`` reads against.
     private(set) var roundTripFloor = RoundTripFloor()
+    /// How many requests the destination said, in its last answer, it takes at once, answering
+    /// past them that it is overloaded (a Spool collector's `Spool-Max-Concurrent-Requests`):
+    /// such a destination refuses what it cannot take, so its queue holds no growth.
+    private(set) var declaredCapacity: Int?
     /// The last epoch's mean round trip waited in line (``Strain/queues(roundTrip:floor:)``);
     /// one answer's is noise on a loaded machine's loopback.
     private(set) var queueing = false
@@ -139,6 +144,12 @@ package struct ConcurrencyController: Sendable {
         strained(sent: sent, now: now, decrease: Response.gentleDecrease, fastStartLevel: inHand)
     }
 
+    /// The destination's answer just received said it takes `capacity` requests at once, or
+    /// (nil) said nothing of it (``declaredCapacity``).
+    mutating func destinationDeclared(capacity: Int?) {
+        declaredCapacity = capacity
+    }
+
     /// The requests the server took in hand at once lately, as far as answers in time tell:
     /// ``sustained`` over the last epoch, or the answers of the epoch going on if more (they
     /// came within one round trip). Nil before any answer.
@@ -176,8 +187,10 @@ package struct ConcurrencyController: Sendable {
             strained(sent: sent, now: now, decrease: Response.overloadDecrease, fastStartLevel: inHand, servedLevel: inHand, refused: true)
         case .accepted:
             // An answer that waited in line as long as it was served says more in flight would
-            // wait too: no growth from it (TCP Vegas holds its window on such a queue).
-            let queued = !wasLate && waitedInLine(roundTrip)
+            // wait too: no growth from it (TCP Vegas holds its window on such a queue), unless
+            // the destination declared how many it takes and refuses the rest
+            // (``Strain/queueHoldsGrowth(roundTrip:floor:declaredCapacity:)``).
+            let queued = !wasLate && queueHoldsGrowth(roundTrip)
             guard adaptive, !queued, let lastFull, lastFull >= sent, !isStale(sent) else { return }
             credit += 1
             if credit >= Response.answersPerStep(limit: limit, fastStart: fastStart) {
@@ -220,6 +233,14 @@ package struct ConcurrencyController: Sendable {
     /// trip lately (``Strain/queues(roundTrip:floor:)``); false before any is known.
     private func waitedInLine(_ roundTrip: Duration) -> Bool {
         roundTripFloor.shortest.map { Strain.queues(roundTrip: roundTrip, floor: $0) } ?? false
+    }
+
+    /// Whether an answer after `roundTrip` holds growth: it waited in line, and the destination
+    /// declared no capacity (``Strain/queueHoldsGrowth(roundTrip:floor:declaredCapacity:)``).
+    private func queueHoldsGrowth(_ roundTrip: Duration) -> Bool {
+        roundTripFloor.shortest.map {
+            Strain.queueHoldsGrowth(roundTrip: roundTrip, floor: $0, declaredCapacity: declaredCapacity)
+        } ?? false
     }
 
     /// Whether a request sent at `sent` went out before the last decrease.

@@ -24,8 +24,10 @@ extension SyncStateMachine {
         /// whose `end` is not past the window's end means nothing more is pending.
         case readCompleted([SyncBatch])
         case readFailed(SyncError)
-        /// The request in `slot` finished; `bytes` is the size of the body sent.
-        case uploadCompleted(slot: Int, SinkOutcome, bytes: Int)
+        /// The request in `slot` finished; `bytes` is the size of the body sent;
+        /// `declaredCapacity`, the requests the destination said it takes at once
+        /// (``SyncSink/declaredCapacity``).
+        case uploadCompleted(slot: Int, SinkOutcome, bytes: Int, declaredCapacity: Int? = nil)
         case deadLetterCompleted
         case deadLetterFailed(SyncError)
         /// The damaged ranges of ``Action/recordDamage(_:)`` are stored durably.

@@ -107,8 +107,8 @@ package struct SyncStateMachine: Sendable {
             return flushRequested(waiter, now: now)
         case .flushDeadlinePassed(let id): return flushDeadlinePassed(id: id)
         case .readCompleted(let batch): return readCompleted(batch, now: now)
-        case .uploadCompleted(let slot, let outcome, let bytes):
-            return uploadCompleted(slot: slot, outcome, bytes: bytes, now: now, jitter: jitter)
+        case .uploadCompleted(let slot, let outcome, let bytes, let declaredCapacity):
+            return uploadCompleted(slot: slot, outcome, bytes: bytes, declaredCapacity: declaredCapacity, now: now, jitter: jitter)
         case .deadLetterCompleted: return deadLetterCompleted(now: now)
         case .damageRecorded: return damageRecorded()
         case .commitCompleted: return commitCompleted(now: now)
@@ -513,9 +513,12 @@ extension SyncStateMachine {
 
 extension SyncStateMachine {
     /// The request in `slot` was answered: the answer is kept on its batch (committed once
-    /// everything before it is settled), the controller learns its round trip, and the free
-    /// slot is refilled at once.
-    private mutating func uploadCompleted(slot: Int, _ outcome: SinkOutcome, bytes: Int, now: Duration, jitter: Double) -> [Action] {
+    /// everything before it is settled), the controller learns its round trip (and what the
+    /// destination said of its capacity), and the free slot is refilled at once.
+    private mutating func uploadCompleted(
+        slot: Int, _ outcome: SinkOutcome, bytes: Int, declaredCapacity: Int?, now: Duration, jitter: Double
+    ) -> [Action] {
+        concurrency.destinationDeclared(capacity: declaredCapacity)
         noteLateRequests(now: now)
         switch window.answered(slot: slot) {
         case .retired:
@@ -663,6 +666,7 @@ extension SyncStateMachine {
         stats.concurrency = concurrency.limit
         stats.peakConcurrency = concurrency.peak
         stats.concurrencyDecreases = concurrency.decreases
+        stats.declaredCapacity = concurrency.declaredCapacity
     }
 
     /// Requests in flight past the controller's ``ConcurrencyController/lateAfter`` are

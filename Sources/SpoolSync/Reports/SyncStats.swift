@@ -25,6 +25,11 @@ public struct SyncStats: Sendable {
     public var concurrencyDecreases = 0
     /// The most requests actually in flight at once.
     public var peakInFlight = 0
+    /// How many requests the destination said, in its last answer, it takes at once
+    /// (``SyncSink/declaredCapacity``: a Spool collector's `Spool-Max-Concurrent-Requests`);
+    /// nil when it says nothing. While it says so, the adaptive concurrency grows on answers
+    /// that waited in line, bounded by the destination's refusals instead.
+    public var declaredCapacity: Int?
     /// Failed requests whose batch was sent again (after the backoff). A failure that ended a
     /// flush with no retry left is counted in ``failures`` only.
     public var retries = 0

@@ -15,6 +15,8 @@ package struct AnySink: Sendable {
     private let prepareNext: @Sendable (ArraySlice<OutgoingRecord>, Int) -> SinkRequest<any Sendable>
     private let prepareExactly: @Sendable ([OutgoingRecord]) -> SinkRequest<any Sendable>
     private let sendRequest: @Sendable (any Sendable, Duration) async -> SinkOutcome
+    /// The sink's ``SyncSink/declaredCapacity``, read after each answer.
+    let declaredCapacity: @Sendable () -> Int?
     let shutdown: @Sendable () async -> Void
 
     /// `sink` as the worker sees it, draining the log `logID` (the id its records go out
@@ -37,6 +39,7 @@ package struct AnySink: Sendable {
             // Only this closure's own sink made `body`: a mismatch is a programming error.
             await sink.send(body as! S.Request, timeout: timeout)
         }
+        declaredCapacity = { sink.declaredCapacity }
         shutdown = { await sink.shutdown() }
     }
 

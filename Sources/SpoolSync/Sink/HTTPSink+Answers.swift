@@ -39,6 +39,22 @@ extension HTTPSink {
         }
     }
 
+    /// The header in which a server says how many requests it takes at once, answering 503
+    /// past them: a Spool collector sends it with every answer, and any server may
+    /// (<doc:SyncPoliciesAndWireFormat>).
+    static let capacityHeader = "spool-max-concurrent-requests"
+
+    /// The capacity `response` declares: its `Spool-Max-Concurrent-Requests`, 1 to 1,000,000
+    /// in decimal digits; nil when absent or anything else (a value that does not parse says
+    /// nothing, and changes nothing).
+    static func declaredCapacity(of response: UploadResponse) -> Int? {
+        guard let text = response.headers[capacityHeader], (1...7).contains(text.utf8.count),
+              text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+              let capacity = Int(text), (1...1_000_000).contains(capacity)
+        else { return nil }
+        return capacity
+    }
+
     /// What a 401, 403 or 407 says, naming the header to check.
     private static func credentialsRefused(_ status: Int) -> String {
         switch status {

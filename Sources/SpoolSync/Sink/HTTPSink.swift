@@ -1,4 +1,5 @@
 import Spool
+import Synchronization
 
 /// Posts Spool's envelope over HTTP: the default destination, for the reference collector or
 /// any server that speaks the wire format (``HTTPSink/Encoding``, `Spool-Batch`).
@@ -10,13 +11,16 @@ import Spool
 /// body (``HTTPSink/Encoding/raw``) carries no ids, so a raw request also ends at the
 /// first gap in its seqs.
 ///
-/// Thread safety: a value type of immutable parts; use from any task.
+/// Thread safety: a value type of immutable parts, and one atomic (the capacity the last
+/// answer declared, shared by its copies); use from any task.
 public struct HTTPSink: SyncSink {
     /// The transport.
     public let uploader: any Uploader
     let builder: RequestBuilder
     let retryableStatuses: Set<Int>
     let wallClock: @Sendable () -> Double
+    /// What the last answer's `Spool-Max-Concurrent-Requests` said (``declaredCapacity``).
+    private let lastDeclared = DeclaredCapacity()
 
     /// A sink posting the records of log `logID` through `uploader`, encoded, compressed and
     /// with the headers `configuration` says.
@@ -92,9 +96,29 @@ public struct HTTPSink: SyncSink {
         request.timeout = timeout
         do {
             let response = try await uploader.upload(request)
+            lastDeclared.store(Self.declaredCapacity(of: response))
             return Self.outcome(of: response, retryableStatuses: retryableStatuses, now: wallClock())
         } catch {
             return .failed(error)
         }
+    }
+}
+
+extension HTTPSink {
+    /// How many requests the server said in its last answer it takes at once
+    /// (`Spool-Max-Concurrent-Requests`, as a Spool collector sends); nil when it said nothing,
+    /// or no answer came yet.
+    public var declaredCapacity: Int? { lastDeclared.load() }
+}
+
+/// The capacity the last answer declared, shared by a sink's copies: 0 for none.
+final class DeclaredCapacity: Sendable {
+    private let value = Atomic<Int>(0)
+
+    func store(_ capacity: Int?) { value.store(capacity ?? 0, ordering: .relaxed) }
+
+    func load() -> Int? {
+        let capacity = value.load(ordering: .relaxed)
+        return capacity > 0 ? capacity : nil
     }
 }

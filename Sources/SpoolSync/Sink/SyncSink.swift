@@ -66,6 +66,13 @@ public protocol SyncSink: Sendable {
     /// it then). It must never log or put a payload into an error.
     func send(_ request: Request, timeout: Duration) async -> SinkOutcome
 
+    /// How many requests the destination said, in its last answer, it takes at once, answering
+    /// past them that it is overloaded (HTTP: a Spool collector's
+    /// `Spool-Max-Concurrent-Requests` header); nil (the default) when it says nothing. The
+    /// adaptive concurrency then grows on answers that waited in line at the destination:
+    /// its refusals, not its queue, bound the growth.
+    var declaredCapacity: Int? { get }
+
     /// Releases what the sink holds (connections, say); called once by ``SyncWorker/stop()``.
     func shutdown() async
 }
@@ -73,6 +80,9 @@ public protocol SyncSink: Sendable {
 extension SyncSink {
     /// No limit of the sink's own.
     public var maxInFlight: Int? { nil }
+
+    /// Nothing said: the destination's queue holds growth.
+    public var declaredCapacity: Int? { nil }
 
     /// None of the sink's own: the drained log's id, its records sent as they are.
     public var unwrapper: RecordUnwrapper? { nil }

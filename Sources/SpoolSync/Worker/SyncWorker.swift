@@ -296,7 +296,7 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
                 logger.debug("request answered", metadata: [
                     "spool.records": "\(batch.records.first?.seq ?? batch.end)..<\(batch.end)", "spool.bytes": "\(request.bytes)",
                     "spool.outcome": "\(outcome)"])
-                self.uploadFinished(slot: slot, outcome, bytes: request.bytes)
+                self.uploadFinished(slot: slot, outcome, bytes: request.bytes, declaredCapacity: sink.declaredCapacity())
             }
         case .deadLetter(let records, let error):
             run { [deadLetters] in
@@ -366,9 +366,9 @@ public actor SyncWorker<C: Clock> where C.Duration == Duration {
         sink.request(for: batch)
     }
 
-    private func uploadFinished(slot: Int, _ outcome: SinkOutcome, bytes: Int) {
+    private func uploadFinished(slot: Int, _ outcome: SinkOutcome, bytes: Int, declaredCapacity: Int?) {
         uploads[slot] = nil
-        send(.uploadCompleted(slot: slot, outcome, bytes: bytes))
+        send(.uploadCompleted(slot: slot, outcome, bytes: bytes, declaredCapacity: declaredCapacity))
     }
 
     /// Runs the read, commit or dead-letter write in flight; `body` runs off the actor and
