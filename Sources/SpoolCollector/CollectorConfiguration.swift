@@ -85,8 +85,8 @@ public struct CollectorConfiguration: Sendable {
     /// being read share a budget of this many times ``maxBodyBytes`` bytes, each holding the
     /// bytes it has sent so far, never the length it declared (a body whose next bytes would
     /// pass the budget is answered 503 too), so slow senders, which hold few bytes, cannot
-    /// lock everyone else out, and ``minBodyBytesPerSecond`` ends them. Every answer says it
-    /// (`Spool-Max-Concurrent-Requests`), so that senders grow on these refusals rather than
+    /// lock everyone else out, and ``minBodyBytesPerSecond`` ends them. Every answer but the
+    /// health probes' says it (`Spool-Max-Concurrent-Requests`), so that senders grow on these refusals rather than
     /// hold on the collector's queue. The default is 4 per processor.
     public var maxConcurrentRequests: Int = 4 * ProcessInfo.processInfo.activeProcessorCount
     /// The longest a request's head may take to arrive, counted from when the connection

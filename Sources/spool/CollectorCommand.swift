@@ -62,7 +62,7 @@ struct CollectorCommand: AsyncParsableCommand {
     @Option(help: "The largest record accepted, in bytes; a batch holding a larger one is answered 413 (the default is Spool's record limit).")
     var maxRecordBytes = CollectorConfiguration().maxRecordBytes
 
-    @Option(help: "The most requests handled at once, said in every answer (Spool-Max-Concurrent-Requests); more are answered 503 (no Retry-After: a slot frees within a round trip).")
+    @Option(help: "The most requests handled at once, said in every answer but the health probes' (Spool-Max-Concurrent-Requests); more are answered 503 (no Retry-After: a slot frees within a round trip).")
     var maxConcurrent = CollectorConfiguration().maxConcurrentRequests
 
     @Option(help: ArgumentHelp(

@@ -78,7 +78,8 @@ extension ConcurrencyController {
         /// queueing them where no answer shows it (a full accept queue): its refusals bound
         /// the growth, and a queue that rises with the load of other senders sharing it does not
         /// hold this one below its share (four devices draining into one collector on its own
-        /// two cores each held at 6 to 12 in flight, where 12 to 16 delivered a third more).
+        /// two cores each held at 6 to 12 in flight, where 12 or 16 each delivered a quarter to
+        /// a third more than 8).
         /// Anchor: HTTP/2's `SETTINGS_MAX_CONCURRENT_STREAMS` (the server says how many streams
         /// it takes) and Vegas's queue estimate for the servers that say nothing.
         static func queueHoldsGrowth(roundTrip: Duration, floor: Duration, declaredCapacity: Int?) -> Bool {

@@ -27,7 +27,7 @@ extension SyncStateMachine {
         /// The request in `slot` finished; `bytes` is the size of the body sent;
         /// `declaredCapacity`, the requests the destination said it takes at once
         /// (``SyncSink/declaredCapacity``).
-        case uploadCompleted(slot: Int, SinkOutcome, bytes: Int, declaredCapacity: Int? = nil)
+        case uploadCompleted(slot: Int, SinkOutcome, bytes: Int, declaredCapacity: Int?)
         case deadLetterCompleted
         case deadLetterFailed(SyncError)
         /// The damaged ranges of ``Action/recordDamage(_:)`` are stored durably.

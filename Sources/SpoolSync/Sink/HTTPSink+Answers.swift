@@ -48,8 +48,7 @@ extension HTTPSink {
     /// in decimal digits; nil when absent or anything else (a value that does not parse says
     /// nothing, and changes nothing).
     static func declaredCapacity(of response: UploadResponse) -> Int? {
-        guard let text = response.headers[capacityHeader], (1...7).contains(text.utf8.count),
-              text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+        guard let text = response.headers[capacityHeader], text.utf8.allSatisfy(isDigit),
               let capacity = Int(text), (1...1_000_000).contains(capacity)
         else { return nil }
         return capacity

@@ -81,4 +81,5 @@ enum RetryAfter {
     }
 }
 
-private func isDigit(_ byte: UInt8) -> Bool { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) }
+/// Whether `byte` is an ASCII decimal digit: header values are read as bytes.
+func isDigit(_ byte: UInt8) -> Bool { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) }

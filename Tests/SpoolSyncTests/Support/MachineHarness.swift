@@ -119,7 +119,7 @@ struct MachineHarness {
     private mutating func complete(_ outcome: SinkOutcome, at index: Int) {
         let (slot, batch) = inFlight.remove(at: index)
         if case .accepted = outcome { accepted.formUnion(batch.records.map(\.seq)) }
-        send(.uploadCompleted(slot: slot, outcome, bytes: batch.records.count * 10))
+        send(.uploadCompleted(slot: slot, outcome, bytes: batch.records.count * 10, declaredCapacity: nil))
     }
 
     /// Completes the read held (see `holdReads`).
@@ -232,7 +232,7 @@ struct MachineHarness {
             }
             let outcome = respond(batch)
             if case .accepted = outcome { accepted.formUnion(batch.records.map(\.seq)) }
-            return .uploadCompleted(slot: slot, outcome, bytes: batch.records.count * 10)
+            return .uploadCompleted(slot: slot, outcome, bytes: batch.records.count * 10, declaredCapacity: nil)
         case .deadLetter(let refused, _):
             deadLettered += refused.map(\.seq)
             return .deadLetterCompleted
